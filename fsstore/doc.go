@@ -1,0 +1,43 @@
+// Package fsstore is the file-backed session.Store. It keeps everything
+// under <workspace>/.cairn/ and guarantees:
+//
+//   - An acknowledged commit is durable: Commit returns only after the bytes
+//     of the commit and its commit record are written and fdatasync'd (and,
+//     for a new session, the file is renamed into place and the directory
+//     fsync'd).
+//   - A commit is atomic: a reader sees generation N or N+1, never a mix,
+//     and after a crash at any instant the store reopens at the last
+//     acknowledged generation or later, with no torn data.
+//   - A commit costs work in proportion to what it adds: a delta is one
+//     append of its new bytes (plus a small fixed overhead for framing and
+//     the commit record) and one fdatasync, whatever the session's size.
+//   - The on-disk size of a session stays within about 2x its live data:
+//     a background compaction rewrites a log whose superseded records
+//     outweigh the live ones, beside the old log, and switches atomically
+//     (rename, then directory fsync). Readers are never blocked for the
+//     duration of a compaction and always find one complete log.
+//
+// Layout:
+//
+//	.cairn/                 0700, with a .gitignore of "*"
+//	  LOCK                  flock'd by the one writer process; holds its pid
+//	  sessions/<name>.log   one append-only record log per session
+//	  workflows/<name>.log  one append-only record log per workflow
+//
+// Each log starts with an 8-byte magic and holds records framed as
+// [u32 payload length][u32 CRC-32C of kind+payload][u8 kind][payload], the
+// payload CBOR. A commit is a run of item records closed by a commit record
+// that carries the generation, the record count and the byte length of the
+// commit; recovery keeps everything up to the last valid commit record and
+// trims the rest. Ids are mapped to file names that cannot escape the store
+// (see names.go). Loop checkpoints are records in their session's log,
+// written in the same commit as the messages of their turn, so deleting a
+// session deletes them; workflows owned by a session are deleted with it.
+//
+// Caveats, stated plainly: durability relies on the file system honouring
+// fdatasync and on rename(2) being atomic (true for ext4 and xfs on Linux).
+// After a failed fdatasync the store truncates the unacknowledged bytes and
+// syncs again; if that also fails the session refuses further commits until
+// the store is reopened, rather than guess what reached the disk. History
+// (Load at an older generation) reaches back only to the last compaction.
+package fsstore

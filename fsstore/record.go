@@ -1,0 +1,217 @@
+package fsstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// logMagic opens every log file: "cairn", a NUL, "L" and the format version.
+var logMagic = [8]byte{'c', 'a', 'i', 'r', 'n', 0, 'L', '1'}
+
+const (
+	frameHeader = 9 // u32 length, u32 crc, u8 kind
+	// maxRecordPayload bounds one record so a corrupt length is never
+	// trusted with a huge allocation.
+	maxRecordPayload = 1 << 30
+)
+
+// Record kinds. A kind byte this build does not know makes the log
+// unreadable with ErrSchemaUnsupported, never silently skipped.
+const (
+	kindReset      = 'R' // resetRec: the session starts over (replace)
+	kindWorkspace  = 'W' // session.Workspace
+	kindAgent      = 'G' // map[string]Value
+	kindMeta       = 'm' // metaRec: one metadata key
+	kindMessages   = 'M' // []Value appended
+	kindTraces     = 'T' // []session.Trace appended
+	kindArtifacts  = 'A' // []session.Artifact appended
+	kindRun        = 'r' // session.Run upserted
+	kindVerif      = 'v' // session.Verification upserted
+	kindTask       = 's' // session.SubagentTask upserted
+	kindHandoff    = 'H' // session.Handoff
+	kindRuntime    = 'X' // session.Runtime
+	kindFiles      = 'F' // session.ManifestRef
+	kindCheckpoint = 'C' // session.LoopCheckpoint set
+	kindDropCkpt   = 'D' // run id whose checkpoint is dropped
+	kindOwner      = 'O' // ownerRec: workflow id and owning session
+	kindStep       = 'S' // session.StepRecord upserted
+	kindCommit     = 'Z' // commitRec: closes a commit
+)
+
+// resetRec starts a session over: the first record of a new session, of a
+// replace, and of a compacted log.
+type resetRec struct {
+	SessionID string    `cbor:"1,keyasint"`
+	CreatedAt time.Time `cbor:"2,keyasint"`
+}
+
+type metaRec struct {
+	Key   string `cbor:"1,keyasint"`
+	Value []byte `cbor:"2,keyasint"`
+}
+
+type ownerRec struct {
+	WorkflowID string `cbor:"1,keyasint"`
+	SessionID  string `cbor:"2,keyasint"`
+}
+
+// commitRec closes a commit. Records is the number of item records before
+// it and Bytes their framed length, so a stray run of older records that
+// happens to parse after a trimmed tail cannot pass as a commit.
+type commitRec struct {
+	Schema     int       `cbor:"1,keyasint"`
+	Generation uint64    `cbor:"2,keyasint"`
+	Time       time.Time `cbor:"3,keyasint"`
+	Records    int       `cbor:"4,keyasint"`
+	Bytes      int64     `cbor:"5,keyasint"`
+}
+
+var (
+	encMode cbor.EncMode
+	decMode cbor.DecMode
+)
+
+func init() {
+	var err error
+	encMode, err = cbor.EncOptions{Time: cbor.TimeRFC3339Nano}.EncMode()
+	if err != nil {
+		panic(err)
+	}
+	decMode, err = cbor.DecOptions{
+		MaxNestedLevels:  64,
+		MaxArrayElements: 1 << 27,
+		MaxMapPairs:      1 << 27,
+		DupMapKey:        cbor.DupMapKeyEnforcedAPF,
+	}.DecMode()
+	if err != nil {
+		panic(err)
+	}
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// frameBuf accumulates framed records for one or more commits.
+type frameBuf struct {
+	buf  []byte
+	mark int // offset where the open commit began
+	recs int // item records in the open commit
+	err  error
+}
+
+// begin opens a commit at the current end of the buffer.
+func (f *frameBuf) begin() { f.mark, f.recs = len(f.buf), 0 }
+
+// add appends one framed record holding v encoded as CBOR, and returns the
+// framed size.
+func (f *frameBuf) add(kind byte, v any) int64 {
+	if f.err != nil {
+		return 0
+	}
+	start := len(f.buf)
+	f.buf = append(f.buf, make([]byte, frameHeader)...)
+	out, err := encMode.Marshal(v)
+	if err != nil {
+		f.err = err
+		return 0
+	}
+	f.buf = append(f.buf, out...)
+	f.seal(start, kind)
+	f.recs++
+	return int64(len(f.buf) - start)
+}
+
+func (f *frameBuf) seal(start int, kind byte) {
+	payload := f.buf[start+frameHeader:]
+	binary.LittleEndian.PutUint32(f.buf[start:], uint32(len(payload)))
+	f.buf[start+8] = kind
+	crc := crc32.Update(crc32.Checksum([]byte{kind}, castagnoli), castagnoli, payload)
+	binary.LittleEndian.PutUint32(f.buf[start+4:], crc)
+}
+
+// commit closes the open commit with its commit record.
+func (f *frameBuf) commit(gen uint64, now time.Time) {
+	rec := commitRec{Schema: 1, Generation: gen, Time: now.UTC(), Records: f.recs, Bytes: int64(len(f.buf) - f.mark)}
+	f.add(kindCommit, rec)
+	f.begin()
+}
+
+// rawRecord is one framed record found by scan; payload aliases the data.
+type rawRecord struct {
+	kind    byte
+	payload []byte
+	size    int64 // framed size
+}
+
+// commitGroup is one complete commit found by scan.
+type commitGroup struct {
+	records []rawRecord
+	commit  commitRec
+	end     int64 // offset just past the commit record
+}
+
+var errBadMagic = errors.New("not a cairn log (bad magic)")
+
+// scan parses data (a whole log) and returns its complete commits and the
+// offset where valid data ends. Anything after that offset is a torn or
+// uncommitted tail. scan fails only for a bad magic or a commit record
+// written by a newer schema.
+func scan(data []byte) ([]commitGroup, int64, error) {
+	if len(data) < len(logMagic) || [8]byte(data[:8]) != logMagic {
+		return nil, 0, errBadMagic
+	}
+	return scanRecords(data, int64(len(logMagic)), 0)
+}
+
+// scanRecords parses framed records in data from off on, expecting the first
+// commit to be generation lastGen+1 (any generation when lastGen is 0). A
+// commit whose generation does not follow the previous one, or whose record
+// count or length disagrees with its commit record, ends the valid data: so
+// a stray run of older records that happens to parse after a trimmed tail
+// cannot pass as a commit.
+func scanRecords(data []byte, off int64, lastGen uint64) ([]commitGroup, int64, error) {
+	var groups []commitGroup
+	var pending []rawRecord
+	var pendingBytes int64
+	valid := off
+	for {
+		if int64(len(data))-off < frameHeader {
+			break
+		}
+		n := int64(binary.LittleEndian.Uint32(data[off:]))
+		crc := binary.LittleEndian.Uint32(data[off+4:])
+		kind := data[off+8]
+		if n > maxRecordPayload || int64(len(data))-off-frameHeader < n {
+			break
+		}
+		payload := data[off+frameHeader : off+frameHeader+n]
+		if crc32.Update(crc32.Checksum([]byte{kind}, castagnoli), castagnoli, payload) != crc {
+			break
+		}
+		size := frameHeader + n
+		off += size
+		if kind != kindCommit {
+			pending = append(pending, rawRecord{kind: kind, payload: payload, size: size})
+			pendingBytes += size
+			continue
+		}
+		var c commitRec
+		if err := decMode.Unmarshal(payload, &c); err != nil {
+			break
+		}
+		if c.Schema > 1 {
+			return nil, 0, errFutureSchema(c.Schema)
+		}
+		if c.Records != len(pending) || c.Bytes != pendingBytes || (lastGen != 0 && c.Generation != lastGen+1) || c.Generation == 0 {
+			break
+		}
+		groups = append(groups, commitGroup{records: pending, commit: c, end: off})
+		lastGen = c.Generation
+		pending, pendingBytes = nil, 0
+		valid = off
+	}
+	return groups, valid, nil
+}

@@ -1,0 +1,774 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/cairn-dev/cairn/session"
+)
+
+// DefaultMaxCommitBytes is the default limit on the encoded size of one
+// commit.
+const DefaultMaxCommitBytes = 64 << 20
+
+// DefaultCompactMinBytes is the default amount of dead bytes a log must hold
+// before compaction rewrites it.
+const DefaultCompactMinBytes = 64 << 10
+
+// DirName is the store's directory inside a workspace.
+const DirName = ".cairn"
+
+// Options configure a Store. The zero value is valid.
+type Options struct {
+	// MaxCommitBytes limits the encoded size of one commit; larger commits
+	// fail with session.ErrTooLarge. 0 means DefaultMaxCommitBytes.
+	MaxCommitBytes int64
+	// CompactMinBytes is how many dead bytes a log must hold, besides
+	// outweighing its live bytes, before it is compacted. 0 means
+	// DefaultCompactMinBytes.
+	CompactMinBytes int64
+	// Fault, when set, is called at each fault point (see FaultPoints).
+	Fault func(point string) error
+	// Logger receives warnings about recovery and compaction. Default: none.
+	Logger hclog.Logger
+	// Now is the clock. Default: time.Now.
+	Now func() time.Time
+}
+
+// Stats counts what a Store has done since Open.
+type Stats struct {
+	Commits      int64 // acknowledged commits (sessions and workflow steps)
+	BytesWritten int64 // bytes of acknowledged commits, compaction excluded
+	Compactions  int64 // completed compactions
+	Trimmed      int64 // bytes of torn or uncommitted tails trimmed at Open
+	TempsRemoved int64 // stale temp files removed at Open
+}
+
+// Store is the file-backed session.Store. Use Open.
+type Store struct {
+	root, dir   string
+	sessionsDir string
+	flowsDir    string
+	opts        Options
+	log         hclog.Logger
+	lock        *os.File
+
+	mu         sync.Mutex
+	closed     bool
+	sessions   map[string]*sessionFile  // by session id
+	workflows  map[string]*workflowFile // by workflow id
+	unreadable map[string]error         // file name -> why it cannot be read
+
+	compactions sync.WaitGroup
+
+	commits, bytesWritten, compactionsDone, trimmed, tempsRemoved atomic.Int64
+}
+
+// sessionFile is one session's log and its in-memory summary. All fields
+// are guarded by mu.
+type sessionFile struct {
+	mu         sync.Mutex
+	name       string
+	f          *os.File // nil until the first commit creates the file
+	size       int64    // committed length of the log
+	t          *tracker
+	broken     error // set when the file must not be written again
+	gone       bool  // deleted; look the session up again
+	compacting bool
+}
+
+// workflowFile is one workflow's log and its content. Guarded by mu.
+type workflowFile struct {
+	mu   sync.Mutex
+	name string
+	f    *os.File
+	size int64
+	gen  uint64
+	w    *session.Workflow
+	gone bool
+}
+
+var _ session.Store = (*Store)(nil)
+
+// Open opens (creating when needed) the store under root/.cairn, takes its
+// writer lock for the life of the Store, and recovers: torn or uncommitted
+// log tails are trimmed, stale temp files removed, and interrupted deletes
+// finished. A second Open of the same store while this one is open, from
+// any process, fails with a *session.LockedError (errors.Is ErrLocked).
+func Open(root string, opts Options) (*Store, error) {
+	if opts.MaxCommitBytes <= 0 {
+		opts.MaxCommitBytes = DefaultMaxCommitBytes
+	}
+	if opts.CompactMinBytes <= 0 {
+		opts.CompactMinBytes = DefaultCompactMinBytes
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("fsstore.Open: %w", err)
+	}
+	s := &Store{
+		root: abs, dir: filepath.Join(abs, DirName), opts: opts, log: opts.Logger,
+		sessions: map[string]*sessionFile{}, workflows: map[string]*workflowFile{}, unreadable: map[string]error{},
+	}
+	s.sessionsDir = filepath.Join(s.dir, "sessions")
+	s.flowsDir = filepath.Join(s.dir, "workflows")
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return nil, session.Errorf(session.CodeInvalidArgument, "fsstore.Open: workspace %s is not a directory", abs)
+	}
+	if err := ensureDir(s.dir); err != nil {
+		return nil, wrapOpen(err)
+	}
+	if s.lock, err = acquireLock(filepath.Join(s.dir, "LOCK")); err != nil {
+		return nil, err
+	}
+	if err := s.recover(); err != nil {
+		s.closeFiles()
+		_ = releaseLock(s.lock)
+		return nil, wrapOpen(err)
+	}
+	return s, nil
+}
+
+func wrapOpen(err error) error {
+	var se *session.Error
+	if errors.As(err, &se) {
+		return session.Errorf(se.Code, "fsstore.Open: %s", se.Message)
+	}
+	return session.Errorf(session.CodeInternal, "fsstore.Open: %v", err)
+}
+
+// Dir returns the store's directory (root/.cairn).
+func (s *Store) Dir() string { return s.dir }
+
+// Stats reports counters since Open.
+func (s *Store) Stats() Stats {
+	return Stats{
+		Commits: s.commits.Load(), BytesWritten: s.bytesWritten.Load(), Compactions: s.compactionsDone.Load(),
+		Trimmed: s.trimmed.Load(), TempsRemoved: s.tempsRemoved.Load(),
+	}
+}
+
+// Capabilities reports a durable, atomic, CAS-capable, cross-process locked
+// store with delta commits.
+func (s *Store) Capabilities() session.Capabilities {
+	return session.Capabilities{AtomicGenerations: true, DeltaCommits: true, CompareAndSwap: true, CrossProcessLock: true, Durable: true, History: true}
+}
+
+func (s *Store) recover() error {
+	gi := filepath.Join(s.dir, ".gitignore")
+	if fi, err := os.Lstat(gi); os.IsNotExist(err) {
+		f, err := s.createFile(gi, []byte("*\n"))
+		if err != nil {
+			return err
+		}
+		f.Close()
+	} else if err != nil {
+		return err
+	} else if !fi.Mode().IsRegular() {
+		return session.Errorf(session.CodeInvalidArgument, "%s is not a regular file", gi)
+	}
+	for _, d := range []string{s.sessionsDir, s.flowsDir} {
+		if err := ensureDir(d); err != nil {
+			return err
+		}
+	}
+	tombstones, err := s.recoverDir(s.flowsDir, s.loadWorkflow)
+	if err != nil {
+		return err
+	}
+	if len(tombstones) > 0 {
+		return fmt.Errorf("unexpected %s in %s", tombstones[0], s.flowsDir)
+	}
+	if tombstones, err = s.recoverDir(s.sessionsDir, s.loadSession); err != nil {
+		return err
+	}
+	for _, name := range tombstones {
+		if err := s.finishDelete(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recoverDir walks one log directory: it removes stale temp files, refuses
+// symlinks, loads every log and returns the tombstones of interrupted
+// deletes.
+func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var tombstones []string
+	removed := false
+	for _, e := range entries {
+		name := e.Name()
+		if e.Type()&os.ModeSymlink != 0 {
+			return nil, session.Errorf(session.CodeInvalidArgument, "%s is a symlink; the store refuses links out of .cairn", filepath.Join(dir, name))
+		}
+		switch {
+		case strings.HasPrefix(name, tempPrefix):
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				return nil, err
+			}
+			s.tempsRemoved.Add(1)
+			removed = true
+			s.log.Info("removed stale temp file", "path", filepath.Join(dir, name))
+		case strings.HasPrefix(name, deletedPrefix):
+			tombstones = append(tombstones, name)
+		case strings.HasSuffix(name, logSuffix) && e.Type().IsRegular():
+			if err := load(name); err != nil {
+				return nil, err
+			}
+		default:
+			s.log.Warn("ignoring unexpected file in store", "path", filepath.Join(dir, name))
+		}
+	}
+	if removed {
+		if err := syncDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	return tombstones, nil
+}
+
+// openLog opens a log file for recovery: reads it, trims a torn tail and
+// returns the commits. A log with no complete commit is removed (nil
+// groups). Readability problems are recorded in s.unreadable and reported as
+// a nil file, so one bad log does not take the whole store down.
+func (s *Store) openLog(dir, name string) (*os.File, []commitGroup, int64, error) {
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_RDWR|openFlags, 0)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, 0, err
+	}
+	data, err := readAll(f, fi.Size())
+	if err != nil {
+		f.Close()
+		return nil, nil, 0, err
+	}
+	groups, valid, err := scan(data)
+	if err != nil {
+		f.Close()
+		if errors.Is(err, errBadMagic) {
+			err = session.Errorf(session.CodeInternal, "%s: %v", path, err)
+		}
+		s.unreadable[name] = err
+		s.log.Error("log cannot be read; leaving it untouched", "path", path, "error", err)
+		return nil, nil, 0, nil
+	}
+	if len(groups) == 0 {
+		f.Close()
+		s.log.Warn("removing log with no complete commit", "path", path)
+		if err := os.Remove(path); err != nil {
+			return nil, nil, 0, err
+		}
+		return nil, nil, 0, syncDir(dir)
+	}
+	if valid < fi.Size() {
+		s.log.Warn("trimming torn or uncommitted log tail", "path", path, "bytes", fi.Size()-valid)
+		if err := f.Truncate(valid); err != nil {
+			f.Close()
+			return nil, nil, 0, err
+		}
+		if err := fdatasync(f); err != nil {
+			f.Close()
+			return nil, nil, 0, err
+		}
+		s.trimmed.Add(fi.Size() - valid)
+	}
+	return f, groups, valid, nil
+}
+
+func (s *Store) loadSession(name string) error {
+	f, groups, size, err := s.openLog(s.sessionsDir, name)
+	if err != nil || f == nil {
+		return err
+	}
+	t := newTracker()
+	for _, g := range groups {
+		if err := t.observe(g); err != nil {
+			f.Close()
+			s.unreadable[name] = err
+			s.log.Error("log cannot be read; leaving it untouched", "path", filepath.Join(s.sessionsDir, name), "error", err)
+			return nil
+		}
+	}
+	if name != fileName(t.sessionID) {
+		f.Close()
+		return session.Errorf(session.CodeInternal, "%s holds session %q, whose file would be %s", name, t.sessionID, fileName(t.sessionID))
+	}
+	s.sessions[t.sessionID] = &sessionFile{name: name, f: f, size: size, t: t}
+	return nil
+}
+
+// session returns the sessionFile for id, creating a placeholder (not yet
+// on disk) when create is set.
+func (s *Store) session(id string, create bool) (*sessionFile, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	sf := s.sessions[id]
+	if sf == nil {
+		name := fileName(id)
+		if err := s.unreadable[name]; err != nil {
+			return nil, err
+		}
+		if !create {
+			return nil, notFound(id)
+		}
+		sf = &sessionFile{name: name, t: newTracker()}
+		s.sessions[id] = sf
+	}
+	return sf, nil
+}
+
+var errClosed = session.Errorf(session.CodeInternal, "fsstore: store is closed")
+
+func notFound(id string) error { return session.Errorf(session.CodeNotFound, "session %q not found", id) }
+
+// lockSession returns the existing session id, locked. The caller unlocks.
+func (s *Store) lockSession(id string) (*sessionFile, error) {
+	if err := session.ValidateID("session", id); err != nil {
+		return nil, err
+	}
+	for {
+		sf, err := s.session(id, false)
+		if err != nil {
+			return nil, err
+		}
+		sf.mu.Lock()
+		if sf.gone {
+			sf.mu.Unlock()
+			continue
+		}
+		if sf.t.gen == 0 {
+			sf.mu.Unlock()
+			return nil, notFound(id)
+		}
+		return sf, nil
+	}
+}
+
+// Commit applies c as the session's next generation, durably.
+func (s *Store) Commit(ctx context.Context, id string, c *session.Change, opts session.CommitOptions) (session.CommitResult, error) {
+	if err := session.ValidateID("session", id); err != nil {
+		return session.CommitResult{}, err
+	}
+	if err := session.Normalize(c); err != nil {
+		return session.CommitResult{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return session.CommitResult{}, err
+	}
+	for {
+		sf, err := s.session(id, true)
+		if err != nil {
+			return session.CommitResult{}, err
+		}
+		sf.mu.Lock()
+		if sf.gone {
+			sf.mu.Unlock()
+			continue
+		}
+		res, err := s.commitLocked(sf, id, c, opts)
+		sf.mu.Unlock()
+		return res, err
+	}
+}
+
+func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts session.CommitOptions) (session.CommitResult, error) {
+	if sf.broken != nil {
+		return session.CommitResult{}, session.Errorf(session.CodeInternal, "fsstore.Commit: session %q: %v", id, sf.broken)
+	}
+	if err := session.CheckExpect(id, sf.t.gen, opts); err != nil {
+		return session.CommitResult{}, err
+	}
+	now := s.opts.Now().UTC()
+	gen := sf.t.gen + 1
+	var fb frameBuf
+	creating := sf.f == nil
+	if creating {
+		fb.buf = append(fb.buf, logMagic[:]...)
+	}
+	start := len(fb.buf)
+	fb.begin()
+	encodeChange(&fb, sf.t, id, c, now)
+	fb.commit(gen, now)
+	if fb.err != nil {
+		return session.CommitResult{}, session.Errorf(session.CodeInternal, "fsstore.Commit: encode: %v", fb.err)
+	}
+	n := int64(len(fb.buf) - start)
+	if n > s.opts.MaxCommitBytes {
+		return session.CommitResult{}, session.Errorf(session.CodeTooLarge, "commit of %d bytes exceeds the limit of %d bytes", n, s.opts.MaxCommitBytes)
+	}
+	// Fold the commit into a copy of the summary first: what observe reads
+	// back is exactly what replay will read after a restart.
+	groups, _, err := scanRecords(fb.buf, int64(start), sf.t.gen)
+	if err != nil || len(groups) != 1 {
+		return session.CommitResult{}, session.Errorf(session.CodeInternal, "fsstore.Commit: encoded commit does not scan back (%v)", err)
+	}
+	next := sf.t.clone()
+	if err := next.observe(groups[0]); err != nil {
+		return session.CommitResult{}, session.Errorf(session.CodeInternal, "fsstore.Commit: %v", err)
+	}
+	path := filepath.Join(s.sessionsDir, sf.name)
+	if creating {
+		f, err := s.createFile(path, fb.buf)
+		if err != nil {
+			return session.CommitResult{}, session.Errorf(session.CodeInternal, "fsstore.Commit: %v", err)
+		}
+		sf.f, sf.size = f, int64(len(fb.buf))
+	} else {
+		err, broken := s.appendCommit(sf.f, sf.size, fb.buf)
+		if broken != nil {
+			sf.broken = broken
+			s.log.Error("session log is broken until reopen", "session_file", sf.name, "error", broken)
+		}
+		if err != nil {
+			return session.CommitResult{}, session.Errorf(session.CodeInternal, "fsstore.Commit: %v", err)
+		}
+		sf.size += n
+	}
+	sf.t = next
+	written := int64(len(fb.buf)) // the commit, plus the magic of a new file
+	s.commits.Add(1)
+	s.bytesWritten.Add(written)
+	s.maybeCompactLocked(sf)
+	return session.CommitResult{Generation: gen, MessageCount: next.messages, BytesWritten: written}, nil
+}
+
+func (t *tracker) clone() *tracker {
+	out := *t
+	out.runs = make(map[string]string, len(t.runs))
+	for k, v := range t.runs {
+		out.runs[k] = v
+	}
+	out.ckpts = make(map[string]*session.LoopCheckpoint, len(t.ckpts))
+	for k, v := range t.ckpts {
+		out.ckpts[k] = v
+	}
+	out.acct.keys = make(map[string]int64, len(t.acct.keys))
+	for k, v := range t.acct.keys {
+		out.acct.keys[k] = v
+	}
+	return &out
+}
+
+// Load returns the session at generation at (0: latest). It reads the log up
+// to the committed length known at the call, so it never blocks commits or
+// compaction for longer than it takes to open the file.
+func (s *Store) Load(ctx context.Context, id string, at uint64) (*session.State, error) {
+	sf, err := s.lockSession(id)
+	if err != nil {
+		return nil, err
+	}
+	gen, first, size := sf.t.gen, sf.t.first, sf.size
+	var f *os.File
+	switch {
+	case at > gen:
+		err = session.Errorf(session.CodeNotFound, "session %q has no generation %d (latest is %d)", id, at, gen)
+	case at != 0 && at < first:
+		err = session.Errorf(session.CodeNotFound, "session %q generation %d was compacted away (oldest kept is %d)", id, at, first)
+	default:
+		f, err = os.OpenFile(filepath.Join(s.sessionsDir, sf.name), os.O_RDONLY|openFlags, 0)
+	}
+	sf.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := readAll(f, size)
+	if err != nil {
+		return nil, session.Errorf(session.CodeInternal, "fsstore.Load: %v", err)
+	}
+	groups, valid, err := scan(data)
+	if err != nil {
+		return nil, err
+	}
+	if valid != size {
+		return nil, session.Errorf(session.CodeInternal, "fsstore.Load: session %q: log is damaged at offset %d of %d", id, valid, size)
+	}
+	st, err := replayState(groups, at)
+	if err != nil {
+		return nil, session.Errorf(session.CodeInternal, "fsstore.Load: session %q: %v", id, err)
+	}
+	want := gen
+	if at != 0 {
+		want = at
+	}
+	if st.Snapshot.Generation != want {
+		return nil, session.Errorf(session.CodeInternal, "fsstore.Load: session %q replayed to generation %d", id, st.Snapshot.Generation)
+	}
+	return st, nil
+}
+
+func (sf *sessionFile) summaryLocked() session.Summary {
+	t := sf.t
+	sum := session.Summary{
+		SessionID: t.sessionID, Generation: t.gen, CreatedAt: t.created, UpdatedAt: t.updated,
+		MessageCount: t.messages, Checkpoints: len(t.ckpts), SizeBytes: sf.size,
+	}
+	for _, status := range t.runs {
+		if sum.Runs == nil {
+			sum.Runs = map[string]int{}
+		}
+		sum.Runs[status]++
+	}
+	return sum
+}
+
+// Stat describes the session from memory.
+func (s *Store) Stat(ctx context.Context, id string) (session.Summary, error) {
+	sf, err := s.lockSession(id)
+	if err != nil {
+		return session.Summary{}, err
+	}
+	defer sf.mu.Unlock()
+	return sf.summaryLocked(), nil
+}
+
+func (s *Store) allSessions() ([]*sessionFile, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	out := make([]*sessionFile, 0, len(s.sessions))
+	for _, sf := range s.sessions {
+		out = append(out, sf)
+	}
+	return out, nil
+}
+
+// eachSession calls fn with every existing session, locked, until fn
+// returns true.
+func (s *Store) eachSession(fn func(sf *sessionFile) bool) error {
+	all, err := s.allSessions()
+	if err != nil {
+		return err
+	}
+	for _, sf := range all {
+		sf.mu.Lock()
+		stop := !sf.gone && sf.t.gen > 0 && fn(sf)
+		sf.mu.Unlock()
+		if stop {
+			return nil
+		}
+	}
+	return nil
+}
+
+// List describes every session, ordered by id.
+func (s *Store) List(ctx context.Context) ([]session.Summary, error) {
+	var out []session.Summary
+	err := s.eachSession(func(sf *sessionFile) bool {
+		out = append(out, sf.summaryLocked())
+		return false
+	})
+	slices.SortFunc(out, func(a, b session.Summary) int { return strings.Compare(a.SessionID, b.SessionID) })
+	if out == nil {
+		out = []session.Summary{}
+	}
+	return out, err
+}
+
+// FindRun returns the session that records runID.
+func (s *Store) FindRun(ctx context.Context, runID string) (string, error) {
+	if err := session.ValidateID("run", runID); err != nil {
+		return "", err
+	}
+	var found string
+	err := s.eachSession(func(sf *sessionFile) bool {
+		_, inRuns := sf.t.runs[runID]
+		if inRuns || sf.t.ckpts[runID] != nil {
+			found = sf.t.sessionID
+			return true
+		}
+		return false
+	})
+	if err == nil && found == "" {
+		err = session.Errorf(session.CodeNotFound, "run %q not found", runID)
+	}
+	return found, err
+}
+
+// Checkpoint returns the latest loop checkpoint of runID.
+func (s *Store) Checkpoint(ctx context.Context, runID string) (*session.LoopCheckpoint, error) {
+	if err := session.ValidateID("run", runID); err != nil {
+		return nil, err
+	}
+	var cp *session.LoopCheckpoint
+	err := s.eachSession(func(sf *sessionFile) bool {
+		if c := sf.t.ckpts[runID]; c != nil {
+			copied := *c
+			copied.State = append(session.Value(nil), c.State...)
+			if c.State == nil {
+				copied.State = nil
+			}
+			cp = &copied
+			return true
+		}
+		return false
+	})
+	if err == nil && cp == nil {
+		err = session.Errorf(session.CodeNoCheckpoint, "run %q has no checkpoint", runID)
+	}
+	return cp, err
+}
+
+// Delete removes the session, its checkpoints and the workflows it owns.
+// The session's log is first renamed to a tombstone (the point of no
+// return), then the owned workflows and the tombstone are removed; Open
+// finishes a delete a crash interrupted.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	if err := session.ValidateID("session", id); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	sf := s.sessions[id]
+	if sf == nil {
+		return notFound(id)
+	}
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	if sf.t.gen == 0 {
+		return notFound(id)
+	}
+	tomb := deletedPrefix + sf.name
+	if err := os.Rename(filepath.Join(s.sessionsDir, sf.name), filepath.Join(s.sessionsDir, tomb)); err != nil {
+		return session.Errorf(session.CodeInternal, "fsstore.Delete: %v", err)
+	}
+	if err := syncDir(s.sessionsDir); err != nil {
+		return session.Errorf(session.CodeInternal, "fsstore.Delete: sync dir: %v", err)
+	}
+	sf.gone = true
+	sf.f.Close()
+	delete(s.sessions, id)
+	if err := s.deleteOwnedLocked(id); err != nil {
+		return session.Errorf(session.CodeInternal, "fsstore.Delete: %v", err)
+	}
+	if err := os.Remove(filepath.Join(s.sessionsDir, tomb)); err != nil {
+		return session.Errorf(session.CodeInternal, "fsstore.Delete: %v", err)
+	}
+	if err := syncDir(s.sessionsDir); err != nil {
+		return session.Errorf(session.CodeInternal, "fsstore.Delete: sync dir: %v", err)
+	}
+	return nil
+}
+
+// deleteOwnedLocked removes the workflows owned by session id. s.mu is held.
+func (s *Store) deleteOwnedLocked(id string) error {
+	removed := false
+	for wid, wf := range s.workflows {
+		wf.mu.Lock()
+		if wf.w.SessionID == id && !wf.gone {
+			if err := os.Remove(filepath.Join(s.flowsDir, wf.name)); err != nil && !os.IsNotExist(err) {
+				wf.mu.Unlock()
+				return err
+			}
+			wf.gone = true
+			if wf.f != nil {
+				wf.f.Close()
+			}
+			delete(s.workflows, wid)
+			removed = true
+		}
+		wf.mu.Unlock()
+	}
+	if removed {
+		return syncDir(s.flowsDir)
+	}
+	return nil
+}
+
+// finishDelete completes a delete interrupted after its tombstone rename.
+func (s *Store) finishDelete(tomb string) error {
+	path := filepath.Join(s.sessionsDir, tomb)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if groups, _, err := scan(data); err == nil && len(groups) > 0 {
+		t := newTracker()
+		if len(groups[0].records) > 0 && groups[0].records[0].kind == kindReset {
+			if err := t.observeRecord(groups[0].records[0]); err == nil {
+				if err := s.deleteOwnedLocked(t.sessionID); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	s.log.Info("finished interrupted delete", "path", path)
+	if err := os.Remove(path); err != nil {
+		return err
+	}
+	return syncDir(s.sessionsDir)
+}
+
+// Close waits for background compactions, closes every file and releases
+// the writer lock.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.compactions.Wait()
+	s.mu.Lock()
+	s.closeFiles()
+	s.mu.Unlock()
+	return releaseLock(s.lock)
+}
+
+func (s *Store) closeFiles() {
+	for _, sf := range s.sessions {
+		sf.mu.Lock()
+		if sf.f != nil {
+			sf.f.Close()
+			sf.f = nil
+		}
+		sf.gone = true
+		sf.mu.Unlock()
+	}
+	for _, wf := range s.workflows {
+		wf.mu.Lock()
+		if wf.f != nil {
+			wf.f.Close()
+			wf.f = nil
+		}
+		wf.gone = true
+		wf.mu.Unlock()
+	}
+}
+
+// Root returns the workspace directory the store lives in.
+func (s *Store) Root() string { return s.root }

@@ -1,0 +1,63 @@
+package session
+
+// Change is what one commit adds to a session: either a whole snapshot
+// (Replace) or a delta. A delta appends messages, traces and artifacts;
+// upserts runs, verifications and subagent tasks by id; replaces the
+// workspace, agent, handoff, runtime and files records when they are set; and
+// merges metadata key by key, where a JSON null value removes the key.
+//
+// A Change may also record a loop checkpoint (written in the same atomic
+// commit as the messages it follows) and drop the checkpoints of runs.
+type Change struct {
+	SchemaVersion int `json:"schema_version,omitempty"`
+
+	Replace *Snapshot `json:"replace,omitempty"`
+
+	Workspace           *Workspace       `json:"workspace,omitempty"`
+	Agent               map[string]Value `json:"agent,omitempty"`
+	Metadata            map[string]Value `json:"metadata,omitempty"`
+	AppendMessages      []Value          `json:"append_messages,omitempty"`
+	AppendTraces        []Trace          `json:"append_traces,omitempty"`
+	AppendArtifacts     []Artifact       `json:"append_artifacts,omitempty"`
+	UpsertRuns          []Run            `json:"upsert_runs,omitempty"`
+	UpsertVerifications []Verification   `json:"upsert_verifications,omitempty"`
+	UpsertSubagentTasks []SubagentTask   `json:"upsert_subagent_tasks,omitempty"`
+	Handoff             *Handoff         `json:"handoff,omitempty"`
+	Runtime             *Runtime         `json:"runtime,omitempty"`
+	Files               *ManifestRef     `json:"files,omitempty"`
+
+	Checkpoint      *LoopCheckpoint `json:"checkpoint,omitempty"`
+	DropCheckpoints []string        `json:"drop_checkpoints,omitempty"`
+}
+
+// hasDelta reports whether c carries any delta field besides checkpoints.
+func (c *Change) hasDelta() bool {
+	return c.Workspace != nil || c.Agent != nil || c.Metadata != nil ||
+		len(c.AppendMessages) > 0 || len(c.AppendTraces) > 0 || len(c.AppendArtifacts) > 0 ||
+		len(c.UpsertRuns) > 0 || len(c.UpsertVerifications) > 0 || len(c.UpsertSubagentTasks) > 0 ||
+		c.Handoff != nil || c.Runtime != nil || c.Files != nil
+}
+
+// CommitOptions qualify a commit.
+type CommitOptions struct {
+	// ExpectGeneration, when non-nil, makes the commit a compare-and-swap:
+	// it fails with ErrConflict and changes nothing unless the session's
+	// current generation equals *ExpectGeneration (0: the session must not
+	// exist yet).
+	ExpectGeneration *uint64
+	// MustNotExist makes the commit fail with ErrConflict when the session
+	// already exists (used by fork and import).
+	MustNotExist bool
+}
+
+// Expect returns a pointer to g, for CommitOptions.ExpectGeneration.
+func Expect(g uint64) *uint64 { return &g }
+
+// CommitResult reports what a commit did.
+type CommitResult struct {
+	Generation   uint64 `json:"generation"`
+	MessageCount int64  `json:"message_count"`
+	// BytesWritten is how many bytes the commit wrote to durable storage
+	// (0 for a memory store), compaction excluded.
+	BytesWritten int64 `json:"bytes_written"`
+}

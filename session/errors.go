@@ -1,0 +1,142 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a stable, wire-visible error code. Codes never change meaning.
+type Code string
+
+// The error codes every store, the engine, the wire protocol and the bindings
+// share.
+const (
+	CodeNotFound            Code = "not_found"
+	CodeConflict            Code = "conflict"
+	CodeSchemaUnsupported   Code = "schema_unsupported"
+	CodeInvalidArgument     Code = "invalid_argument"
+	CodeTooLarge            Code = "too_large"
+	CodeNoCheckpoint        Code = "no_checkpoint"
+	CodeNotOwner            Code = "not_owner"
+	CodeStepIdentityChanged Code = "step_identity_changed"
+	CodeLocked              Code = "locked"
+	CodeInternal            Code = "internal"
+)
+
+// Sentinel errors. Callers test for them with errors.Is; the detailed errors
+// this package and the stores return wrap exactly one of them.
+var (
+	// ErrNotFound is returned when a session, run, workflow or generation
+	// does not exist.
+	ErrNotFound = errors.New("not_found")
+	// ErrConflict is returned when a commit's expected generation is not the
+	// session's current one, or an id that must be new already exists.
+	ErrConflict = errors.New("conflict")
+	// ErrSchemaUnsupported is returned for a document whose schema_version
+	// is newer than this build understands. Nothing is written.
+	ErrSchemaUnsupported = errors.New("schema_unsupported")
+	// ErrInvalidArgument is returned for input that fails validation.
+	ErrInvalidArgument = errors.New("invalid_argument")
+	// ErrTooLarge is returned when a commit exceeds the store's size limit.
+	ErrTooLarge = errors.New("too_large")
+	// ErrNoCheckpoint is returned by run resumption when the run has no loop
+	// checkpoint: it is unknown, completed, or never checkpointed.
+	ErrNoCheckpoint = errors.New("no_checkpoint")
+	// ErrNotOwner is returned when a run is addressed through a session that
+	// does not own it.
+	ErrNotOwner = errors.New("not_owner")
+	// ErrStepIdentityChanged is returned when a workflow step recorded as
+	// done has a different identity from the spec given now.
+	ErrStepIdentityChanged = errors.New("step_identity_changed")
+	// ErrLocked is returned when another process holds the store's writer
+	// lock. The concrete error is a *LockedError naming the holder.
+	ErrLocked = errors.New("locked")
+	// ErrInternal is returned for I/O failures and broken invariants.
+	ErrInternal = errors.New("internal")
+)
+
+var codeSentinels = []struct {
+	code Code
+	err  error
+}{
+	{CodeNotFound, ErrNotFound},
+	{CodeConflict, ErrConflict},
+	{CodeSchemaUnsupported, ErrSchemaUnsupported},
+	{CodeInvalidArgument, ErrInvalidArgument},
+	{CodeTooLarge, ErrTooLarge},
+	{CodeNoCheckpoint, ErrNoCheckpoint},
+	{CodeNotOwner, ErrNotOwner},
+	{CodeStepIdentityChanged, ErrStepIdentityChanged},
+	{CodeLocked, ErrLocked},
+	{CodeInternal, ErrInternal},
+}
+
+// Codes lists every error code, in a stable order.
+func Codes() []Code {
+	out := make([]Code, len(codeSentinels))
+	for i, c := range codeSentinels {
+		out[i] = c.code
+	}
+	return out
+}
+
+// CodeOf reports the stable code of err: the code of the sentinel it wraps,
+// or CodeInternal for any other non-nil error, or "" for nil.
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	for _, c := range codeSentinels {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
+	}
+	return CodeInternal
+}
+
+// SentinelOf returns the sentinel error for code, or ErrInternal for an
+// unknown code.
+func SentinelOf(code Code) error {
+	for _, c := range codeSentinels {
+		if c.code == code {
+			return c.err
+		}
+	}
+	return ErrInternal
+}
+
+// Error is a coded error with a human-readable message. It unwraps to the
+// sentinel of its code, so errors.Is(err, ErrConflict) works.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Unwrap returns the sentinel error of the code.
+func (e *Error) Unwrap() error { return SentinelOf(e.Code) }
+
+// Errorf returns an *Error with the given code and formatted message.
+func Errorf(code Code, format string, args ...any) error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// LockedError reports that another process holds a store's writer lock.
+type LockedError struct {
+	Path string // the lock file
+	PID  int    // the holder's pid, or 0 when it could not be read
+}
+
+func (e *LockedError) Error() string {
+	if e.PID > 0 {
+		return fmt.Sprintf("locked: store %s is held by another process (pid %d)", e.Path, e.PID)
+	}
+	return fmt.Sprintf("locked: store %s is held by another process (pid unknown)", e.Path)
+}
+
+// Unwrap returns ErrLocked.
+func (e *LockedError) Unwrap() error { return ErrLocked }
+
+// HolderPID returns the pid of the process holding the lock, 0 if unknown.
+func (e *LockedError) HolderPID() int { return e.PID }
