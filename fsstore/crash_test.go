@@ -95,17 +95,38 @@ func TestKillDuringCommits(t *testing.T) {
 			cmd.Wait()
 			t.Fatalf("child said %q", ready)
 		}
-		time.Sleep(time.Duration(rng.IntN(8000)) * time.Microsecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
+		// Let the child acknowledge a random number of commits (so the test
+		// makes progress however slow the machine), then kill it at a
+		// random instant of the next ones.
 		var childCompactions uint64
-		for line := range lines {
+		note := func(line string) {
 			var g, c uint64
 			if _, err := fmt.Sscanf(line, "ack %d %d", &g, &c); err == nil {
 				acked = max(acked, g)
 				childCompactions = max(childCompactions, c)
 			}
+		}
+		deadline := time.After(20 * time.Second)
+		for want := rng.IntN(12); want > 0; want-- {
+			select {
+			case line, ok := <-lines:
+				if !ok {
+					cmd.Wait()
+					t.Fatalf("child exited early")
+				}
+				note(line)
+			case <-deadline:
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("child made no progress")
+			}
+		}
+		time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		for line := range lines {
+			note(line)
 		}
 		compactions += childCompactions
 		err = cmd.Wait()
