@@ -17,12 +17,14 @@ func (s *Store) maybeCompactLocked(sf *sessionFile) {
 	if sf.compacting || sf.size <= 2*live || sf.size-live < s.opts.CompactMinBytes {
 		return
 	}
-	s.mu.Lock()
-	closed := s.closed
+	// bgMu is a leaf lock: sf.mu is held here, and s.mu must not be taken
+	// under it (Delete takes s.mu, then sf.mu).
+	s.bgMu.Lock()
+	closed := s.bgClosed
 	if !closed {
 		s.compactions.Add(1)
 	}
-	s.mu.Unlock()
+	s.bgMu.Unlock()
 	if closed {
 		return
 	}

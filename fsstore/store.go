@@ -69,6 +69,11 @@ type Store struct {
 	workflows  map[string]*workflowFile // by workflow id
 	unreadable map[string]error         // file name -> why it cannot be read
 
+	// bgMu guards bgClosed and compactions.Add. It is a leaf lock, taken
+	// under a session's lock, so Close can stop new compactions without
+	// taking mu under a session lock.
+	bgMu        sync.Mutex
+	bgClosed    bool
 	compactions sync.WaitGroup
 
 	commits, bytesWritten, compactionsDone, trimmed, tempsRemoved atomic.Int64
@@ -94,8 +99,9 @@ type workflowFile struct {
 	f    *os.File
 	size int64
 	gen  uint64
-	w    *session.Workflow
-	gone bool
+	w      *session.Workflow
+	gone   bool
+	broken error // set when the file must not be written again
 }
 
 var _ session.Store = (*Store)(nil)
@@ -372,7 +378,11 @@ func (s *Store) lockSession(id string) (*sessionFile, error) {
 	}
 }
 
-// Commit applies c as the session's next generation, durably.
+// Commit applies c as the session's next generation, durably. It
+// normalises c in place first (see session.Normalize).
+//
+// Lock order, here and everywhere: s.mu before a session's or workflow's mu,
+// never the reverse; s.bgMu is a leaf.
 func (s *Store) Commit(ctx context.Context, id string, c *session.Change, opts session.CommitOptions) (session.CommitResult, error) {
 	if err := session.ValidateID("session", id); err != nil {
 		return session.CommitResult{}, err
@@ -742,6 +752,9 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.bgMu.Lock()
+	s.bgClosed = true
+	s.bgMu.Unlock()
 	s.compactions.Wait()
 	s.mu.Lock()
 	s.closeFiles()

@@ -385,3 +385,46 @@ func TestConcurrentCommitsAndCAS(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentDeletesCommitsAndCompaction runs commits that keep
+// triggering compaction alongside deletes, loads and workflow steps on the
+// same sessions, to catch lock-order and lifetime bugs (run with -race).
+func TestConcurrentDeletesCommitsAndCompaction(t *testing.T) {
+	s := openT(t, t.TempDir(), fsstore.Options{CompactMinBytes: 1024})
+	ids := []string{"x", "y"}
+	pad := strings.Repeat("z", 1500)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 150; i++ {
+				id := ids[(w+i)%len(ids)]
+				var err error
+				switch (w + i) % 5 {
+				case 0:
+					err = s.Delete(bg, id)
+				case 1:
+					_, err = s.Load(bg, id, 0)
+				case 2:
+					err = s.SaveStep(bg, "wf-"+id, id, session.StepRecord{StepID: fmt.Sprint(i), Identity: "i"})
+				default:
+					_, err = s.Commit(bg, id, &session.Change{
+						AppendMessages: []session.Value{session.Value(fmt.Sprint(i))},
+						Handoff:        &session.Handoff{Done: []string{pad}},
+					}, session.CommitOptions{})
+				}
+				if err != nil && session.CodeOf(err) != session.CodeNotFound {
+					t.Errorf("worker %d op %d: %v", w, i, err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if _, err := s.Load(bg, id, 0); err != nil && session.CodeOf(err) != session.CodeNotFound {
+			t.Fatal(err)
+		}
+	}
+}

@@ -128,6 +128,9 @@ func (s *Store) SaveStep(ctx context.Context, id, sessionID string, step session
 }
 
 func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step session.StepRecord) error {
+	if wf.broken != nil {
+		return session.Errorf(session.CodeInternal, "fsstore.SaveStep: workflow %q: %v", id, wf.broken)
+	}
 	var fb frameBuf
 	creating := wf.f == nil
 	if creating {
@@ -157,11 +160,8 @@ func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step sess
 	} else {
 		err, broken := s.appendCommit(wf.f, wf.size, fb.buf)
 		if broken != nil {
-			wf.gone = true // drop it from use; Open will recover it
-			s.mu.Lock()
-			delete(s.workflows, id)
-			s.unreadable[wf.name] = session.Errorf(session.CodeInternal, "workflow %q: %v", id, broken)
-			s.mu.Unlock()
+			wf.broken = broken
+			s.log.Error("workflow log is broken until reopen", "workflow_file", wf.name, "error", broken)
 		}
 		if err != nil {
 			return session.Errorf(session.CodeInternal, "fsstore.SaveStep: %v", err)
