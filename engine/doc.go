@@ -1,0 +1,94 @@
+// Package engine implements cairn's operations (save, resumeSession, runs
+// with checkpoints and resumeRun, resumable workflows, list, delete, fork,
+// export and import) once, over any session.Store, so the daemon and the
+// embedded C API give exactly the same answers.
+//
+// # Guarantees
+//
+//   - Every write is one Store.Commit: a reader sees generation N or N+1,
+//     never a mix, and (on a durable store) a call that returned has been
+//     fsynced. A checkpoint's messages and its loop checkpoint land in the
+//     same commit; so do a run's end and the deletion of its checkpoint.
+//   - Everything is validated before anything is written
+//     (session.Normalize, which every engine commit passes through: Save,
+//     Checkpoint, CompleteRun, ResumeRun, BeginRun, Fork, Import). On error
+//     nothing of the call is visible.
+//   - expect_generation makes Save a compare-and-swap: of concurrent savers
+//     naming the same generation exactly one wins, the rest get conflict.
+//   - Read-modify-write operations (BeginRun, Checkpoint, CompleteRun,
+//     ResumeRun, saving a whole snapshot) run under a per-session lock in
+//     this engine and commit as a compare-and-swap on the generation they
+//     read, retrying from the read when a writer outside this engine got
+//     there first. Run ids are claimed under an engine-wide lock, so a run
+//     id names at most one run that this engine created.
+//   - No checkpoint outlives its run: CompleteRun deletes it, Save of a run
+//     as completed or failed deletes it, Delete deletes the session's
+//     checkpoints and the workflows it owns.
+//   - ResumeRun never falls back: a run without a checkpoint (unknown,
+//     ended, never checkpointed) is no_checkpoint; a run addressed through
+//     a session that does not record it is not_owner. Usage and tool-call
+//     counts continue from the checkpoint, never from zero. The resumed
+//     run's checkpoint is kept until its successor's first checkpoint, so a
+//     crash right after resuming loses nothing, and retrying a resume with
+//     the same new_run_id returns the same run without writing.
+//   - Opaque host values (messages, agent/metadata values, trace data,
+//     subagent results, loop state, step results) come back byte for byte
+//     from ResumeSession, ResumeRun and BeginWorkflow, and through
+//     Export/Import.
+//   - Workflows fail closed: a recorded step whose identity differs from
+//     the spec given now makes BeginWorkflow fail with
+//     step_identity_changed, and nothing is to run. CompleteStep is
+//     durable when it returns.
+//
+// # Secret hygiene
+//
+// Keys named api_key, apikey, authorization, password, secret or token (in
+// any case, '-' read as '_') are dropped from a session's agent and
+// metadata maps before they reach the store, on every path that writes a
+// session: Save (snapshot or delta), Fork and Import (an imported document
+// is scrubbed too). Recorded processes keep environment variable names
+// only: an env_keys entry holding "NAME=value" is rejected as
+// invalid_argument, and its value is redacted from the error message. The
+// rule lives in session.Normalize; the engine only guarantees that nothing
+// reaches the store without passing through it. Messages, trace data and
+// loop state are opaque: cairn does not look inside them, so a host must
+// not put secrets there.
+//
+// # Errors
+//
+// Every error carries a stable code (session.CodeOf): invalid_argument,
+// not_found, conflict, schema_unsupported, no_checkpoint, not_owner,
+// step_identity_changed, too_large, locked, internal. Store failures that
+// have no code of their own are wrapped with the engine operation that hit
+// them and report internal.
+//
+// # Events
+//
+// After a commit is durable the engine publishes events to Subscribe
+// callbacks (see the Event* constants). Callbacks run synchronously, in
+// order, under the operation's locks: they must be fast and must not call
+// back into the engine. A daemon puts events on a queue.
+//
+// # Limits and caveats
+//
+//   - Workspace drift is not tracked yet: ResumeSession reports Drift with
+//     Tracked false (unknown), never "no drift", and ResumeRun reports
+//     FilesTracked false.
+//   - Checkpoint, CompleteRun and ResumeRun need the session's latest
+//     state to check the run. The engine keeps the latest state of the
+//     few most recently used sessions (Options.CachedSessions), trusted
+//     only while Store.Stat confirms its generation and advanced with
+//     session.Apply after each commit, so a checkpoint costs one Stat and
+//     one delta commit; a cache miss costs one Store.Load.
+//   - Fork and Import copy run ids. A fork never shares a live run (copied
+//     running runs become interrupted and checkpoints are not copied); when
+//     the same run id is recorded by several sessions, pass session_id to
+//     Checkpoint and CompleteRun to address the right one.
+//   - Export carries the session, not loop or workflow checkpoints: a run
+//     left running is not resumable after import elsewhere.
+//   - The per-session and run-id locks serialise one engine. Two engines
+//     over one store (which fsstore's writer lock prevents across
+//     processes) still get correct generations from compare-and-swap, but
+//     two concurrent BeginRun calls naming the same new id in different
+//     sessions could both succeed.
+package engine

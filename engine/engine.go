@@ -1,0 +1,247 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/cairn-dev/cairn/session"
+)
+
+// maxCASAttempts bounds how often a read-modify-write operation reloads and
+// retries after its compare-and-swap commit lost to a writer outside this
+// engine. Inside one engine the per-session lock already serialises writers,
+// so a retry only happens when two engines share a store.
+const maxCASAttempts = 32
+
+// ErrClosed is returned (as a coded internal error) by every method called
+// after Close.
+var ErrClosed = session.Errorf(session.CodeInternal, "engine: closed")
+
+// Options configure an Engine. The zero value is ready to use.
+type Options struct {
+	// Now is the engine's clock for run start and end times, checkpoint and
+	// step times. Default time.Now. Snapshot created_at/updated_at come
+	// from the store's own clock.
+	Now func() time.Time
+	// NewRunID returns a fresh run id for BeginRun and ResumeRun when the
+	// host does not name one. Default: "run_" plus 128 random bits in hex.
+	// The engine still checks the id is unused and asks again if it is not.
+	NewRunID func() string
+	// CachedSessions is how many sessions' latest state the engine keeps
+	// in memory so that checkpoints need not re-read the session (0:
+	// DefaultCachedSessions, negative: no cache). A cached state is used
+	// only while the store confirms its generation.
+	CachedSessions int
+	// Logger receives diagnostics (a panicking subscriber, CAS retries).
+	// Default: a null logger.
+	Logger hclog.Logger
+}
+
+// Engine implements cairn's operations (DESIGN §3) over a session.Store.
+// It is safe for concurrent use. See the package documentation for what it
+// guarantees.
+type Engine struct {
+	store  session.Store
+	now    func() time.Time
+	newID  func() string
+	log    hclog.Logger
+	closed atomic.Bool
+
+	sessions  keyedMutex // read-modify-write of one session
+	workflows keyedMutex // check-then-record of one workflow
+	// runIDs serialises "is this run id free?" with the commit that takes
+	// it, across sessions. Lock order: runIDs before a session lock.
+	runIDs sync.Mutex
+
+	cache  stateCache
+	events eventBus
+}
+
+// New returns an engine over store. The engine owns the store from now on:
+// Close closes it.
+func New(store session.Store, opts Options) *Engine {
+	e := &Engine{store: store, now: opts.Now, newID: opts.NewRunID, log: opts.Logger}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.newID == nil {
+		e.newID = randomRunID
+	}
+	if e.log == nil {
+		e.log = hclog.NewNullLogger()
+	}
+	e.events.log = e.log
+	e.cache.max = opts.CachedSessions
+	if e.cache.max == 0 {
+		e.cache.max = DefaultCachedSessions
+	}
+	return e
+}
+
+func randomRunID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on Linux; if it ever does, an id that
+		// collides is caught by the uniqueness check anyway.
+		panic("engine: crypto/rand: " + err.Error())
+	}
+	return "run_" + hex.EncodeToString(b[:])
+}
+
+// Capabilities reports what the underlying store guarantees.
+func (e *Engine) Capabilities() session.Capabilities { return e.store.Capabilities() }
+
+// Close stops the engine and closes its store. Calls after Close fail with
+// ErrClosed; a second Close returns nil.
+func (e *Engine) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	e.events.closeAll()
+	if err := e.store.Close(); err != nil {
+		return session.Errorf(session.CodeInternal, "engine.Close: close store: %v", err)
+	}
+	return nil
+}
+
+func (e *Engine) check() error {
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (e *Engine) clock() time.Time { return e.now().UTC() }
+
+// update is the engine's read-modify-write step for one session. Under the
+// session's lock it reads the latest state (cached or loaded; build must not
+// modify it) (nil when the session does not
+// exist and mayCreate is set), asks build for the change to commit, commits
+// it as a compare-and-swap on the loaded generation, and retries from the
+// load when a writer outside this engine got there first. build returning a
+// nil change means "nothing to do": update returns a zero result and ok
+// false. after, when non-nil, runs under the lock once the commit is durable
+// (events are published there so subscribers see each session's events in
+// generation order).
+func (e *Engine) update(ctx context.Context, sid string, mayCreate bool,
+	build func(st *session.State) (*session.Change, error),
+	after func(res session.CommitResult),
+) (res session.CommitResult, ok bool, err error) {
+	unlock := e.sessions.lock(sid)
+	defer unlock()
+	cas := e.store.Capabilities().CompareAndSwap
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return res, false, err
+		}
+		st, err := e.latestLocked(ctx, sid)
+		var gen uint64
+		switch {
+		case err == nil:
+			gen = st.Snapshot.Generation
+		case mayCreate && session.CodeOf(err) == session.CodeNotFound:
+			st = nil
+		default:
+			return res, false, err
+		}
+		c, err := build(st)
+		if err != nil || c == nil {
+			return res, false, err
+		}
+		// Every engine commit passes through Normalize here (and again in
+		// the store): validation and secret scrubbing do not depend on
+		// each caller remembering them.
+		if err := session.Normalize(c); err != nil {
+			return res, false, err
+		}
+		var opts session.CommitOptions
+		if cas {
+			opts.ExpectGeneration = session.Expect(gen)
+		}
+		res, err = e.store.Commit(ctx, sid, c, opts)
+		if err == nil {
+			e.advanceLocked(sid, c, res)
+			if after != nil {
+				after(res)
+			}
+			return res, true, nil
+		}
+		e.cache.drop(sid)
+		if session.CodeOf(err) != session.CodeConflict || !cas || attempt >= maxCASAttempts {
+			return res, false, err
+		}
+		e.log.Debug("commit lost a compare-and-swap; retrying", "session", sid, "attempt", attempt)
+	}
+}
+
+// keyedMutex is a set of mutexes addressed by string, created on demand and
+// dropped when no one holds or waits for them.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*keyedEntry
+}
+
+type keyedEntry struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lock locks key and returns its unlock function.
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyedEntry{}
+	}
+	ent := k.m[key]
+	if ent == nil {
+		ent = &keyedEntry{}
+		k.m[key] = ent
+	}
+	ent.refs++
+	k.mu.Unlock()
+	ent.mu.Lock()
+	return func() {
+		ent.mu.Unlock()
+		k.mu.Lock()
+		ent.refs--
+		if ent.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+}
+
+// isCode reports whether err carries code.
+func isCode(err error, code session.Code) bool {
+	return err != nil && session.CodeOf(err) == code
+}
+
+// wrapStore names the engine operation in a store error that is not
+// already a coded session error, so an I/O failure says where it happened
+// (CodeOf still sees through the %w), while coded errors keep their code
+// and message unchanged.
+func wrapStore(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *session.Error
+	if errors.As(err, &se) {
+		return err
+	}
+	return fmt.Errorf("engine.%s: %w", op, err)
+}
+
+// sortedKeys returns the keys of m in order, for deterministic iteration.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// eventBus delivers events to subscribers synchronously, in publication
+// order. It copies the subscriber list before calling out, so a callback may
+// subscribe or cancel without deadlocking.
+type eventBus struct {
+	mu     sync.Mutex
+	next   int
+	subs   map[int]func(Event)
+	closed bool
+	log    hclog.Logger
+}
+
+// Subscribe registers fn to be called with every event published after a
+// durable commit, and returns a function that cancels the subscription
+// (safe to call more than once).
+//
+// fn is called synchronously on the goroutine of the operation that
+// committed, while the engine's locks for that operation are held, so each
+// session's events arrive in generation order. fn must therefore be fast
+// and must not call back into the engine (it could deadlock); a daemon puts
+// events on a queue and sends them from its own goroutine. A panicking fn
+// is recovered and logged; the operation has already succeeded. Events are
+// published only after the commit is durable, and never for a failed call.
+func (e *Engine) Subscribe(fn func(Event)) (cancel func()) {
+	b := &e.events
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || fn == nil {
+		return func() {}
+	}
+	if b.subs == nil {
+		b.subs = map[int]func(Event){}
+	}
+	id := b.next
+	b.next++
+	b.subs[id] = fn
+	return func() {
+		b.mu.Lock()
+		delete(b.subs, id)
+		b.mu.Unlock()
+	}
+}
+
+func (b *eventBus) publish(events ...Event) {
+	b.mu.Lock()
+	if len(b.subs) == 0 {
+		b.mu.Unlock()
+		return
+	}
+	// Deliver in subscription order so tests and logs are deterministic.
+	ids := slices.Sorted(maps.Keys(b.subs))
+	fns := make([]func(Event), len(ids))
+	for i, id := range ids {
+		fns[i] = b.subs[id]
+	}
+	b.mu.Unlock()
+	for _, ev := range events {
+		for _, fn := range fns {
+			b.call(fn, ev)
+		}
+	}
+}
+
+func (b *eventBus) call(fn func(Event), ev Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.log.Error("event subscriber panicked", "event", ev.Type, "panic", r)
+		}
+	}()
+	fn(ev)
+}
+
+func (b *eventBus) closeAll() {
+	b.mu.Lock()
+	b.closed = true
+	b.subs = nil
+	b.mu.Unlock()
+}
+
+func committedEvent(sid string, gen uint64) Event {
+	return Event{Type: EventSessionCommitted, Data: map[string]any{"session_id": sid, "generation": gen}}
+}

@@ -1,0 +1,534 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/cairn-dev/cairn/session"
+)
+
+// maxRunIDAttempts bounds how often BeginRun and ResumeRun ask
+// Options.NewRunID for an id that is not taken yet.
+const maxRunIDAttempts = 16
+
+// BeginRun starts a run in an existing session and returns its id: RunID
+// when the host names one, else a fresh unique id. A run id that any session
+// in the store already records is conflict; a session that does not exist
+// is not_found.
+func (e *Engine) BeginRun(ctx context.Context, req BeginRunRequest) (BeginRunResult, error) {
+	if err := e.check(); err != nil {
+		return BeginRunResult{}, err
+	}
+	sid := req.SessionID
+	if err := session.ValidateID("session", sid); err != nil {
+		return BeginRunResult{}, err
+	}
+	if req.RunID != "" {
+		if err := session.ValidateID("run", req.RunID); err != nil {
+			return BeginRunResult{}, err
+		}
+	}
+	e.runIDs.Lock()
+	defer e.runIDs.Unlock()
+	id, err := e.claimRunID(ctx, req.RunID)
+	if err != nil {
+		return BeginRunResult{}, err
+	}
+	now := e.clock()
+	res, _, err := e.update(ctx, sid, false, func(st *session.State) (*session.Change, error) {
+		if findRun(st, id) != nil {
+			return nil, session.Errorf(session.CodeConflict, "run %q already exists in session %q", id, sid)
+		}
+		return &session.Change{UpsertRuns: []session.Run{{RunID: id, Status: session.RunRunning, StartedAt: now}}}, nil
+	}, func(res session.CommitResult) {
+		e.events.publish(committedEvent(sid, res.Generation))
+	})
+	if err != nil {
+		return BeginRunResult{}, wrapStore("BeginRun", err)
+	}
+	return BeginRunResult{RunID: id, Generation: res.Generation}, nil
+}
+
+// claimRunID returns want when no session records it (conflict otherwise),
+// or a fresh unused id when want is empty. The caller holds e.runIDs.
+func (e *Engine) claimRunID(ctx context.Context, want string) (string, error) {
+	if want != "" {
+		sid, err := e.store.FindRun(ctx, want)
+		switch {
+		case err == nil:
+			return "", session.Errorf(session.CodeConflict, "run %q already exists in session %q", want, sid)
+		case !isCode(err, session.CodeNotFound):
+			return "", wrapStore("find run", err)
+		}
+		return want, nil
+	}
+	for range maxRunIDAttempts {
+		id := e.newID()
+		if session.ValidateID("run", id) != nil {
+			continue
+		}
+		_, err := e.store.FindRun(ctx, id)
+		switch {
+		case isCode(err, session.CodeNotFound):
+			return id, nil
+		case err != nil:
+			return "", wrapStore("find run", err)
+		}
+	}
+	return "", session.Errorf(session.CodeInternal, "engine: no unused run id after %d attempts; check Options.NewRunID", maxRunIDAttempts)
+}
+
+// Checkpoint records the boundary after a completed tool turn of a running
+// run: it appends the turn's messages, records the loop checkpoint (turn,
+// usage and tool-call totals, the host's state; the store fills in the
+// message count at the boundary) and updates the run's usage and tool-call
+// count, all in one atomic commit. Turns must strictly increase across a
+// run's checkpoints, and a resumed run's first turn must follow the turn it
+// resumed from (invalid_argument otherwise). A run that is not running is
+// conflict; an unknown run is not_found. A resumed run's first checkpoint
+// releases the checkpoint it was resumed from.
+func (e *Engine) Checkpoint(ctx context.Context, req CheckpointRequest) (CheckpointResult, error) {
+	if err := e.check(); err != nil {
+		return CheckpointResult{}, err
+	}
+	if err := session.ValidateID("run", req.RunID); err != nil {
+		return CheckpointResult{}, err
+	}
+	if req.Turn < 0 || req.ToolCallsCount < 0 {
+		return CheckpointResult{}, session.Errorf(session.CodeInvalidArgument, "checkpoint: turn and tool_calls_count must not be negative")
+	}
+	now := e.clock()
+	tmpl := session.Change{
+		AppendMessages: req.NewMessages,
+		Checkpoint: &session.LoopCheckpoint{
+			RunID: req.RunID, Turn: req.Turn, Usage: req.Usage, ToolCallsCount: req.ToolCallsCount,
+			State: req.State, CreatedAt: now,
+		},
+	}
+	// Validate the host's input before looking anything up.
+	if err := session.Normalize(&tmpl); err != nil {
+		return CheckpointResult{}, err
+	}
+	res, _, err := e.withRun(ctx, req.RunID, req.SessionID, func(st *session.State, run *session.Run) (*session.Change, error) {
+		if run.Status != session.RunRunning {
+			return nil, session.Errorf(session.CodeConflict, "run %q is %s, not running; it cannot be checkpointed", run.RunID, run.Status)
+		}
+		c := tmpl
+		cp := *tmpl.Checkpoint
+		c.Checkpoint = &cp
+		if prev := st.Checkpoints[run.RunID]; prev != nil {
+			if req.Turn <= prev.Turn {
+				return nil, session.Errorf(session.CodeInvalidArgument, "run %q: turn %d does not follow the checkpointed turn %d", run.RunID, req.Turn, prev.Turn)
+			}
+		} else if from := resumedFrom(st, run); from != nil {
+			if req.Turn <= from.Turn {
+				return nil, session.Errorf(session.CodeInvalidArgument, "run %q: turn %d does not follow turn %d it resumed from", run.RunID, req.Turn, from.Turn)
+			}
+			// The new run has its own boundary now; the one it resumed
+			// from is consumed.
+			c.DropCheckpoints = []string{run.ParentRunID}
+		}
+		r := *run
+		r.Usage, r.ToolCallsCount = req.Usage, req.ToolCallsCount
+		c.UpsertRuns = []session.Run{r}
+		return &c, nil
+	}, func(sid string, res session.CommitResult) {
+		e.events.publish(committedEvent(sid, res.Generation), Event{Type: EventRunCheckpointed, Data: map[string]any{
+			"session_id": sid, "run_id": req.RunID, "turn": req.Turn, "generation": res.Generation,
+		}})
+	})
+	if err != nil {
+		return CheckpointResult{}, wrapStore("Checkpoint", err)
+	}
+	return CheckpointResult{Generation: res.Generation, MessageCount: res.MessageCount}, nil
+}
+
+// CompleteRun ends a run with status completed, failed or interrupted,
+// records its end time (and final usage and tool-call count when given) and
+// deletes its loop checkpoint in the same commit, so no checkpoint outlives
+// its run. Ending a resumed run that had not checkpointed yet also releases
+// the checkpoint it was resumed from. Completing a run again with the status
+// it already ended with is a no-op that returns the current generation; a
+// different final status is conflict. An unknown run is not_found.
+func (e *Engine) CompleteRun(ctx context.Context, req CompleteRunRequest) (CompleteRunResult, error) {
+	if err := e.check(); err != nil {
+		return CompleteRunResult{}, err
+	}
+	if err := session.ValidateID("run", req.RunID); err != nil {
+		return CompleteRunResult{}, err
+	}
+	switch req.Status {
+	case session.RunCompleted, session.RunFailed, session.RunInterrupted:
+	default:
+		return CompleteRunResult{}, session.Errorf(session.CodeInvalidArgument, "completeRun: status %q is not one of completed, failed, interrupted", req.Status)
+	}
+	if req.ToolCallsCount != nil && *req.ToolCallsCount < 0 {
+		return CompleteRunResult{}, session.Errorf(session.CodeInvalidArgument, "completeRun: tool_calls_count must not be negative")
+	}
+	now := e.clock()
+	var gen uint64
+	res, committed, err := e.withRun(ctx, req.RunID, req.SessionID, func(st *session.State, run *session.Run) (*session.Change, error) {
+		own := st.Checkpoints[run.RunID]
+		if run.Status == req.Status && run.EndedAt != nil && own == nil {
+			gen = st.Snapshot.Generation
+			return nil, nil // already ended this way: idempotent
+		}
+		if run.Status == session.RunCompleted || run.Status == session.RunFailed {
+			return nil, session.Errorf(session.CodeConflict, "run %q already ended as %s", run.RunID, run.Status)
+		}
+		c := &session.Change{}
+		if own != nil {
+			c.DropCheckpoints = append(c.DropCheckpoints, run.RunID)
+		} else if run.Status == session.RunRunning && resumedFrom(st, run) != nil {
+			c.DropCheckpoints = append(c.DropCheckpoints, run.ParentRunID)
+		}
+		r := *run
+		r.Status = req.Status
+		if r.EndedAt == nil || run.Status == session.RunRunning {
+			t := now
+			r.EndedAt = &t
+		}
+		if req.Usage != nil {
+			r.Usage = *req.Usage
+		}
+		if req.ToolCallsCount != nil {
+			r.ToolCallsCount = *req.ToolCallsCount
+		}
+		c.UpsertRuns = []session.Run{r}
+		return c, nil
+	}, func(sid string, res session.CommitResult) {
+		e.events.publish(committedEvent(sid, res.Generation), Event{Type: EventRunCompleted, Data: map[string]any{
+			"session_id": sid, "run_id": req.RunID, "status": req.Status, "generation": res.Generation,
+		}})
+	})
+	if err != nil {
+		return CompleteRunResult{}, wrapStore("CompleteRun", err)
+	}
+	if committed {
+		gen = res.Generation
+	}
+	return CompleteRunResult{Generation: gen}, nil
+}
+
+// ResumeRun continues a run from its latest loop checkpoint. It creates a
+// new run (NewRunID, or a fresh id) with parent_run_id set to the resumed
+// run and with the checkpoint's usage and tool-call count, marks the
+// resumed run interrupted, and returns the session's messages up to the
+// boundary with the turn, usage, tool-call count and loop state to carry
+// on from. Usage and counts continue from the checkpoint, never from zero.
+//
+// Errors, with no fallback of any kind: no_checkpoint when the run is
+// unknown, has ended, or has no checkpoint (a resumed run's successor that
+// has checkpointed since consumed it: resume the successor); not_owner when
+// SessionID names a session that does not record the run; conflict when
+// NewRunID is taken by another run.
+//
+// The resumed run's checkpoint is kept until the new run's first checkpoint
+// (or its end), so a host that crashes before that can resume the same
+// boundary again. Resuming with the NewRunID of the successor that has not
+// checkpointed yet is idempotent: the same run and result come back and
+// nothing is written. Resuming again with another id (or none) supersedes
+// that successor: it is marked interrupted and a new run starts from the
+// same boundary.
+func (e *Engine) ResumeRun(ctx context.Context, req ResumeRunRequest) (*ResumeRunResult, error) {
+	if err := e.check(); err != nil {
+		return nil, err
+	}
+	if err := session.ValidateID("run", req.RunID); err != nil {
+		return nil, err
+	}
+	if req.SessionID != "" {
+		if err := session.ValidateID("session", req.SessionID); err != nil {
+			return nil, err
+		}
+	}
+	if req.NewRunID != "" {
+		if err := session.ValidateID("run", req.NewRunID); err != nil {
+			return nil, err
+		}
+		if req.NewRunID == req.RunID {
+			return nil, session.Errorf(session.CodeInvalidArgument, "resumeRun: new_run_id must differ from run_id")
+		}
+	}
+	e.runIDs.Lock()
+	defer e.runIDs.Unlock()
+
+	sid := req.SessionID
+	if sid == "" {
+		cp, err := e.store.Checkpoint(ctx, req.RunID)
+		switch {
+		case isCode(err, session.CodeNoCheckpoint), isCode(err, session.CodeNotFound):
+			return nil, session.Errorf(session.CodeNoCheckpoint, "run %q has no loop checkpoint (unknown, ended, or never checkpointed)", req.RunID)
+		case err != nil:
+			return nil, wrapStore("ResumeRun", err)
+		}
+		sid = cp.SessionID
+	}
+	newID := req.NewRunID
+	if newID == "" {
+		var err error
+		if newID, err = e.claimRunID(ctx, ""); err != nil {
+			return nil, err
+		}
+	}
+
+	now := e.clock()
+	var out *ResumeRunResult
+	_, _, err := e.update(ctx, sid, false, func(st *session.State) (*session.Change, error) {
+		out = nil
+		run := findRun(st, req.RunID)
+		if run == nil {
+			if req.SessionID != "" && e.runExists(ctx, req.RunID) {
+				return nil, session.Errorf(session.CodeNotOwner, "run %q does not belong to session %q", req.RunID, sid)
+			}
+			return nil, session.Errorf(session.CodeNoCheckpoint, "run %q has no loop checkpoint (unknown run)", req.RunID)
+		}
+		cp := st.Checkpoints[run.RunID]
+		if cp == nil || run.Status == session.RunCompleted || run.Status == session.RunFailed {
+			if next := lastChild(st, run.RunID); next != nil {
+				return nil, session.Errorf(session.CodeNoCheckpoint, "run %q has no loop checkpoint: it was resumed as %q, which has moved on; resume that run", run.RunID, next.RunID)
+			}
+			return nil, session.Errorf(session.CodeNoCheckpoint, "run %q has no loop checkpoint (status %s)", run.RunID, run.Status)
+		}
+		msgs := st.Snapshot.Messages
+		if cp.MessageCount < 0 || cp.MessageCount > int64(len(msgs)) {
+			return nil, session.Errorf(session.CodeInternal, "run %q: checkpoint boundary %d is past the session's %d messages", run.RunID, cp.MessageCount, len(msgs))
+		}
+		out = &ResumeRunResult{
+			RunID:                       newID,
+			ResumedFrom:                 run.RunID,
+			SessionID:                   sid,
+			Messages:                    cloneValues(msgs[:cp.MessageCount]),
+			Turn:                        cp.Turn,
+			Usage:                       cp.Usage,
+			ToolCallsCount:              cp.ToolCallsCount,
+			State:                       cloneValue(cp.State),
+			FilesTouchedAfterCheckpoint: []string{},
+			FilesTracked:                false,
+		}
+		if existing := findRun(st, newID); existing != nil {
+			if existing.ParentRunID == run.RunID && existing.Status == session.RunRunning && st.Checkpoints[newID] == nil {
+				return nil, nil // the same resume again: idempotent, nothing to write
+			}
+			out = nil
+			return nil, session.Errorf(session.CodeConflict, "run %q already exists in session %q", newID, sid)
+		}
+		if req.NewRunID != "" {
+			// A host-chosen id that another session records is taken.
+			if _, err := e.claimRunID(ctx, newID); err != nil {
+				out = nil
+				return nil, err
+			}
+		}
+		old := *run
+		old.Status = session.RunInterrupted
+		if old.EndedAt == nil {
+			t := now
+			old.EndedAt = &t
+		}
+		runs := []session.Run{old}
+		// A successor that never checkpointed is superseded by this resume.
+		for _, r := range st.Snapshot.Runs {
+			if r.ParentRunID == run.RunID && r.Status == session.RunRunning && st.Checkpoints[r.RunID] == nil {
+				t := now
+				r.Status, r.EndedAt = session.RunInterrupted, &t
+				runs = append(runs, r)
+			}
+		}
+		runs = append(runs, session.Run{
+			RunID:          newID,
+			Status:         session.RunRunning,
+			ParentRunID:    run.RunID,
+			StartedAt:      now,
+			Usage:          cp.Usage,
+			ToolCallsCount: cp.ToolCallsCount,
+		})
+		return &session.Change{UpsertRuns: runs}, nil
+	}, func(res session.CommitResult) {
+		e.events.publish(committedEvent(sid, res.Generation), Event{Type: EventRunResumed, Data: map[string]any{
+			"session_id": sid, "run_id": newID, "resumed_from": req.RunID, "generation": res.Generation,
+		}})
+	})
+	if err != nil {
+		return nil, wrapStore("ResumeRun", err)
+	}
+	return out, nil
+}
+
+// errNotRunningHere makes withRun look for the session where a run is
+// running; it never reaches a caller.
+var errNotRunningHere = errors.New("engine: run is not running in the guessed session")
+
+// withRun runs update on the session that records runID, passing build that
+// session's latest state and the run's record (an unknown run is not_found;
+// a session named by hint that does not record it is not_owner). after
+// runs as update's after, with the session id.
+//
+// The session is hint when the caller named one; else the one holding the
+// run's loop checkpoint; else the one the store's FindRun reports. A run id
+// can be recorded by more than one session when a fork or an import copied
+// it (the copies are never running), so when FindRun's answer does not
+// have the run running, the sessions with running runs are searched for the
+// one that does before settling for FindRun's answer.
+func (e *Engine) withRun(ctx context.Context, runID, hint string,
+	build func(st *session.State, run *session.Run) (*session.Change, error),
+	after func(sid string, res session.CommitResult),
+) (session.CommitResult, bool, error) {
+	sid, guessed, err := e.locateRun(ctx, runID, hint)
+	if err != nil {
+		return session.CommitResult{}, false, err
+	}
+	for {
+		res, ok, err := e.update(ctx, sid, false, func(st *session.State) (*session.Change, error) {
+			run, err := e.runIn(ctx, st, runID, hint)
+			if err != nil {
+				return nil, err
+			}
+			if guessed && run.Status != session.RunRunning {
+				return nil, errNotRunningHere
+			}
+			return build(st, run)
+		}, func(res session.CommitResult) { after(sid, res) })
+		if !errors.Is(err, errNotRunningHere) {
+			return res, ok, err
+		}
+		guessed = false
+		alt, err := e.findRunning(ctx, runID, sid)
+		if err != nil {
+			return res, false, err
+		}
+		if alt != "" {
+			sid = alt
+		}
+	}
+}
+
+// locateRun returns the session a run operation should address first, and
+// whether it is only FindRun's guess (see withRun).
+func (e *Engine) locateRun(ctx context.Context, runID, hint string) (sid string, guessed bool, err error) {
+	if hint != "" {
+		return hint, false, session.ValidateID("session", hint)
+	}
+	cp, err := e.store.Checkpoint(ctx, runID)
+	switch {
+	case err == nil:
+		return cp.SessionID, false, nil
+	case !isCode(err, session.CodeNoCheckpoint) && !isCode(err, session.CodeNotFound):
+		return "", false, wrapStore("find checkpoint", err)
+	}
+	sid, err = e.store.FindRun(ctx, runID)
+	if err != nil {
+		return "", false, wrapStore("find run", err)
+	}
+	return sid, true, nil
+}
+
+// findRunning returns a session other than except where runID is running,
+// or "". It reads only sessions that have running runs.
+func (e *Engine) findRunning(ctx context.Context, runID, except string) (string, error) {
+	sums, err := e.store.List(ctx)
+	if err != nil {
+		return "", wrapStore("list sessions", err)
+	}
+	for _, s := range sums {
+		if s.SessionID == except || s.Runs[session.RunRunning] == 0 {
+			continue
+		}
+		st, err := e.store.Load(ctx, s.SessionID, 0)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		if r := findRun(st, runID); r != nil && r.Status == session.RunRunning {
+			return s.SessionID, nil
+		}
+	}
+	return "", nil
+}
+
+// runIn returns the run's record in st. When the session does not record
+// it, the error is not_owner if the caller named that session and some
+// other session records the run, else not_found.
+func (e *Engine) runIn(ctx context.Context, st *session.State, runID, hint string) (*session.Run, error) {
+	if r := findRun(st, runID); r != nil {
+		return r, nil
+	}
+	if hint != "" && e.runExists(ctx, runID) {
+		return nil, session.Errorf(session.CodeNotOwner, "run %q does not belong to session %q", runID, st.Snapshot.SessionID)
+	}
+	return nil, session.Errorf(session.CodeNotFound, "run %q not found", runID)
+}
+
+// runExists reports whether any session records runID. A store error
+// counts as "no": the caller then reports the weaker not_found.
+func (e *Engine) runExists(ctx context.Context, runID string) bool {
+	_, err := e.store.FindRun(ctx, runID)
+	return err == nil
+}
+
+// findRun returns a pointer to the run's record in st, or nil.
+func findRun(st *session.State, runID string) *session.Run {
+	if st == nil || st.Snapshot == nil {
+		return nil
+	}
+	for i := range st.Snapshot.Runs {
+		if st.Snapshot.Runs[i].RunID == runID {
+			return &st.Snapshot.Runs[i]
+		}
+	}
+	return nil
+}
+
+// resumedFrom returns the checkpoint run was resumed from when run is the
+// pending successor of a resume (running, no checkpoint of its own yet,
+// its parent's checkpoint still kept), or nil.
+func resumedFrom(st *session.State, run *session.Run) *session.LoopCheckpoint {
+	if run.ParentRunID == "" || run.Status != session.RunRunning || st.Checkpoints[run.RunID] != nil {
+		return nil
+	}
+	parent := findRun(st, run.ParentRunID)
+	if parent == nil || parent.Status != session.RunInterrupted {
+		return nil
+	}
+	return st.Checkpoints[run.ParentRunID]
+}
+
+// pendingSuccessor returns the run that resumed runID and has not
+// checkpointed yet, or nil.
+func pendingSuccessor(st *session.State, runID string) *session.Run {
+	var out *session.Run
+	for i := range st.Snapshot.Runs {
+		r := &st.Snapshot.Runs[i]
+		if r.ParentRunID == runID && r.Status == session.RunRunning && st.Checkpoints[r.RunID] == nil {
+			out = r
+		}
+	}
+	return out
+}
+
+// lastChild returns the most recent run resumed from runID, or nil.
+func lastChild(st *session.State, runID string) *session.Run {
+	var out *session.Run
+	for i := range st.Snapshot.Runs {
+		if st.Snapshot.Runs[i].ParentRunID == runID {
+			out = &st.Snapshot.Runs[i]
+		}
+	}
+	return out
+}
+
+// cloneValues copies opaque values out of a (possibly cached) state, so a
+// caller that modifies what it was handed cannot reach the engine's copy.
+func cloneValues(vs []session.Value) []session.Value {
+	out := make([]session.Value, len(vs))
+	for i, v := range vs {
+		out[i] = cloneValue(v)
+	}
+	return out
+}
+
+func cloneValue(v session.Value) session.Value {
+	if v == nil {
+		return nil
+	}
+	return append(session.Value(nil), v...)
+}

@@ -1,0 +1,276 @@
+package engine
+
+import (
+	"context"
+	"maps"
+
+	"github.com/cairn-dev/cairn/session"
+)
+
+// Save commits a whole snapshot or a delta as the session's next generation
+// and returns that generation. It creates the session when it does not
+// exist. The change is validated (session.Normalize: schema, JSON values,
+// ids, statuses, artifact digests, secret-named keys dropped) before
+// anything is written; the caller's request is not modified.
+//
+// ExpectGeneration makes the save a compare-and-swap: it fails with
+// conflict, writing nothing, unless the session is at exactly that
+// generation (0: the session must not exist yet).
+//
+// Loop checkpoints are the business of Checkpoint, CompleteRun and
+// ResumeRun, so a change that carries Checkpoint or DropCheckpoints is
+// invalid_argument. Save keeps checkpoints consistent with the runs it
+// writes: a run saved as completed or failed loses its checkpoint in the
+// same commit, and a whole snapshot drops the checkpoints of runs it no
+// longer lists as running or interrupted and of boundaries past its last
+// message.
+func (e *Engine) Save(ctx context.Context, req SaveRequest) (SaveResult, error) {
+	if err := e.check(); err != nil {
+		return SaveResult{}, err
+	}
+	sid := req.SessionID
+	if err := session.ValidateID("session", sid); err != nil {
+		return SaveResult{}, err
+	}
+	var c *session.Change
+	switch {
+	case req.Snapshot != nil && req.Change != nil:
+		return SaveResult{}, session.Errorf(session.CodeInvalidArgument, "save: give a snapshot or a change, not both")
+	case req.Snapshot != nil:
+		if req.Snapshot.SessionID != "" && req.Snapshot.SessionID != sid {
+			return SaveResult{}, session.Errorf(session.CodeInvalidArgument,
+				"save: snapshot.session_id %q does not match session_id %q (use fork to copy a session)", req.Snapshot.SessionID, sid)
+		}
+		c = &session.Change{Replace: session.CloneSnapshot(req.Snapshot)}
+	case req.Change != nil:
+		c = cloneChange(req.Change)
+	default:
+		return SaveResult{}, session.Errorf(session.CodeInvalidArgument, "save: neither a snapshot nor a change was given")
+	}
+	if c.Checkpoint != nil || len(c.DropCheckpoints) > 0 {
+		return SaveResult{}, session.Errorf(session.CodeInvalidArgument,
+			"save: loop checkpoints are written by checkpoint and completeRun, not by save")
+	}
+	if err := session.Normalize(c); err != nil {
+		return SaveResult{}, err
+	}
+	if c.Replace != nil {
+		return e.saveSnapshot(ctx, sid, c, req.ExpectGeneration)
+	}
+
+	// A delta needs no read: the store applies it to whatever the latest
+	// generation is (or checks ExpectGeneration atomically).
+	for _, r := range c.UpsertRuns {
+		if r.Status == session.RunCompleted || r.Status == session.RunFailed {
+			c.DropCheckpoints = append(c.DropCheckpoints, r.RunID)
+		}
+	}
+	unlock := e.sessions.lock(sid)
+	defer unlock()
+	res, err := e.store.Commit(ctx, sid, c, session.CommitOptions{ExpectGeneration: req.ExpectGeneration})
+	if err != nil {
+		return SaveResult{}, wrapStore("Save", err)
+	}
+	e.advanceLocked(sid, c, res)
+	e.events.publish(committedEvent(sid, res.Generation))
+	return SaveResult{Generation: res.Generation}, nil
+}
+
+// saveSnapshot commits a whole snapshot, dropping the checkpoints it makes
+// stale. It reads the current checkpoints under the session lock.
+func (e *Engine) saveSnapshot(ctx context.Context, sid string, c *session.Change, expect *uint64) (SaveResult, error) {
+	snap := c.Replace
+	status := make(map[string]string, len(snap.Runs))
+	for _, r := range snap.Runs {
+		status[r.RunID] = r.Status
+	}
+	res, _, err := e.update(ctx, sid, true, func(st *session.State) (*session.Change, error) {
+		var cur uint64
+		if st != nil {
+			cur = st.Snapshot.Generation
+		}
+		if expect != nil && *expect != cur {
+			return nil, session.Errorf(session.CodeConflict, "session %q is at generation %d, not the expected %d", sid, cur, *expect)
+		}
+		c.DropCheckpoints = nil
+		if st != nil {
+			for _, id := range sortedKeys(st.Checkpoints) {
+				s := status[id]
+				live := s == session.RunRunning || s == session.RunInterrupted
+				if !live || st.Checkpoints[id].MessageCount > int64(len(snap.Messages)) {
+					c.DropCheckpoints = append(c.DropCheckpoints, id)
+				}
+			}
+		}
+		return c, nil
+	}, func(res session.CommitResult) {
+		e.events.publish(committedEvent(sid, res.Generation))
+	})
+	if err != nil {
+		return SaveResult{}, wrapStore("Save", err)
+	}
+	return SaveResult{Generation: res.Generation}, nil
+}
+
+// ResumeSession returns the latest generation of the session: its snapshot,
+// generation, workspace drift and the runs that can be resumed.
+//
+// Drift is reported as not tracked (Tracked false) until workspace tracking
+// fills it: the engine never claims "no drift" when it does not know.
+// InterruptedRuns lists, in the snapshot's run order, every run that still
+// has a loop checkpoint: runs left running (a crashed or still-working
+// host), and runs already resumed whose successor has not checkpointed yet
+// (Status interrupted, ResumedAs naming the successor); both are resumed
+// with ResumeRun on the listed run id.
+func (e *Engine) ResumeSession(ctx context.Context, sessionID string) (*ResumeSessionResult, error) {
+	if err := e.check(); err != nil {
+		return nil, err
+	}
+	if err := session.ValidateID("session", sessionID); err != nil {
+		return nil, err
+	}
+	st, err := e.store.Load(ctx, sessionID, 0)
+	if err != nil {
+		return nil, wrapStore("ResumeSession", err)
+	}
+	if err := session.CheckSchema("snapshot", st.Snapshot.SchemaVersion); err != nil {
+		return nil, err
+	}
+	return &ResumeSessionResult{
+		Snapshot:        st.Snapshot,
+		Generation:      st.Snapshot.Generation,
+		Drift:           Drift{Tracked: false},
+		InterruptedRuns: interruptedRuns(st),
+	}, nil
+}
+
+func interruptedRuns(st *session.State) []InterruptedRun {
+	out := []InterruptedRun{}
+	for _, r := range st.Snapshot.Runs {
+		cp := st.Checkpoints[r.RunID]
+		if cp == nil || (r.Status != session.RunRunning && r.Status != session.RunInterrupted) {
+			continue
+		}
+		ir := InterruptedRun{
+			RunID:          r.RunID,
+			Status:         r.Status,
+			Turn:           cp.Turn,
+			MessageCount:   cp.MessageCount,
+			Usage:          cp.Usage,
+			ToolCallsCount: cp.ToolCallsCount,
+			CheckpointedAt: cp.CreatedAt,
+		}
+		if child := pendingSuccessor(st, r.RunID); child != nil {
+			ir.ResumedAs = child.RunID
+		}
+		out = append(out, ir)
+	}
+	return out
+}
+
+// List describes every session (id, generation, times, message count, run
+// counts by status, checkpoints, size), ordered by session id.
+func (e *Engine) List(ctx context.Context) ([]session.Summary, error) {
+	if err := e.check(); err != nil {
+		return nil, err
+	}
+	out, err := e.store.List(ctx)
+	if err != nil {
+		return nil, wrapStore("List", err)
+	}
+	if out == nil {
+		out = []session.Summary{}
+	}
+	return out, nil
+}
+
+// Delete removes the session with everything that belongs to it: all its
+// generations, its runs' loop checkpoints and the workflows it owns.
+// not_found when there is no such session.
+func (e *Engine) Delete(ctx context.Context, sessionID string) error {
+	if err := e.check(); err != nil {
+		return err
+	}
+	if err := session.ValidateID("session", sessionID); err != nil {
+		return err
+	}
+	unlock := e.sessions.lock(sessionID)
+	defer unlock()
+	e.cache.drop(sessionID)
+	if err := e.store.Delete(ctx, sessionID); err != nil {
+		return wrapStore("Delete", err)
+	}
+	e.events.publish(Event{Type: EventSessionDeleted, Data: map[string]any{"session_id": sessionID}})
+	return nil
+}
+
+// Fork copies the session as of generation AtGeneration (0: the latest) to
+// the new id NewID, as that session's generation 1, and returns it. It
+// fails with conflict when NewID exists and not_found when the source or
+// that generation does not.
+//
+// A fork never shares a live run with its source: loop checkpoints are not
+// copied, and runs copied with status running are recorded as interrupted
+// in the fork, so a run id keeps resolving to the session that is actually
+// running it. The fork's created_at is the time of the fork.
+func (e *Engine) Fork(ctx context.Context, req ForkRequest) (ForkResult, error) {
+	if err := e.check(); err != nil {
+		return ForkResult{}, err
+	}
+	if err := session.ValidateID("session", req.SessionID); err != nil {
+		return ForkResult{}, err
+	}
+	if err := session.ValidateID("session", req.NewID); err != nil {
+		return ForkResult{}, err
+	}
+	src, err := e.store.Load(ctx, req.SessionID, req.AtGeneration)
+	if err != nil {
+		return ForkResult{}, wrapStore("Fork", err)
+	}
+	snap := src.Snapshot
+	snap.SessionID = req.NewID
+	snap.Generation = 0
+	snap.CreatedAt, snap.UpdatedAt = e.clock(), e.clock()
+	for i := range snap.Runs {
+		if snap.Runs[i].Status == session.RunRunning {
+			snap.Runs[i].Status = session.RunInterrupted
+		}
+	}
+	c := &session.Change{Replace: snap}
+	if err := session.Normalize(c); err != nil {
+		return ForkResult{}, err
+	}
+	unlock := e.sessions.lock(req.NewID)
+	defer unlock()
+	e.cache.drop(req.NewID)
+	res, err := e.store.Commit(ctx, req.NewID, c, session.CommitOptions{MustNotExist: true})
+	if err != nil {
+		return ForkResult{}, wrapStore("Fork", err)
+	}
+	e.events.publish(committedEvent(req.NewID, res.Generation))
+	return ForkResult{SessionID: req.NewID, Generation: res.Generation}, nil
+}
+
+// cloneChange copies the parts of c that session.Normalize rewrites in
+// place (maps it scrubs, slices whose elements it normalises, the snapshot
+// and the checkpoint), so Save never modifies its caller's request. Opaque
+// values are shared: nothing modifies them.
+func cloneChange(c *session.Change) *session.Change {
+	out := *c
+	out.Replace = session.CloneSnapshot(c.Replace)
+	if c.Agent != nil {
+		out.Agent = maps.Clone(c.Agent)
+	}
+	if c.Metadata != nil {
+		out.Metadata = maps.Clone(c.Metadata)
+	}
+	out.AppendTraces = append([]session.Trace(nil), c.AppendTraces...)
+	out.AppendArtifacts = append([]session.Artifact(nil), c.AppendArtifacts...)
+	out.UpsertRuns = append([]session.Run(nil), c.UpsertRuns...)
+	out.DropCheckpoints = append([]string(nil), c.DropCheckpoints...)
+	if c.Checkpoint != nil {
+		cp := *c.Checkpoint
+		out.Checkpoint = &cp
+	}
+	return &out
+}
