@@ -51,11 +51,14 @@ func (e *Engine) Save(ctx context.Context, req SaveRequest) (SaveResult, error) 
 		return SaveResult{}, session.Errorf(session.CodeInvalidArgument,
 			"save: loop checkpoints are written by checkpoint and completeRun, not by save")
 	}
+	if c.Replace != nil {
+		// Validated in update, after it is reduced to a delta where it can
+		// be: a host that saves its whole session each turn pays for what
+		// it added, not for the session.
+		return e.saveSnapshot(ctx, sid, c, req.ExpectGeneration)
+	}
 	if err := session.Normalize(c); err != nil {
 		return SaveResult{}, err
-	}
-	if c.Replace != nil {
-		return e.saveSnapshot(ctx, sid, c, req.ExpectGeneration)
 	}
 
 	// A delta needs no read: the store applies it to whatever the latest
@@ -77,9 +80,12 @@ func (e *Engine) Save(ctx context.Context, req SaveRequest) (SaveResult, error) 
 }
 
 // saveSnapshot commits a whole snapshot, dropping the checkpoints it makes
-// stale. It reads the current checkpoints under the session lock.
-func (e *Engine) saveSnapshot(ctx context.Context, sid string, c *session.Change, expect *uint64) (SaveResult, error) {
-	snap := c.Replace
+// stale. It reads the current state under the session lock, and commits
+// only the difference (session.Diff) when a delta can express it, so the
+// commit costs what the snapshot added; otherwise it commits the snapshot
+// as a replace. Either way the result is the same generation.
+func (e *Engine) saveSnapshot(ctx context.Context, sid string, replace *session.Change, expect *uint64) (SaveResult, error) {
+	snap := replace.Replace
 	status := make(map[string]string, len(snap.Runs))
 	for _, r := range snap.Runs {
 		status[r.RunID] = r.Status
@@ -91,6 +97,12 @@ func (e *Engine) saveSnapshot(ctx context.Context, sid string, c *session.Change
 		}
 		if expect != nil && *expect != cur {
 			return nil, session.Errorf(session.CodeConflict, "session %q is at generation %d, not the expected %d", sid, cur, *expect)
+		}
+		c := replace
+		if st != nil {
+			if d, ok := session.Diff(st.Snapshot, snap); ok {
+				c = d
+			}
 		}
 		c.DropCheckpoints = nil
 		if st != nil {
