@@ -354,7 +354,9 @@ func TestTornTail(t *testing.T) {
 		{"flip a byte in the last commit", 2, func(log string, sizes []int64) error { return flip(log, sizes[1]+20) }},
 		{"flip a byte in the last commit record", 2, func(log string, sizes []int64) error { return flip(log, sizes[2]-3) }},
 		{"zeros appended", 3, func(log string, sizes []int64) error { return appendBytes(log, make([]byte, 4096)) }},
-		{"garbage appended", 3, func(log string, sizes []int64) error { return appendBytes(log, []byte("\x10\x00\x00\x00garbage-garbage-garbage")) }},
+		{"garbage appended", 3, func(log string, sizes []int64) error {
+			return appendBytes(log, []byte("\x10\x00\x00\x00garbage-garbage-garbage"))
+		}},
 		{"last commit appended again", 3, func(log string, sizes []int64) error {
 			data, err := os.ReadFile(log)
 			if err != nil {

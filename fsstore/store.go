@@ -94,11 +94,11 @@ type sessionFile struct {
 
 // workflowFile is one workflow's log and its content. Guarded by mu.
 type workflowFile struct {
-	mu   sync.Mutex
-	name string
-	f    *os.File
-	size int64
-	gen  uint64
+	mu     sync.Mutex
+	name   string
+	f      *os.File
+	size   int64
+	gen    uint64
 	w      *session.Workflow
 	gone   bool
 	broken error // set when the file must not be written again
@@ -353,7 +353,9 @@ func (s *Store) session(id string, create bool) (*sessionFile, error) {
 
 var errClosed = session.Errorf(session.CodeInternal, "fsstore: store is closed")
 
-func notFound(id string) error { return session.Errorf(session.CodeNotFound, "session %q not found", id) }
+func notFound(id string) error {
+	return session.Errorf(session.CodeNotFound, "session %q not found", id)
+}
 
 // lockSession returns the existing session id, locked. The caller unlocks.
 func (s *Store) lockSession(id string) (*sessionFile, error) {

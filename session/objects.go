@@ -31,23 +31,23 @@ const (
 
 // Snapshot is one complete generation of a session.
 type Snapshot struct {
-	SchemaVersion int               `json:"schema_version"`
-	SessionID     string            `json:"session_id"`
-	Generation    uint64            `json:"generation"`
-	CreatedAt     time.Time         `json:"created_at"`
-	UpdatedAt     time.Time         `json:"updated_at"`
-	Workspace     *Workspace        `json:"workspace,omitempty"`
-	Agent         map[string]Value  `json:"agent,omitempty"`
-	Metadata      map[string]Value  `json:"metadata,omitempty"`
-	Messages      []Value           `json:"messages"`
-	Artifacts     []Artifact        `json:"artifacts,omitempty"`
-	Traces        []Trace           `json:"traces,omitempty"`
-	Runs          []Run             `json:"runs,omitempty"`
-	Verifications []Verification    `json:"verifications,omitempty"`
-	SubagentTasks []SubagentTask    `json:"subagent_tasks,omitempty"`
-	Handoff       *Handoff          `json:"handoff,omitempty"`
-	Runtime       *Runtime          `json:"runtime,omitempty"`
-	Files         *ManifestRef      `json:"files,omitempty"`
+	SchemaVersion int              `json:"schema_version"`
+	SessionID     string           `json:"session_id"`
+	Generation    uint64           `json:"generation"`
+	CreatedAt     time.Time        `json:"created_at"`
+	UpdatedAt     time.Time        `json:"updated_at"`
+	Workspace     *Workspace       `json:"workspace,omitempty"`
+	Agent         map[string]Value `json:"agent,omitempty"`
+	Metadata      map[string]Value `json:"metadata,omitempty"`
+	Messages      []Value          `json:"messages"`
+	Artifacts     []Artifact       `json:"artifacts,omitempty"`
+	Traces        []Trace          `json:"traces,omitempty"`
+	Runs          []Run            `json:"runs,omitempty"`
+	Verifications []Verification   `json:"verifications,omitempty"`
+	SubagentTasks []SubagentTask   `json:"subagent_tasks,omitempty"`
+	Handoff       *Handoff         `json:"handoff,omitempty"`
+	Runtime       *Runtime         `json:"runtime,omitempty"`
+	Files         *ManifestRef     `json:"files,omitempty"`
 }
 
 // Workspace describes the tree a session worked in.
