@@ -1,0 +1,163 @@
+/*
+ * cairn.h — the C ABI of libcairn, cairn's shared library.
+ *
+ * libcairn gives a host process (Python, Node.js, Rust, C, ...) the cairn
+ * operations: save, resumeSession, runs with checkpoints and resumeRun,
+ * resumable workflows, list, delete, fork, export, import and events. A
+ * handle talks either to the workspace's daemon (cairnd, started on demand)
+ * or, in embedded mode, to the engine running inside this process.
+ *
+ * Conventions
+ *   - Every function returns 0 (CAIRN_OK) on success and a negative
+ *     CAIRN_E_* code on failure. cairn_submit may also return CAIRN_PENDING.
+ *   - On failure, *err receives a NUL-terminated JSON object
+ *     {"code": "<stable code>", "message": "<text>"} that the caller frees
+ *     with cairn_free. err may be NULL when the caller does not want it.
+ *     There is no shared "last error": every call reports its own.
+ *   - Every buffer the library returns (responses, error texts) is freed
+ *     with cairn_free, never with another allocator's free.
+ *   - Requests and responses are JSON (UTF-8). Binary artifact bytes travel
+ *     base64-encoded. The methods and their params and results are those of
+ *     protocol/PROTOCOL.md, with the same names; see also "Methods" below.
+ *   - Handles are opaque integers. Every function is safe to call from many
+ *     threads at once, on one handle or several.
+ *
+ * The fork rule
+ *   The Go runtime inside libcairn does not survive fork() without exec():
+ *   only the forking thread exists in the child, so the runtime's other
+ *   threads are gone and a call could hang. libcairn detects use in a forked
+ *   child (pthread_atfork, and the pid recorded at cairn_open) and fails
+ *   every call there with CAIRN_E_FORKED instead of hanging. Open handles in
+ *   the child you exec'd, or before forking workers use them, never after.
+ */
+#ifndef CAIRN_H
+#define CAIRN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CAIRN_ABI_VERSION 1
+
+/* Return codes. The JSON error's "code" names the same condition. */
+#define CAIRN_OK                       0
+#define CAIRN_PENDING                  1   /* cairn_submit: not done yet; see cairn_take */
+#define CAIRN_E_INTERNAL              -1   /* "internal": I/O failure, broken invariant */
+#define CAIRN_E_INVALID_ARGUMENT      -2   /* "invalid_argument" (also bad JSON, unknown params field) */
+#define CAIRN_E_NOT_FOUND             -3   /* "not_found" */
+#define CAIRN_E_CONFLICT              -4   /* "conflict": expect_generation mismatch, id taken */
+#define CAIRN_E_SCHEMA_UNSUPPORTED    -5   /* "schema_unsupported": a newer schema_version */
+#define CAIRN_E_TOO_LARGE             -6   /* "too_large" */
+#define CAIRN_E_NO_CHECKPOINT         -7   /* "no_checkpoint": resumeRun of a run with none */
+#define CAIRN_E_NOT_OWNER             -8   /* "not_owner": the run belongs to another session */
+#define CAIRN_E_STEP_IDENTITY_CHANGED -9   /* "step_identity_changed" */
+#define CAIRN_E_LOCKED               -10   /* "locked": another process holds the workspace store */
+#define CAIRN_E_UNAVAILABLE          -11   /* "unavailable": no daemon, connection lost, shutting down */
+#define CAIRN_E_FORKED               -12   /* "forked": called in a forked child (see the fork rule) */
+#define CAIRN_E_BAD_HANDLE           -13   /* "bad_handle": unknown or closed handle or ticket */
+#define CAIRN_E_METHOD_NOT_FOUND     -14   /* "method_not_found" */
+#define CAIRN_E_BAD_REQUEST          -15   /* "bad_request": the daemon rejected the message */
+
+/* cairn_version returns the library version, e.g. "0.1.0". The string is
+ * static: do not free it. Never fails. */
+const char *cairn_version(void);
+
+/* cairn_open opens a handle. options_json (NULL or "" for defaults) is a
+ * JSON object:
+ *   "workspace":   directory of the workspace (default ".")
+ *   "embedded":    false (default): talk to the workspace's cairnd,
+ *                  starting it when none runs; true: run the engine in this
+ *                  process over <workspace>/.cairn. Embedded mode takes the
+ *                  workspace's store lock, so no daemon can serve that
+ *                  workspace meanwhile (CAIRN_E_LOCKED names the holder).
+ *   "daemon":      path of the cairnd executable to start (default: the
+ *                  CAIRN_DAEMON variable, then next to libcairn, then PATH)
+ *   "auto_start":  false to fail with CAIRN_E_UNAVAILABLE instead of
+ *                  starting a daemon (default true)
+ *   "daemon_args": extra arguments for a daemon this call starts, such as
+ *                  ["--idle-timeout=30s"]
+ * Unknown option names are rejected (CAIRN_E_INVALID_ARGUMENT).
+ * Returns CAIRN_OK and sets *handle; or CAIRN_E_INVALID_ARGUMENT,
+ * CAIRN_E_LOCKED, CAIRN_E_UNAVAILABLE, CAIRN_E_FORKED, CAIRN_E_INTERNAL. */
+int cairn_open(const char *options_json, uint64_t *handle, char **err);
+
+/* cairn_call runs one method on the calling thread and waits for it.
+ * method is a NUL-terminated method name; request/request_len its JSON
+ * params (request may be NULL when request_len is 0: no params). On
+ * CAIRN_OK, *response and *response_len hold the JSON result (free it with
+ * cairn_free). Returns CAIRN_OK or any CAIRN_E_* code. */
+int cairn_call(uint64_t handle, const char *method, const uint8_t *request, size_t request_len,
+               uint8_t **response, size_t *response_len, char **err);
+
+/* cairn_submit runs one method on a thread the library owns, so the calling
+ * thread never enters the Go runtime. It is for hosts whose threads are
+ * expensive for Go to enter (Node.js through koffi: about 100 us a call)
+ * and for event loops that must not block. It waits up to spin_us
+ * microseconds for the answer:
+ *   CAIRN_OK       done: *response and *response_len (or *err) are set as for
+ *                  cairn_call, and *ticket is 0.
+ *   CAIRN_PENDING  still running: *ticket identifies the call. When it
+ *                  finishes, its ticket (8 bytes, native byte order) is
+ *                  written to the pipe of cairn_completion_fd; then
+ *                  cairn_take returns its outcome.
+ *   CAIRN_E_*      the call could not be submitted (or finished failing).
+ * The request bytes are copied; the caller may free them at once. */
+int cairn_submit(uint64_t handle, const char *method, const uint8_t *request, size_t request_len,
+                 uint32_t spin_us, uint64_t *ticket, uint8_t **response, size_t *response_len, char **err);
+
+/* cairn_completion_fd returns (in *fd) the read end of the pipe on which
+ * finished tickets of pending cairn_submit calls are written. It is the same
+ * fd for the life of the process; do not close it. The write end blocks when
+ * the pipe is full, so read it promptly. Returns CAIRN_OK, CAIRN_E_FORKED or
+ * CAIRN_E_INTERNAL. */
+int cairn_completion_fd(int *fd, char **err);
+
+/* cairn_take returns the outcome of a finished pending call (its ticket was
+ * read from the completion pipe) exactly as cairn_call would, and releases
+ * the ticket. Returns that outcome's code, or CAIRN_E_BAD_HANDLE for a
+ * ticket that is unknown, already taken or not finished. */
+int cairn_take(uint64_t ticket, uint8_t **response, size_t *response_len, char **err);
+
+/* cairn_free frees a buffer returned by this library. NULL is a no-op. */
+void cairn_free(void *p);
+
+/* cairn_close closes a handle: embedded mode closes the store and releases
+ * its lock; daemon mode closes the connection (the daemon keeps running).
+ * Pending calls on the handle finish with an error; waiting nextEvent calls
+ * return {"closed": true}. Returns CAIRN_OK, CAIRN_E_BAD_HANDLE,
+ * CAIRN_E_FORKED or CAIRN_E_INTERNAL. */
+int cairn_close(uint64_t handle, char **err);
+
+/* cairn_open_handles returns how many handles are open (for leak tests). */
+int cairn_open_handles(void);
+
+/*
+ * Methods (cairn_call and cairn_submit), params -> result, all JSON:
+ *   status          {} -> {mode, version, workspace, pid, daemon?}
+ *   hello           {} -> the daemon's hello (daemon mode), or the engine's
+ *   save            {session_id, snapshot | change, expect_generation?} -> {generation}
+ *   resumeSession   {session_id} -> {snapshot, generation, drift, interrupted_runs}
+ *   beginRun        {session_id, run_id?} -> {run_id, generation}
+ *   checkpoint      {run_id, turn, new_messages, usage, tool_calls_count, state?} -> {generation, message_count}
+ *   completeRun     {run_id, status, usage?, tool_calls_count?} -> {generation}
+ *   resumeRun       {run_id, session_id?, new_run_id?} -> {run_id, resumed_from, session_id, messages, turn, usage, tool_calls_count, state, files_touched_after_checkpoint, files_tracked}
+ *   beginWorkflow   {workflow_id, session_id?, steps:[{step_id, identity}]} -> {completed:[...]}
+ *   completeStep    {workflow_id, session_id?, step_id, identity, result?} -> {}
+ *   finishWorkflow  {workflow_id} -> {}
+ *   list            {} -> {sessions:[summary]}
+ *   delete          {session_id} -> {}
+ *   fork            {session_id, new_id, at_generation?} -> {session_id, generation}
+ *   export          {session_id} -> {envelope: <the JSON envelope>}
+ *   import          {envelope: <a JSON envelope or bare session>} -> {session_id, generation}
+ *   subscribe       {events?:[...]} -> {subscription}
+ *   nextEvent       {subscription, timeout_ms?} -> {event?: {event, data}, closed, dropped}
+ *   unsubscribe     {subscription} -> {}
+ */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CAIRN_H */

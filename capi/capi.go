@@ -1,0 +1,245 @@
+// Command capi is libcairn, cairn's C-ABI shared library, built with
+//
+//	go build -buildmode=c-shared -o build/libcairn.so ./capi
+//
+// cairn.h is its public header. The C entry points live in shim.c: they
+// refuse use in a forked child before anything enters the Go runtime, and
+// implement cairn_submit's hand-off to a Go-owned thread. This file holds
+// the handle table and the Go side of every entry point; methods.go maps
+// method names to the engine (embedded mode) or the daemon (client mode).
+package main
+
+/*
+#include <stdlib.h>
+#include "cairn.h"
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/cairn-dev/cairn/internal/version"
+	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/session"
+)
+
+func main() {}
+
+// handles maps open handle numbers to their instances.
+var handles struct {
+	sync.RWMutex
+	next uint64
+	m    map[uint64]*instance
+}
+
+// openCount counts open handles (cairn_open_handles).
+var openCount atomic.Int64
+
+func init() {
+	handles.m = map[uint64]*instance{}
+	go serveSubmitted()
+}
+
+// serveSubmitted drains the queue of cairn_submit calls. The thread that
+// blocks in cairn_shim_next belongs to the Go runtime, so neither it nor the
+// goroutines running the calls ever enter Go from a foreign stack.
+func serveSubmitted() {
+	for {
+		r := C.cairn_shim_next()
+		go func() {
+			method := C.GoString(r.method)
+			req := C.GoBytes(unsafe.Pointer(r.request), C.int(r.request_len))
+			res, err := call(uint64(r.handle), method, req)
+			r.rc = C.int(setResult(res, err, &r.response, &r.response_len, &r.err))
+			C.cairn_shim_finish(r)
+		}()
+	}
+}
+
+//export cairn_go_version
+func cairn_go_version() *C.char { return C.CString(version.Version) }
+
+//export cairn_go_open_handles
+func cairn_go_open_handles() C.int { return C.int(openCount.Load()) }
+
+//export cairn_go_open
+func cairn_go_open(options *C.char, handle *C.uint64_t, errOut **C.char) C.int {
+	h, err := openHandle(C.GoString(options))
+	if err != nil {
+		return C.int(setError(err, errOut))
+	}
+	*handle = C.uint64_t(h)
+	return C.CAIRN_OK
+}
+
+// openHandle opens an instance and registers it under a new handle.
+func openHandle(options string) (uint64, error) {
+	in, err := openInstance(options)
+	if err != nil {
+		return 0, err
+	}
+	handles.Lock()
+	handles.next++
+	h := handles.next
+	handles.m[h] = in
+	handles.Unlock()
+	openCount.Add(1)
+	return h, nil
+}
+
+// closeHandle closes and forgets handle h.
+func closeHandle(h uint64) error {
+	handles.Lock()
+	in := handles.m[h]
+	delete(handles.m, h)
+	handles.Unlock()
+	if in == nil {
+		return errBadHandle
+	}
+	openCount.Add(-1)
+	return in.close()
+}
+
+//export cairn_go_call
+func cairn_go_call(handle C.uint64_t, method *C.char, request *C.uint8_t, requestLen C.size_t, response **C.uint8_t, responseLen *C.size_t, errOut **C.char) C.int {
+	// The request is only read during the call: no copy needed.
+	req := unsafe.Slice((*byte)(unsafe.Pointer(request)), int(requestLen))
+	res, err := call(uint64(handle), C.GoString(method), req)
+	return C.int(setResult(res, err, response, responseLen, errOut))
+}
+
+//export cairn_go_close
+func cairn_go_close(handle C.uint64_t, errOut **C.char) C.int {
+	if err := closeHandle(uint64(handle)); err != nil {
+		return C.int(setError(err, errOut))
+	}
+	return C.CAIRN_OK
+}
+
+var (
+	errBadHandle = &codedError{code: "bad_handle", msg: "unknown or closed handle"}
+	errForked    = &codedError{code: "forked", msg: "libcairn was called in a forked child; the Go runtime does not survive fork() without exec(): open a new handle in the exec'd process"}
+)
+
+// codedError is an error with a code that only the C API has.
+type codedError struct{ code, msg string }
+
+func (e *codedError) Error() string { return e.code + ": " + e.msg }
+
+func lookup(h uint64) (*instance, error) {
+	handles.RLock()
+	in := handles.m[h]
+	handles.RUnlock()
+	if in == nil {
+		return nil, errBadHandle
+	}
+	if in.pid != os.Getpid() {
+		return nil, errForked
+	}
+	return in, nil
+}
+
+// call runs method on handle h with JSON params req and returns the JSON
+// result.
+func call(h uint64, method string, req []byte) ([]byte, error) {
+	in, err := lookup(h)
+	if err != nil {
+		return nil, err
+	}
+	res, err := in.invoke(context.Background(), method, req)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
+// setResult stores a call's outcome in the C out-parameters and returns the
+// return code.
+func setResult(res []byte, err error, response **C.uint8_t, responseLen *C.size_t, errOut **C.char) int {
+	if err != nil {
+		return setError(err, errOut)
+	}
+	*response = (*C.uint8_t)(C.CBytes(res))
+	*responseLen = C.size_t(len(res))
+	return C.CAIRN_OK
+}
+
+// codes maps wire codes to return codes (cairn.h).
+var codes = map[string]int{
+	string(session.CodeInternal):            C.CAIRN_E_INTERNAL,
+	string(session.CodeInvalidArgument):     C.CAIRN_E_INVALID_ARGUMENT,
+	string(session.CodeNotFound):            C.CAIRN_E_NOT_FOUND,
+	string(session.CodeConflict):            C.CAIRN_E_CONFLICT,
+	string(session.CodeSchemaUnsupported):   C.CAIRN_E_SCHEMA_UNSUPPORTED,
+	string(session.CodeTooLarge):            C.CAIRN_E_TOO_LARGE,
+	string(session.CodeNoCheckpoint):        C.CAIRN_E_NO_CHECKPOINT,
+	string(session.CodeNotOwner):            C.CAIRN_E_NOT_OWNER,
+	string(session.CodeStepIdentityChanged): C.CAIRN_E_STEP_IDENTITY_CHANGED,
+	string(session.CodeLocked):              C.CAIRN_E_LOCKED,
+	string(protocol.CodeUnavailable):        C.CAIRN_E_UNAVAILABLE,
+	"forked":                                C.CAIRN_E_FORKED,
+	"bad_handle":                            C.CAIRN_E_BAD_HANDLE,
+	string(protocol.CodeMethodNotFound):     C.CAIRN_E_METHOD_NOT_FOUND,
+	string(protocol.CodeBadRequest):         C.CAIRN_E_BAD_REQUEST,
+}
+
+// codeOf names err's stable code.
+func codeOf(err error) string {
+	var ce *codedError
+	var re *protocol.RemoteError
+	switch {
+	case errors.As(err, &ce):
+		return ce.code
+	case errors.As(err, &re):
+		return string(re.Code)
+	case errors.Is(err, protocol.ErrNoDaemon), errors.Is(err, protocol.ErrConnectionLost), errors.Is(err, protocol.ErrClosed), errors.Is(err, protocol.ErrUnavailable):
+		return string(protocol.CodeUnavailable)
+	case errors.Is(err, protocol.ErrMethodNotFound):
+		return string(protocol.CodeMethodNotFound)
+	case errors.Is(err, protocol.ErrBadRequest):
+		return string(protocol.CodeBadRequest)
+	}
+	return string(session.CodeOf(err))
+}
+
+// messageOf returns err's message without the code prefix the Go error
+// text carries (the code travels in its own field).
+func messageOf(err error) string {
+	var se *session.Error
+	var re *protocol.RemoteError
+	var ce *codedError
+	switch {
+	case errors.As(err, &ce):
+		return ce.msg
+	case errors.As(err, &re):
+		return re.Message
+	case errors.As(err, &se):
+		return se.Message
+	}
+	return err.Error()
+}
+
+// setError stores err as the JSON {code, message} in *errOut (when it is not
+// NULL) and returns the return code.
+func setError(err error, errOut **C.char) int {
+	code := codeOf(err)
+	rc, ok := codes[code]
+	if !ok {
+		rc = C.CAIRN_E_INTERNAL
+	}
+	if errOut != nil {
+		b, _ := json.Marshal(struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		}{code, messageOf(err)})
+		*errOut = C.CString(string(b))
+	}
+	return rc
+}

@@ -1,0 +1,243 @@
+// cairn_test.c — exercises libcairn through its C ABI, as a C host would:
+// open, save, resume, errors, cairn_submit with the completion pipe,
+// concurrent calls from threads, the fork rule, close.
+//
+// usage: cairn_test WORKSPACE [CAIRND]
+//   With CAIRND, it also runs the basic calls in daemon mode (the daemon is
+//   started with a short idle timeout; its pid is printed as "daemon_pid=N"
+//   so the caller can stop it).
+// It prints "ok <name>" per check, "handles_open=N" at the end, and exits
+// non-zero at the first failure.
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cairn.h"
+
+#define CHECK(cond, name, ...)                                  \
+	do {                                                        \
+		if (cond) {                                             \
+			printf("ok %s\n", name);                            \
+		} else {                                                \
+			printf("FAIL %s: ", name);                          \
+			printf(__VA_ARGS__);                                \
+			printf("\n");                                       \
+			exit(1);                                            \
+		}                                                       \
+	} while (0)
+
+// call runs method with params and returns the return code; the response
+// (NUL-terminated copy) or the error JSON goes to *out, freed by the caller.
+static int call(uint64_t h, const char *method, const char *params, char **out) {
+	uint8_t *resp = NULL;
+	size_t n = 0;
+	char *err = NULL;
+	int rc = cairn_call(h, method, (const uint8_t *)params, params ? strlen(params) : 0, &resp, &n, &err);
+	if (rc == CAIRN_OK) {
+		*out = malloc(n + 1);
+		memcpy(*out, resp, n);
+		(*out)[n] = 0;
+		cairn_free(resp);
+		if (err) {
+			printf("FAIL err set on success\n");
+			exit(1);
+		}
+	} else {
+		*out = strdup(err ? err : "");
+		cairn_free(err);
+	}
+	return rc;
+}
+
+static uint64_t handle;
+
+static void *saver(void *arg) {
+	long id = (long)arg;
+	for (int i = 0; i < 50; i++) {
+		char params[128];
+		snprintf(params, sizeof params, "{\"session_id\":\"threads\",\"change\":{\"append_messages\":[{\"t\":%ld,\"i\":%d}]}}", id, i);
+		char *out;
+		int rc = call(handle, "save", params, &out);
+		if (rc != CAIRN_OK) {
+			printf("FAIL thread %ld save %d: %d %s\n", id, i, rc, out);
+			exit(1);
+		}
+		free(out);
+	}
+	return NULL;
+}
+
+static void basic(uint64_t h, const char *mode) {
+	char *out;
+	char name[64];
+	int rc = call(h, "status", NULL, &out);
+	snprintf(name, sizeof name, "%s status", mode);
+	CHECK(rc == CAIRN_OK && strstr(out, mode), name, "%d %s", rc, out);
+	free(out);
+
+	rc = call(h, "save", "{\"session_id\":\"s1\",\"snapshot\":{\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9llo \\u2713\"},\"two\"],"
+	                     "\"artifacts\":[{\"id\":\"bin\",\"data\":\"AAEC/w==\"}]}}", &out);
+	snprintf(name, sizeof name, "%s save snapshot", mode);
+	CHECK(rc == CAIRN_OK && strstr(out, "\"generation\":1"), name, "%d %s", rc, out);
+	free(out);
+
+	rc = call(h, "save", "{\"session_id\":\"s1\",\"change\":{\"append_messages\":[3]},\"expect_generation\":1}", &out);
+	snprintf(name, sizeof name, "%s save delta", mode);
+	CHECK(rc == CAIRN_OK && strstr(out, "\"generation\":2"), name, "%d %s", rc, out);
+	free(out);
+
+	rc = call(h, "resumeSession", "{\"session_id\":\"s1\"}", &out);
+	snprintf(name, sizeof name, "%s resumeSession", mode);
+	CHECK(rc == CAIRN_OK && strstr(out, "\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9llo \\u2713\"},\"two\",3]") &&
+	          strstr(out, "\"data\":\"AAEC/w==\"") && strstr(out, "\"generation\":2"),
+	      name, "%d %s", rc, out);
+	free(out);
+
+	rc = call(h, "save", "{\"session_id\":\"s1\",\"change\":{},\"expect_generation\":1}", &out);
+	snprintf(name, sizeof name, "%s conflict", mode);
+	CHECK(rc == CAIRN_E_CONFLICT && strstr(out, "\"code\":\"conflict\""), name, "%d %s", rc, out);
+	free(out);
+
+	rc = call(h, "resumeSession", "{\"session_id\":\"missing\"}", &out);
+	snprintf(name, sizeof name, "%s not_found", mode);
+	CHECK(rc == CAIRN_E_NOT_FOUND && strstr(out, "\"code\":\"not_found\""), name, "%d %s", rc, out);
+	free(out);
+
+	rc = call(h, "resumeRun", "{\"run_id\":\"nope\"}", &out);
+	snprintf(name, sizeof name, "%s no_checkpoint", mode);
+	CHECK(rc == CAIRN_E_NO_CHECKPOINT, name, "%d %s", rc, out);
+	free(out);
+
+	rc = call(h, "nosuchmethod", NULL, &out);
+	snprintf(name, sizeof name, "%s method_not_found", mode);
+	CHECK(rc == CAIRN_E_METHOD_NOT_FOUND && strstr(out, "method_not_found"), name, "%d %s", rc, out);
+	free(out);
+
+	rc = call(h, "save", "{not json", &out);
+	snprintf(name, sizeof name, "%s bad json", mode);
+	CHECK(rc == CAIRN_E_INVALID_ARGUMENT, name, "%d %s", rc, out);
+	free(out);
+
+	rc = call(h, "save", "{\"session_id\":\"s1\",\"chnage\":{}}", &out);
+	snprintf(name, sizeof name, "%s unknown field", mode);
+	CHECK(rc == CAIRN_E_INVALID_ARGUMENT && strstr(out, "chnage"), name, "%d %s", rc, out);
+	free(out);
+
+	rc = call(h, "save", "{\"session_id\":\"s2\",\"snapshot\":{\"schema_version\":2}}", &out);
+	snprintf(name, sizeof name, "%s schema_unsupported", mode);
+	CHECK(rc == CAIRN_E_SCHEMA_UNSUPPORTED, name, "%d %s", rc, out);
+	free(out);
+}
+
+static void submit_path(uint64_t h) {
+	uint64_t ticket = 1;
+	uint8_t *resp = NULL;
+	size_t n = 0;
+	char *err = NULL;
+	int rc = cairn_submit(h, "status", NULL, 0, 1000000, &ticket, &resp, &n, &err);
+	CHECK(rc == CAIRN_OK && ticket == 0 && n > 0, "submit answered within the spin window", "rc %d ticket %llu", rc, (unsigned long long)ticket);
+	cairn_free(resp);
+
+	int fd = -1;
+	CHECK(cairn_completion_fd(&fd, &err) == CAIRN_OK && fd >= 0, "completion fd", "fd %d", fd);
+	// nextEvent with a timeout cannot finish within a zero spin window.
+	rc = call(h, "subscribe", "{}", (char **)&resp);
+	free(resp);
+	const char *p = "{\"subscription\":1,\"timeout_ms\":50}";
+	rc = cairn_submit(h, "nextEvent", (const uint8_t *)p, strlen(p), 0, &ticket, &resp, &n, &err);
+	CHECK(rc == CAIRN_PENDING && ticket != 0, "submit pending", "rc %d", rc);
+	uint64_t got = 0;
+	CHECK(read(fd, &got, sizeof got) == sizeof got && got == ticket, "ticket on the completion pipe", "got %llu", (unsigned long long)got);
+	rc = cairn_take(got, &resp, &n, &err);
+	CHECK(rc == CAIRN_OK && n > 0 && memmem(resp, n, "\"closed\":false", 14), "take", "rc %d", rc);
+	cairn_free(resp);
+	rc = call(h, "unsubscribe", "{\"subscription\":1}", (char **)&resp);
+	free(resp);
+	CHECK(rc == CAIRN_OK, "unsubscribe", "rc %d", rc);
+}
+
+int main(int argc, char **argv) {
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s WORKSPACE [CAIRND]\n", argv[0]);
+		return 2;
+	}
+	const char *v = cairn_version();
+	CHECK(v && *v, "version", "empty");
+
+	char opts[4096];
+	char *err = NULL;
+	snprintf(opts, sizeof opts, "{\"workspace\":\"%s\",\"embedded\":true}", argv[1]);
+	int rc = cairn_open(opts, &handle, &err);
+	CHECK(rc == CAIRN_OK, "open embedded", "%d %s", rc, err ? err : "");
+	CHECK(cairn_open_handles() == 1, "one handle open", "%d", cairn_open_handles());
+
+	uint64_t second = 0;
+	rc = cairn_open(opts, &second, &err);
+	CHECK(rc == CAIRN_E_LOCKED && err && strstr(err, "embedded mode"), "second embedded open is locked", "%d %s", rc, err ? err : "");
+	cairn_free(err);
+	err = NULL;
+
+	rc = cairn_open("{\"workspace\":\"/nonexistent/x\",\"embedded\":true}", &second, &err);
+	CHECK(rc == CAIRN_E_INVALID_ARGUMENT, "bad workspace", "%d", rc);
+	cairn_free(err);
+	rc = cairn_open("{\"workspace\":\".\",\"embeded\":true}", &second, &err);
+	CHECK(rc == CAIRN_E_INVALID_ARGUMENT, "unknown option", "%d", rc);
+	cairn_free(err);
+	err = NULL;
+
+	basic(handle, "embedded");
+	submit_path(handle);
+
+	pthread_t th[8];
+	for (long i = 0; i < 8; i++) pthread_create(&th[i], NULL, saver, (void *)i);
+	for (int i = 0; i < 8; i++) pthread_join(th[i], NULL);
+	char *out;
+	rc = call(handle, "resumeSession", "{\"session_id\":\"threads\"}", &out);
+	CHECK(rc == CAIRN_OK && strstr(out, "\"generation\":400,"), "8 threads x 50 saves", "%d %.200s", rc, out);
+	free(out);
+
+	pid_t child = fork();
+	if (child == 0) {
+		char *cout;
+		int crc = call(handle, "status", NULL, &cout);
+		_exit(crc == CAIRN_E_FORKED && strstr(cout, "\"code\":\"forked\"") ? 0 : 1);
+	}
+	int status = 0;
+	waitpid(child, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "forked child gets CAIRN_E_FORKED", "status %d", status);
+
+	rc = cairn_close(handle, &err);
+	CHECK(rc == CAIRN_OK, "close", "%d", rc);
+	rc = call(handle, "status", NULL, &out);
+	CHECK(rc == CAIRN_E_BAD_HANDLE, "call after close", "%d %s", rc, out);
+	free(out);
+	rc = cairn_close(handle, &err);
+	CHECK(rc == CAIRN_E_BAD_HANDLE, "double close", "%d", rc);
+	cairn_free(err);
+	err = NULL;
+
+	if (argc > 2) {
+		snprintf(opts, sizeof opts, "{\"workspace\":\"%s/daemon-ws\",\"daemon\":\"%s\",\"daemon_args\":[\"--idle-timeout=30s\"]}", argv[1], argv[2]);
+		char mk[4200];
+		snprintf(mk, sizeof mk, "%s/daemon-ws", argv[1]);
+		mkdir(mk, 0700);
+		uint64_t dh;
+		rc = cairn_open(opts, &dh, &err);
+		CHECK(rc == CAIRN_OK, "open daemon mode (auto-start)", "%d %s", rc, err ? err : "");
+		rc = call(dh, "status", NULL, &out);
+		char *pid = out ? strstr(out, "\"daemon\":") : NULL;
+		pid = pid ? strstr(pid, "\"pid\":") : NULL;
+		if (pid) printf("daemon_pid=%ld\n", strtol(pid + 6, NULL, 10));
+		free(out);
+		basic(dh, "daemon");
+		rc = cairn_close(dh, &err);
+		CHECK(rc == CAIRN_OK, "close daemon handle", "%d", rc);
+	}
+	printf("handles_open=%d\n", cairn_open_handles());
+	return cairn_open_handles() == 0 ? 0 : 1;
+}

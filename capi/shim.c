@@ -1,0 +1,240 @@
+// shim.c — the C entry points of libcairn (see cairn.h). They guard against
+// use in a forked child before anything enters the Go runtime, and implement
+// cairn_submit: a hand-off to a thread the Go runtime owns, so that hosts
+// whose threads are costly for Go to enter (koffi switches stacks, which
+// makes every cgo callback re-read the thread's stack bounds through
+// pthread_getattr_np, which for the main thread parses /proc/self/maps)
+// never enter Go at all.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cairn.h"
+#include "shim.h"
+
+#define REQ_MAGIC 0x6361697266726571ULL /* "cairfreq" */
+enum { REQ_RUNNING = 0, REQ_DONE = 1, REQ_DETACHED = 2 };
+
+static atomic_int forked;
+static pid_t init_pid;
+
+static void on_fork_child(void) { atomic_store(&forked, 1); }
+
+__attribute__((constructor)) static void shim_init(void) {
+	init_pid = getpid();
+	pthread_atfork(NULL, NULL, on_fork_child);
+}
+
+int cairn_shim_forked(void) { return atomic_load(&forked) || getpid() != init_pid; }
+
+static char *error_json(const char *code, const char *message) {
+	size_t n = strlen(code) + strlen(message) + 32;
+	char *s = malloc(n);
+	if (s) snprintf(s, n, "{\"code\":\"%s\",\"message\":\"%s\"}", code, message);
+	return s;
+}
+
+static int fail(char **err, int rc, const char *code, const char *message) {
+	if (err) *err = error_json(code, message);
+	return rc;
+}
+
+#define FORK_GUARD(err)                                                                     \
+	do {                                                                                    \
+		if (cairn_shim_forked())                                                            \
+			return fail(err, CAIRN_E_FORKED, "forked",                                      \
+			            "libcairn was called in a forked child; the Go runtime does not "       \
+			            "survive fork() without exec(): open a new handle in the exec'd process"); \
+	} while (0)
+
+static const char *version_str;
+static void load_version(void) { version_str = cairn_go_version(); /* allocated once, kept */ }
+
+const char *cairn_version(void) {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	if (cairn_shim_forked()) return version_str ? version_str : "unknown";
+	pthread_once(&once, load_version);
+	return version_str ? version_str : "unknown";
+}
+
+int cairn_open(const char *options_json, uint64_t *handle, char **err) {
+	if (err) *err = NULL;
+	FORK_GUARD(err);
+	if (!handle) return fail(err, CAIRN_E_INVALID_ARGUMENT, "invalid_argument", "handle is NULL");
+	return cairn_go_open((char *)(options_json ? options_json : ""), handle, err);
+}
+
+int cairn_call(uint64_t handle, const char *method, const uint8_t *request, size_t request_len,
+               uint8_t **response, size_t *response_len, char **err) {
+	if (err) *err = NULL;
+	if (response) *response = NULL;
+	if (response_len) *response_len = 0;
+	FORK_GUARD(err);
+	if (!method || !response || !response_len || (!request && request_len))
+		return fail(err, CAIRN_E_INVALID_ARGUMENT, "invalid_argument", "method, response and response_len are required");
+	return cairn_go_call(handle, (char *)method, (uint8_t *)request, request_len, response, response_len, err);
+}
+
+int cairn_close(uint64_t handle, char **err) {
+	if (err) *err = NULL;
+	FORK_GUARD(err);
+	return cairn_go_close(handle, err);
+}
+
+int cairn_open_handles(void) {
+	if (cairn_shim_forked()) return 0;
+	return cairn_go_open_handles();
+}
+
+void cairn_free(void *p) { free(p); }
+
+/* The queue of submitted calls, drained by one Go-owned thread. */
+static pthread_mutex_t queue_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t queue_cv = PTHREAD_COND_INITIALIZER;
+static cairn_req *queue_head, *queue_tail;
+
+/* The completion pipe: [0] read end handed to the host, [1] write end. */
+static int completion_pipe[2] = {-1, -1};
+static pthread_once_t pipe_once = PTHREAD_ONCE_INIT;
+static int pipe_errno;
+
+static void make_pipe(void) {
+	if (pipe2(completion_pipe, O_CLOEXEC) != 0) pipe_errno = errno;
+}
+
+cairn_req *cairn_shim_next(void) {
+	pthread_mutex_lock(&queue_mu);
+	while (!queue_head) pthread_cond_wait(&queue_cv, &queue_mu);
+	cairn_req *r = queue_head;
+	queue_head = r->next;
+	if (!queue_head) queue_tail = NULL;
+	pthread_mutex_unlock(&queue_mu);
+	return r;
+}
+
+void cairn_shim_finish(cairn_req *r) {
+	int expected = REQ_RUNNING;
+	if (atomic_compare_exchange_strong((_Atomic int *)&r->state, &expected, REQ_DONE)) return;
+	/* The submitter stopped waiting: announce the ticket on the pipe. */
+	atomic_store((_Atomic int *)&r->state, REQ_DONE);
+	uint64_t ticket = (uint64_t)(uintptr_t)r;
+	const char *p = (const char *)&ticket;
+	size_t left = sizeof ticket;
+	while (left > 0) {
+		ssize_t n = write(completion_pipe[1], p, left);
+		if (n < 0 && errno == EINTR) continue;
+		if (n <= 0) break; /* the host closed the pipe: nobody is listening */
+		p += n;
+		left -= (size_t)n;
+	}
+}
+
+static void release(cairn_req *r) {
+	r->magic = 0;
+	free(r->method);
+	free(r->request);
+	free(r);
+}
+
+static int harvest(cairn_req *r, uint8_t **response, size_t *response_len, char **err) {
+	int rc = r->rc;
+	if (rc == CAIRN_OK) {
+		*response = r->response;
+		*response_len = r->response_len;
+		free(r->err);
+	} else {
+		free(r->response);
+		if (err) *err = r->err;
+		else free(r->err);
+	}
+	release(r);
+	return rc;
+}
+
+static uint64_t now_us(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+int cairn_submit(uint64_t handle, const char *method, const uint8_t *request, size_t request_len,
+                 uint32_t spin_us, uint64_t *ticket, uint8_t **response, size_t *response_len, char **err) {
+	if (err) *err = NULL;
+	if (response) *response = NULL;
+	if (response_len) *response_len = 0;
+	if (ticket) *ticket = 0;
+	FORK_GUARD(err);
+	if (!method || !ticket || !response || !response_len || (!request && request_len))
+		return fail(err, CAIRN_E_INVALID_ARGUMENT, "invalid_argument", "method, ticket, response and response_len are required");
+	pthread_once(&pipe_once, make_pipe);
+	if (completion_pipe[1] < 0) return fail(err, CAIRN_E_INTERNAL, "internal", strerror(pipe_errno));
+	cairn_req *r = calloc(1, sizeof *r);
+	if (!r) return fail(err, CAIRN_E_INTERNAL, "internal", "out of memory");
+	r->magic = REQ_MAGIC;
+	r->handle = handle;
+	r->method = strdup(method);
+	r->request_len = request_len;
+	r->request = malloc(request_len ? request_len : 1);
+	if (!r->method || !r->request) {
+		release(r);
+		return fail(err, CAIRN_E_INTERNAL, "internal", "out of memory");
+	}
+	if (request_len) memcpy(r->request, request, request_len);
+
+	pthread_mutex_lock(&queue_mu);
+	if (queue_tail) queue_tail->next = r;
+	else queue_head = r;
+	queue_tail = r;
+	pthread_cond_signal(&queue_cv);
+	pthread_mutex_unlock(&queue_mu);
+
+	/* Wait a little for a quick answer, yielding the CPU so the Go thread
+	 * can run on a machine with few cores. */
+	if (spin_us > 0) {
+		uint64_t deadline = now_us() + spin_us;
+		do {
+			if (atomic_load_explicit((_Atomic int *)&r->state, memory_order_acquire) == REQ_DONE)
+				return harvest(r, response, response_len, err);
+			sched_yield();
+		} while (now_us() < deadline);
+	}
+	int expected = REQ_RUNNING;
+	if (atomic_compare_exchange_strong((_Atomic int *)&r->state, &expected, REQ_DETACHED)) {
+		*ticket = (uint64_t)(uintptr_t)r;
+		return CAIRN_PENDING;
+	}
+	return harvest(r, response, response_len, err); /* finished just now */
+}
+
+int cairn_completion_fd(int *fd, char **err) {
+	if (err) *err = NULL;
+	FORK_GUARD(err);
+	if (!fd) return fail(err, CAIRN_E_INVALID_ARGUMENT, "invalid_argument", "fd is NULL");
+	pthread_once(&pipe_once, make_pipe);
+	if (completion_pipe[0] < 0) return fail(err, CAIRN_E_INTERNAL, "internal", strerror(pipe_errno));
+	*fd = completion_pipe[0];
+	return CAIRN_OK;
+}
+
+/* A ticket is the address of its request; each is taken exactly once.
+ * Passing anything else is undefined behaviour, as with any pointer. */
+int cairn_take(uint64_t ticket, uint8_t **response, size_t *response_len, char **err) {
+	if (err) *err = NULL;
+	if (response) *response = NULL;
+	if (response_len) *response_len = 0;
+	FORK_GUARD(err);
+	cairn_req *r = (cairn_req *)(uintptr_t)ticket;
+	if (!r || !response || !response_len)
+		return fail(err, CAIRN_E_INVALID_ARGUMENT, "invalid_argument", "ticket, response and response_len are required");
+	if (r->magic != REQ_MAGIC || atomic_load((_Atomic int *)&r->state) != REQ_DONE)
+		return fail(err, CAIRN_E_BAD_HANDLE, "bad_handle", "unknown, unfinished or already taken ticket");
+	return harvest(r, response, response_len, err);
+}

@@ -1,0 +1,89 @@
+// Command cairnd serves one workspace's cairn store over the wire protocol
+// (protocol/PROTOCOL.md) on the workspace's Unix socket. It only wires
+// flags, logging and signals; the daemon package does the work.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/cairn-dev/cairn/daemon"
+	"github.com/cairn-dev/cairn/internal/version"
+	"github.com/cairn-dev/cairn/protocol"
+)
+
+const usage = `usage: cairnd [flags]
+
+cairnd serves the cairn store of one workspace on <workspace>/.cairn/cairnd.sock
+(or the short path named in <workspace>/.cairn/cairnd.addr). One daemon per
+workspace: a second one exits with status 3 naming the running pid.
+SIGTERM or SIGINT stops it gracefully (exit 0).
+
+flags:
+`
+
+func main() {
+	fs := flag.NewFlagSet("cairnd", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usage); fs.PrintDefaults() }
+	ws := fs.String("workspace", "", "workspace `dir` to serve (default: the current directory)")
+	level := fs.String("log-level", "", "log level: trace, debug, info, warn, error (default: $CAIRN_LOG_LEVEL, else info)")
+	idle := fs.Duration("idle-timeout", 0, "exit after no client has been connected for this `duration` (0: never)")
+	maxMsg := fs.Int64("max-message-size", protocol.DefaultMaxMessageSize, "largest accepted message in `bytes`")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		os.Exit(2)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "cairnd: unexpected argument %q\n", fs.Arg(0))
+		os.Exit(2)
+	}
+	if *showVersion {
+		fmt.Println("cairnd", version.Version)
+		return
+	}
+	if *level == "" {
+		*level = os.Getenv("CAIRN_LOG_LEVEL")
+	}
+	lvl := hclog.Info
+	if *level != "" {
+		if lvl = hclog.LevelFromString(*level); lvl == hclog.NoLevel {
+			fmt.Fprintf(os.Stderr, "cairnd: unknown log level %q\n", *level)
+			os.Exit(2)
+		}
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "cairnd", Level: lvl, Output: os.Stderr})
+
+	// Files the daemon creates are private; the socket's directory is 0700
+	// anyway, this closes the window between bind and chmod.
+	syscall.Umask(0o077)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	err := daemon.Run(ctx, daemon.RunOptions{
+		Workspace:       *ws,
+		Logger:          log,
+		Version:         version.Version,
+		MaxMessageSize:  *maxMsg,
+		IdleTimeout:     *idle,
+		ShutdownTimeout: 10 * time.Second,
+	})
+	switch {
+	case errors.Is(err, daemon.ErrAlreadyRunning):
+		fmt.Fprintln(os.Stderr, "cairnd:", err)
+		os.Exit(3)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "cairnd:", err)
+		os.Exit(1)
+	}
+}

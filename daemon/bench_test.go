@@ -1,0 +1,105 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/session"
+)
+
+// benchCommit is the commit every commit benchmark makes: one ~100-byte
+// message appended to the client's own session.
+func benchCommit(sid string, i int) engine.SaveRequest {
+	return engine.SaveRequest{SessionID: sid, Change: &session.Change{AppendMessages: []session.Value{
+		session.Value(fmt.Sprintf(`{"role":"assistant","content":"message number %08d of the benchmark, padded to about 100 bytes"}`, i)),
+	}}}
+}
+
+// BenchmarkStatusRoundTrip measures one status call over the socket of a
+// real cairnd: median and p99 latency.
+func BenchmarkStatusRoundTrip(b *testing.B) {
+	p := startCairnd(b, workspace(b), "--log-level", "warn")
+	c := p.dial(b)
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if _, err := c.Status(ctx); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	reportLatency(b, lat)
+}
+
+func reportLatency(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "median-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkCommit compares the same durable commit made through the
+// embedded engine (over fsstore, in process) and through a real cairnd
+// over the socket, with 1 and 32 concurrent clients on distinct sessions.
+// b.N is the total number of commits; commits/s is reported.
+func BenchmarkCommit(b *testing.B) {
+	for _, clients := range []int{1, 32} {
+		b.Run(fmt.Sprintf("embedded/clients=%d", clients), func(b *testing.B) {
+			ws := workspace(b)
+			st, err := fsstore.Open(ws, fsstore.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			eng := engine.New(st, engine.Options{})
+			defer eng.Close()
+			runCommits(b, clients, func(int) func(context.Context, engine.SaveRequest) error {
+				return func(ctx context.Context, r engine.SaveRequest) error { _, err := eng.Save(ctx, r); return err }
+			})
+		})
+		b.Run(fmt.Sprintf("socket/clients=%d", clients), func(b *testing.B) {
+			p := startCairnd(b, workspace(b), "--log-level", "warn")
+			conns := make([]*protocol.Client, clients)
+			for i := range conns {
+				conns[i] = p.dial(b)
+			}
+			runCommits(b, clients, func(i int) func(context.Context, engine.SaveRequest) error {
+				return func(ctx context.Context, r engine.SaveRequest) error { _, err := conns[i].Save(ctx, r); return err }
+			})
+		})
+	}
+}
+
+// runCommits makes b.N commits split over clients goroutines, each with its
+// own session and its own save function, and reports commits/s.
+func runCommits(b *testing.B, clients int, saver func(i int) func(context.Context, engine.SaveRequest) error) {
+	ctx := context.Background()
+	per := (b.N + clients - 1) / clients
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	t0 := time.Now()
+	for i := range clients {
+		save := saver(i)
+		wg.Go(func() {
+			sid := fmt.Sprintf("bench-%02d", i)
+			for j := range per {
+				if err := save(ctx, benchCommit(sid, j)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(t0)
+	b.StopTimer()
+	b.ReportMetric(float64(per*clients)/elapsed.Seconds(), "commits/s")
+}

@@ -1,0 +1,26 @@
+// Package daemon is cairnd: it serves one workspace's engine over the wire
+// protocol (see ../protocol/PROTOCOL.md) on the workspace's Unix socket.
+//
+// What it guarantees, and the caveats:
+//
+//   - One daemon per workspace. Run opens the store first; the store's
+//     flock is the single-instance lock, so a second daemon fails with the
+//     holder's pid before it touches the socket. Only the lock holder
+//     removes a stale socket, so a live daemon is never disturbed.
+//   - Only the daemon's own uid gets in: the socket is 0600 in a 0700
+//     directory, and every accepted connection's SO_PEERCRED uid is checked
+//     (Linux; elsewhere the directory permissions are the only guard).
+//     Requests with an Origin header are refused, which shuts out browsers.
+//   - A bad message is answered with a stable error code and never affects
+//     another connection; the connection itself goes on unless the framing
+//     is lost (a message over the size limit).
+//   - Events never block the engine: each connection has a bounded queue;
+//     events that find it full are dropped, counted, and reported to that
+//     connection with an events.dropped push.
+//   - Shutdown stops accepting, answers new requests with "unavailable",
+//     waits for requests in flight (an acknowledged commit is durable),
+//     then closes every connection with status 1001.
+//
+// The daemon never logs message contents: only methods, codes, sizes and
+// timings.
+package daemon

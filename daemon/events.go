@@ -1,0 +1,94 @@
+package daemon
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/protocol"
+)
+
+// fanout delivers the backend's events to the subscribed connections. It is
+// called on the engine's commit path (with a session lock held), so it never
+// blocks: each connection has a queue of protocol.EventQueueLen events, and
+// an event that finds the queue full is dropped and counted; the
+// connection's writer then pushes protocol.EventDropped with the count.
+type fanout struct {
+	mu      sync.RWMutex // guards subs
+	subs    map[*wsConn]map[string]bool
+	dropped atomic.Uint64 // total, for status
+}
+
+func newFanout() *fanout {
+	return &fanout{subs: map[*wsConn]map[string]bool{}}
+}
+
+// publish is the backend's subscriber.
+func (f *fanout) publish(ev engine.Event) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for c, want := range f.subs {
+		if !want[ev.Type] {
+			continue
+		}
+		select {
+		case c.events <- ev:
+		default:
+			c.dropped.Add(1)
+			f.dropped.Add(1)
+		}
+	}
+}
+
+// update adds (or removes) events to (from) c's subscription; none means
+// all. It returns the subscription afterwards, sorted.
+func (f *fanout) update(c *wsConn, add bool, events []string) []string {
+	if len(events) == 0 {
+		events = protocol.Events()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	want := cloneSet(f.subs[c])
+	for _, e := range events {
+		if add {
+			want[e] = true
+		} else {
+			delete(want, e)
+		}
+	}
+	if len(want) == 0 {
+		delete(f.subs, c)
+	} else {
+		f.subs[c] = want
+	}
+	out := make([]string, 0, len(want))
+	for e := range want {
+		out = append(out, e)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// cloneSet copies a subscription set (publish reads the old one under RLock).
+func cloneSet(m map[string]bool) map[string]bool {
+	out := make(map[string]bool, len(m)+4)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// remove ends c's subscription.
+func (f *fanout) remove(c *wsConn) {
+	f.mu.Lock()
+	delete(f.subs, c)
+	f.mu.Unlock()
+}
+
+// count reports how many connections are subscribed.
+func (f *fanout) count() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.subs)
+}

@@ -1,0 +1,98 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/session"
+)
+
+// ErrAlreadyRunning is returned by Run when another process holds the
+// workspace's store lock. The error names the holder's pid when known and
+// wraps the store's *session.LockedError.
+var ErrAlreadyRunning = errors.New("daemon: workspace already served")
+
+// RunOptions configure Run.
+type RunOptions struct {
+	// Workspace is the directory to serve; "" means the current directory.
+	Workspace string
+	// Logger receives the daemon's log; nil discards it.
+	Logger hclog.Logger
+	// Version is reported to clients.
+	Version string
+	// MaxMessageSize, IdleTimeout and ShutdownTimeout: see Config.
+	MaxMessageSize  int64
+	IdleTimeout     time.Duration
+	ShutdownTimeout time.Duration
+	// Store tunes the file store.
+	Store fsstore.Options
+}
+
+// Run serves a workspace until ctx ends (graceful shutdown, then nil), the
+// idle timeout fires (likewise), or a failure. In order it: opens the store,
+// which takes the single-instance lock (failing with ErrAlreadyRunning);
+// binds the socket, removing a stale one; serves; and on the way out closes
+// the socket, then the engine and its store.
+func Run(ctx context.Context, opts RunOptions) error {
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	ws, err := protocol.Workspace(opts.Workspace)
+	if err != nil {
+		return fmt.Errorf("daemon.Run: %w", err)
+	}
+	sopts := opts.Store
+	if sopts.Logger == nil {
+		sopts.Logger = log.Named("store")
+	}
+	store, err := fsstore.Open(ws, sopts)
+	if err != nil {
+		var le *session.LockedError
+		if errors.As(err, &le) {
+			if le.PID > 0 {
+				return fmt.Errorf("%w: workspace %s is served by cairnd pid %d: %w", ErrAlreadyRunning, ws, le.PID, err)
+			}
+			return fmt.Errorf("%w: workspace %s is locked by another process: %w", ErrAlreadyRunning, ws, err)
+		}
+		return fmt.Errorf("daemon.Run: open store: %w", err)
+	}
+	eng := engine.New(store, engine.Options{Logger: log.Named("engine")})
+	defer func() {
+		if cerr := eng.Close(); cerr != nil {
+			log.Error("closing the store failed", "error", cerr)
+		}
+	}()
+	ln, err := Listen(ws)
+	if err != nil {
+		return fmt.Errorf("daemon.Run: %w", err)
+	}
+	defer ln.Close()
+	srv, err := NewServer(Config{
+		Workspace:       ws,
+		Backend:         eng,
+		Logger:          log,
+		Version:         opts.Version,
+		MaxMessageSize:  opts.MaxMessageSize,
+		IdleTimeout:     opts.IdleTimeout,
+		ShutdownTimeout: opts.ShutdownTimeout,
+	})
+	if err != nil {
+		return fmt.Errorf("daemon.Run: %w", err)
+	}
+	log.Info("serving", "workspace", ws, "socket", ln.Path, "pid", os.Getpid(), "version", opts.Version)
+	err = srv.Serve(ctx, ln)
+	if err != nil && !errors.Is(err, ErrServerClosed) {
+		return fmt.Errorf("daemon.Run: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}

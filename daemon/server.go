@@ -1,0 +1,422 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/cairn-dev/cairn/protocol"
+)
+
+// Sentinel errors of this package.
+var (
+	// ErrServerClosed is returned by Serve after Shutdown or Close, and by
+	// Serve on a server that was already shut down.
+	ErrServerClosed = errors.New("daemon: server closed")
+	// ErrBadConfig is returned by NewServer for an unusable Config.
+	ErrBadConfig = errors.New("daemon: bad config")
+)
+
+// DefaultShutdownTimeout bounds a graceful shutdown started by the Serve
+// context ending or by the idle timeout; after it, connections are closed
+// without waiting.
+const DefaultShutdownTimeout = 10 * time.Second
+
+// Config configures a Server.
+type Config struct {
+	// Workspace is the canonical workspace path (protocol.Workspace).
+	Workspace string
+	// Backend serves the methods; usually an *engine.Engine.
+	Backend Backend
+	// Logger receives the server's log; nil discards it.
+	Logger hclog.Logger
+	// Version is reported by hello, status and /healthz.
+	Version string
+	// MaxMessageSize is the read limit per message; 0 means
+	// protocol.DefaultMaxMessageSize.
+	MaxMessageSize int64
+	// IdleTimeout, when positive, makes Serve shut down once no protocol
+	// connection has been open for that long.
+	IdleTimeout time.Duration
+	// ShutdownTimeout bounds the graceful shutdown Serve performs when its
+	// context ends or the idle timeout fires; 0 means
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+}
+
+// Server serves the protocol on a listener. It owns the listener and every
+// connection it accepts.
+type Server struct {
+	cfg     Config
+	log     hclog.Logger
+	started time.Time
+	socket  string
+	events  *fanout
+	unsub   func()
+
+	httpSrv *http.Server
+	baseCtx context.Context // parent of every connection's context
+	kill    context.CancelFunc
+
+	requests atomic.Uint64
+
+	mu       sync.Mutex // guards the fields below
+	conns    map[*wsConn]struct{}
+	stopping bool
+	inFlight int
+	drained  chan struct{} // closed when stopping and inFlight == 0
+	idle     *time.Timer
+	served   bool
+	stopped  chan struct{} // closed when shutdown completes
+	stopOnce sync.Once
+	connWG   sync.WaitGroup
+}
+
+// NewServer returns a server for cfg. It subscribes to the backend's events
+// at once; Shutdown or Close unsubscribes.
+func NewServer(cfg Config) (*Server, error) {
+	if cfg.Backend == nil || cfg.Workspace == "" {
+		return nil, fmt.Errorf("%w: Backend and Workspace are required", ErrBadConfig)
+	}
+	if cfg.MaxMessageSize <= 0 {
+		cfg.MaxMessageSize = protocol.DefaultMaxMessageSize
+	}
+	if cfg.MaxMessageSize < protocol.MinMaxMessageSize {
+		return nil, fmt.Errorf("%w: MaxMessageSize %d is below %d", ErrBadConfig, cfg.MaxMessageSize, protocol.MinMaxMessageSize)
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	base, kill := context.WithCancel(context.Background())
+	s := &Server{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		started: time.Now(),
+		events:  newFanout(),
+		baseCtx: base,
+		kill:    kill,
+		conns:   map[*wsConn]struct{}{},
+		drained: make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	s.httpSrv = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: protocol.HandshakeTimeout,
+		ErrorLog:          s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+		BaseContext:       func(net.Listener) context.Context { return base },
+	}
+	s.unsub = cfg.Backend.Subscribe(s.events.publish)
+	return s, nil
+}
+
+// Serve accepts connections on ln until Shutdown or Close, or until ctx
+// ends or the idle timeout fires (both start a graceful shutdown bounded by
+// ShutdownTimeout, after which Serve returns nil). It returns ErrServerClosed
+// when stopped by Shutdown or Close from elsewhere. ln is closed on return.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.mu.Lock()
+	if s.served || s.stopping {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.served = true
+	s.socket = ln.Addr().String()
+	s.resetIdleLocked()
+	s.mu.Unlock()
+
+	// The watcher turns ctx's end or the idle timeout into a shutdown; it
+	// exits when the server stops either way.
+	idle := s.idleC()
+	watchDone := make(chan struct{})
+	selfStop := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		select {
+		case <-ctx.Done():
+			s.log.Info("stopping", "reason", "signal or context")
+		case <-idle:
+			s.log.Info("stopping", "reason", "idle timeout", "idle_timeout", s.cfg.IdleTimeout)
+		case <-s.stopped:
+			return
+		}
+		close(selfStop)
+		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+		defer cancel()
+		if err := s.Shutdown(sctx); err != nil {
+			s.log.Warn("graceful shutdown timed out; closing connections", "error", err)
+		}
+	}()
+
+	err := s.httpSrv.Serve(&peerListener{Listener: ln, log: s.log})
+	if errors.Is(err, http.ErrServerClosed) {
+		<-s.stopped
+		err = ErrServerClosed
+	} else {
+		// The listener failed: stop everything else too.
+		s.Close()
+		err = fmt.Errorf("daemon.Serve: %w", err)
+	}
+	<-watchDone
+	select {
+	case <-selfStop:
+		return nil
+	default:
+		return err
+	}
+}
+
+// idleC returns the idle timer's channel, or nil without an idle timeout.
+func (s *Server) idleC() <-chan time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idle == nil {
+		return nil
+	}
+	return s.idle.C
+}
+
+// resetIdleLocked (re)arms the idle timer when no connection is open.
+func (s *Server) resetIdleLocked() {
+	if s.cfg.IdleTimeout <= 0 || s.stopping {
+		return
+	}
+	if s.idle == nil {
+		s.idle = time.NewTimer(s.cfg.IdleTimeout)
+		return
+	}
+	s.idle.Reset(s.cfg.IdleTimeout)
+}
+
+// Shutdown stops the server gracefully: it stops accepting connections,
+// answers new requests with "unavailable", waits for the requests in
+// flight, then closes every connection with status 1001 (going away). When
+// ctx ends first, it closes whatever is left at once and returns ctx's
+// error. It is safe to call more than once and concurrently with Close.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.beginStop()
+	// No new connections; hijacked WebSocket connections are ours to close.
+	herr := s.httpSrv.Shutdown(ctx)
+	select {
+	case <-s.drained:
+	case <-ctx.Done():
+		s.Close()
+		return fmt.Errorf("daemon.Shutdown: waiting for requests in flight: %w", ctx.Err())
+	}
+	s.mu.Lock()
+	conns := make([]*wsConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() { c.closeGracefully() })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.Close()
+		<-done
+		return fmt.Errorf("daemon.Shutdown: closing connections: %w", ctx.Err())
+	}
+	s.finish()
+	if herr != nil && !errors.Is(herr, context.Canceled) {
+		return fmt.Errorf("daemon.Shutdown: %w", herr)
+	}
+	return nil
+}
+
+// Close stops the server at once: it closes the listener and every
+// connection without a closing handshake. Requests in flight see their
+// context cancelled. It waits for the connections' goroutines to exit.
+func (s *Server) Close() error {
+	s.beginStop()
+	err := s.httpSrv.Close()
+	s.kill()
+	s.finish()
+	if err != nil {
+		return fmt.Errorf("daemon.Close: %w", err)
+	}
+	return nil
+}
+
+// beginStop marks the server stopping (once).
+func (s *Server) beginStop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return
+	}
+	s.stopping = true
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	if s.inFlight == 0 {
+		close(s.drained)
+	}
+}
+
+// finish waits for every connection goroutine and marks the server stopped.
+func (s *Server) finish() {
+	s.connWG.Wait()
+	s.stopOnce.Do(func() {
+		s.unsub()
+		s.kill()
+		close(s.stopped)
+	})
+}
+
+// Done returns a channel closed when the server has stopped.
+func (s *Server) Done() <-chan struct{} { return s.stopped }
+
+// startRequest counts a request in flight; false when stopping.
+func (s *Server) startRequest() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return false
+	}
+	s.inFlight++
+	return true
+}
+
+func (s *Server) endRequest() {
+	s.requests.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inFlight--
+	if s.stopping && s.inFlight == 0 {
+		close(s.drained)
+	}
+}
+
+// addConn registers a connection; false when stopping or full.
+func (s *Server) addConn(c *wsConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping || len(s.conns) >= protocol.MaxConnections {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	s.connWG.Add(1)
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	return true
+}
+
+func (s *Server) removeConn(c *wsConn) {
+	s.events.remove(c)
+	s.mu.Lock()
+	delete(s.conns, c)
+	if len(s.conns) == 0 {
+		s.resetIdleLocked()
+	}
+	s.mu.Unlock()
+	s.connWG.Done()
+}
+
+func (s *Server) status() protocol.StatusResult {
+	s.mu.Lock()
+	conns, inFlight, stopping := len(s.conns), s.inFlight, s.stopping
+	s.mu.Unlock()
+	st := protocol.StateServing
+	if stopping {
+		st = protocol.StateStopping
+	}
+	return protocol.StatusResult{
+		ServerVersion:   s.cfg.Version,
+		ProtocolVersion: protocol.ProtocolVersion,
+		Workspace:       s.cfg.Workspace,
+		Socket:          s.socket,
+		PID:             os.Getpid(),
+		StartedAt:       s.started.UTC(),
+		UptimeMS:        uptime(s.started),
+		Connections:     conns,
+		Subscribers:     s.events.count(),
+		InFlight:        inFlight,
+		Requests:        s.requests.Load(),
+		EventsDropped:   s.events.dropped.Load(),
+		State:           st,
+	}
+}
+
+// ServeHTTP serves /healthz and the WebSocket upgrade.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Header.Get("Origin") != "":
+		s.log.Warn("refused request with an Origin header", "path", truncate(r.URL.Path, 64))
+		http.Error(w, "cairnd: requests with an Origin header are refused", http.StatusForbidden)
+	case r.URL.Path == "/healthz" && r.Method == http.MethodGet:
+		s.health(w)
+	case r.URL.Path == "/":
+		s.upgrade(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (s *Server) health(w http.ResponseWriter) {
+	st := s.status()
+	code := http.StatusOK
+	body := map[string]any{"status": "ok", "pid": st.PID, "version": st.ServerVersion, "workspace": st.Workspace, "connections": st.Connections}
+	if st.State == protocol.StateStopping {
+		code, body["status"] = http.StatusServiceUnavailable, "stopping"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func offersSubprotocol(r *http.Request) bool {
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range splitTokens(v) {
+			if p == protocol.Subprotocol {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
+	if !offersSubprotocol(r) {
+		s.log.Warn("refused upgrade without subprotocol " + protocol.Subprotocol)
+		http.Error(w, "cairnd: the WebSocket subprotocol "+protocol.Subprotocol+" is required", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	full := s.stopping || len(s.conns) >= protocol.MaxConnections
+	s.mu.Unlock()
+	if full {
+		http.Error(w, "cairnd: not accepting connections", http.StatusServiceUnavailable)
+		return
+	}
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{protocol.Subprotocol}})
+	if err != nil {
+		s.log.Warn("websocket upgrade failed", "error", err)
+		return
+	}
+	c := newWSConn(s, ws)
+	if !s.addConn(c) {
+		ws.Close(websocket.StatusTryAgainLater, "cairnd: not accepting connections")
+		return
+	}
+	c.serve()
+}

@@ -1,0 +1,282 @@
+package daemon_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/cairn-dev/cairn/daemon"
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/session"
+)
+
+// fakeBackend is an engine over a MemStore whose Save misbehaves on
+// request: session "block" waits for release; "err:<code>" fails with that
+// code (a *session.LockedError for locked, a plain error for internal).
+type fakeBackend struct {
+	*engine.Engine
+	release chan struct{}
+	blocked chan struct{} // receives when a blocking save started
+}
+
+func newFakeBackend() *fakeBackend {
+	return &fakeBackend{
+		Engine:  engine.New(session.NewMemStore(), engine.Options{}),
+		release: make(chan struct{}),
+		blocked: make(chan struct{}, 16),
+	}
+}
+
+func (f *fakeBackend) Save(ctx context.Context, req engine.SaveRequest) (engine.SaveResult, error) {
+	switch {
+	case req.SessionID == "block":
+		f.blocked <- struct{}{}
+		select {
+		case <-f.release:
+		case <-ctx.Done():
+			return engine.SaveResult{}, ctx.Err()
+		}
+	case req.SessionID == "err:locked":
+		return engine.SaveResult{}, &session.LockedError{Path: "/x/.cairn/LOCK", PID: 4242}
+	case req.SessionID == "err:internal":
+		return engine.SaveResult{}, errors.New("disk on fire")
+	case strings.HasPrefix(req.SessionID, "err:"):
+		return engine.SaveResult{}, session.Errorf(session.Code(strings.TrimPrefix(req.SessionID, "err:")), "injected")
+	}
+	return f.Engine.Save(ctx, req)
+}
+
+// inproc is a Server over a fake backend on a socket in a temp dir.
+type inproc struct {
+	srv     *daemon.Server
+	be      *fakeBackend
+	sock    string
+	served  chan error
+	cancel  context.CancelFunc
+	stopped bool
+}
+
+func startInproc(t *testing.T, cfg daemon.Config) *inproc {
+	t.Helper()
+	be := newFakeBackend()
+	dir := t.TempDir()
+	cfg.Backend, cfg.Workspace = be, dir
+	srv, err := daemon.NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ip := &inproc{srv: srv, be: be, sock: sock, served: make(chan error, 1), cancel: cancel}
+	go func() { ip.served <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		srv.Close()
+		<-srv.Done()
+		be.Engine.Close()
+	})
+	return ip
+}
+
+func (ip *inproc) dial(t *testing.T) *protocol.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := protocol.Dial(ctx, ip.sock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func msg(s string) engine.SaveRequest {
+	return engine.SaveRequest{SessionID: s, Change: &session.Change{AppendMessages: []session.Value{session.Value(`{"m":1}`)}}}
+}
+
+// TestEveryErrorCodeOnTheWire checks that each code, with its data, reaches
+// the client intact and unwraps to its sentinel.
+func TestEveryErrorCodeOnTheWire(t *testing.T) {
+	ip := startInproc(t, daemon.Config{})
+	c := ip.dial(t)
+	ctx := ctxT(t)
+	for _, code := range session.Codes() {
+		_, err := c.Save(ctx, msg("err:"+string(code)))
+		var re *protocol.RemoteError
+		if !errors.As(err, &re) || re.Code != code || !errors.Is(err, session.SentinelOf(code)) {
+			t.Errorf("%s: got %v", code, err)
+		}
+		if code == session.CodeLocked && re != nil && re.HolderPID() != 4242 {
+			t.Errorf("locked: data %v, want pid 4242", re.Data)
+		}
+	}
+	err := c.Call(ctx, "noSuchMethod", protocol.Empty{}, nil)
+	if protocol.CodeOf(err) != protocol.CodeMethodNotFound || !errors.Is(err, protocol.ErrMethodNotFound) {
+		t.Errorf("unknown method: %v", err)
+	}
+	err = c.Call(ctx, protocol.MethodSave, map[string]any{"session_id": 7}, nil)
+	if protocol.CodeOf(err) != protocol.CodeBadRequest || !errors.Is(err, protocol.ErrBadRequest) {
+		t.Errorf("wrong param type: %v", err)
+	}
+	err = c.Call(ctx, protocol.MethodSubscribe, protocol.SubscribeParams{Events: []string{"nope"}}, nil)
+	if protocol.CodeOf(err) != session.CodeInvalidArgument {
+		t.Errorf("unknown event: %v", err)
+	}
+	if _, err := c.Status(ctx); err != nil {
+		t.Errorf("connection broken after errors: %v", err)
+	}
+}
+
+// TestCancelledCallKeepsConnection: a call whose context ends returns at
+// once; the connection and other calls carry on.
+func TestCancelledCallKeepsConnection(t *testing.T) {
+	ip := startInproc(t, daemon.Config{})
+	c := ip.dial(t)
+	ctx := ctxT(t)
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { _, err := c.Save(cctx, msg("block")); done <- err }()
+	<-ip.be.blocked
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+	if _, err := c.Save(ctx, msg("s1")); err != nil {
+		t.Fatalf("call after cancel: %v", err)
+	}
+	close(ip.be.release)
+	if _, err := c.Status(ctx); err != nil {
+		t.Fatalf("status: %v", err)
+	}
+}
+
+// TestShutdownDrainsAndRefuses: requests in flight finish and are answered;
+// new ones get "unavailable"; then the connection closes with 1001.
+func TestShutdownDrainsAndRefuses(t *testing.T) {
+	ip := startInproc(t, daemon.Config{})
+	c := ip.dial(t)
+	ctx := ctxT(t)
+	saved := make(chan error, 1)
+	go func() { _, err := c.Save(ctx, msg("block")); saved <- err }()
+	<-ip.be.blocked
+	shut := make(chan error, 1)
+	go func() { shut <- ip.srv.Shutdown(ctx) }()
+	// Wait until the server reports stopping; then a new request is refused.
+	for {
+		st, err := c.Status(ctx)
+		if err != nil {
+			if protocol.CodeOf(err) != protocol.CodeUnavailable {
+				t.Fatalf("status during shutdown: %v", err)
+			}
+			break
+		}
+		if st.State == protocol.StateStopping {
+			t.Fatalf("status answered while stopping")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(ip.be.release)
+	if err := <-saved; err != nil {
+		t.Fatalf("in-flight save: %v", err)
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if err := <-ip.served; !errors.Is(err, daemon.ErrServerClosed) {
+		t.Fatalf("Serve returned %v", err)
+	}
+	if _, err := c.Status(ctx); !errors.Is(err, protocol.ErrConnectionLost) {
+		t.Fatalf("after shutdown: %v", err)
+	}
+}
+
+// TestIdleTimeout: Serve returns nil once no client has been connected for
+// the idle timeout, and not while one is.
+func TestIdleTimeout(t *testing.T) {
+	ip := startInproc(t, daemon.Config{IdleTimeout: 200 * time.Millisecond})
+	c := ip.dial(t)
+	time.Sleep(400 * time.Millisecond)
+	if _, err := c.Status(ctxT(t)); err != nil {
+		t.Fatalf("daemon went idle with a client connected: %v", err)
+	}
+	c.Close()
+	select {
+	case err := <-ip.served:
+		if err != nil {
+			t.Fatalf("Serve after idle timeout: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no idle exit")
+	}
+}
+
+// TestNoLeaksAfterShutdown runs clients with subscriptions and concurrent
+// calls, shuts down, and checks every goroutine is gone.
+func TestNoLeaksAfterShutdown(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	be := newFakeBackend()
+	defer be.Engine.Close()
+	dir := t.TempDir()
+	srv, err := daemon.NewServer(daemon.Config{Backend: be, Workspace: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(dir, "s.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), ln) }()
+	ctx := ctxT(t)
+	var clients []*protocol.Client
+	for range 4 {
+		c, err := protocol.Dial(ctx, filepath.Join(dir, "s.sock"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+		if _, err := c.Subscribe(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Go(func() {
+			for range 20 {
+				if _, err := c.Save(ctx, msg("s"+string(rune('a'+i)))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	clients[0].Close() // one leaves on its own; the others are closed by the server
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; !errors.Is(err, daemon.ErrServerClosed) {
+		t.Fatal(err)
+	}
+	for _, c := range clients {
+		c.Close()
+	}
+}

@@ -1,0 +1,253 @@
+// Package cli is the cairn command line: argument parsing, the commands
+// and their human and JSON output. cmd/cairn only calls Main.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/session"
+)
+
+// Exit statuses of Main.
+const (
+	ExitOK       = 0
+	ExitFailure  = 1 // anything else that went wrong
+	ExitUsage    = 2 // bad command line
+	ExitNotFound = 3 // no such session (or no daemon, for "daemon status")
+)
+
+// Usage is the text of cairn --help.
+const Usage = `usage: cairn [flags] <command> [args]
+
+cairn reads and manages the agent sessions cairn keeps for a workspace. It
+talks to the workspace's daemon (cairnd) and starts one when none is running
+(cairnd is found through $CAIRN_DAEMON, next to this executable, or on PATH).
+
+commands:
+  daemon start     start the workspace's cairnd if it is not running
+  daemon stop      stop the workspace's cairnd (SIGTERM) and wait for it to exit
+  daemon status    show the daemon's status (exit 3 when none is running)
+  ls               list the sessions
+  show ID          show a session's latest generation
+  runs ID          list a session's runs, with their loop checkpoints
+  resume ID        what a new agent is handed: handoff, interrupted runs, drift
+  rm ID            delete a session, its checkpoints and its workflows
+  export ID        write the session's JSON envelope to standard output
+  import FILE      import a session from a JSON envelope (FILE "-": stdin)
+  version          print the versions of cairn, cairnd and the protocol
+
+flags (anywhere on the line):
+  --workspace DIR  the workspace (default: the current directory)
+  --json           print JSON for machines instead of text for people
+  --socket PATH    talk to the daemon at this socket; never start one
+  -h, --help       print this help
+
+exit status:
+  0  success
+  1  failure (daemon unreachable, I/O error, conflict, invalid input, ...)
+  2  usage error (unknown command, missing or extra argument, bad flag)
+  3  not found (no such session; "daemon status": no daemon running)
+`
+
+// errUsage marks a command line error.
+var errUsage = errors.New("usage")
+
+// errNoDaemonRunning is returned by "daemon status" when no daemon answers.
+var errNoDaemonRunning = errors.New("cairnd is not running")
+
+// env is what a command runs with.
+type env struct {
+	ctx       context.Context
+	workspace string
+	socket    string
+	json      bool
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
+}
+
+// Main runs the command line args (without the program name) and returns
+// the exit status.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
+	pos, help, err := e.parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "cairn: %v\n\n%s", err, Usage)
+		return ExitUsage
+	}
+	if help || len(pos) == 0 {
+		if len(pos) == 0 && !help {
+			fmt.Fprint(stderr, Usage)
+			return ExitUsage
+		}
+		fmt.Fprint(stdout, Usage)
+		return ExitOK
+	}
+	err = e.run(pos)
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "cairn: %v\n(see cairn --help)\n", err)
+		return ExitUsage
+	case errors.Is(err, errNoDaemonRunning):
+		fmt.Fprintf(stderr, "cairn: %v\n", err)
+		return ExitNotFound
+	case protocol.CodeOf(err) == session.CodeNotFound:
+		fmt.Fprintf(stderr, "cairn: %v\n", err)
+		return ExitNotFound
+	default:
+		fmt.Fprintf(stderr, "cairn: %v\n", err)
+		return ExitFailure
+	}
+}
+
+// parse separates flags (allowed anywhere) from positional arguments.
+func (e *env) parse(args []string) (pos []string, help bool, err error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			pos = append(pos, a)
+			continue
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch name {
+		case "h", "help":
+			help = true
+		case "json":
+			e.json = true
+			if hasVal {
+				e.json = val == "true" || val == "1"
+			}
+		case "workspace", "socket":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return nil, false, fmt.Errorf("flag --%s needs a value", name)
+				}
+				i++
+				val = args[i]
+			}
+			if name == "workspace" {
+				e.workspace = val
+			} else {
+				e.socket = val
+			}
+		default:
+			return nil, false, fmt.Errorf("unknown flag %s", a)
+		}
+	}
+	return pos, help, nil
+}
+
+// run dispatches a command.
+func (e *env) run(pos []string) error {
+	cmd, args := pos[0], pos[1:]
+	want := func(n int, what string) error {
+		if len(args) != n {
+			if what == "" {
+				return fmt.Errorf("%w: %s takes no arguments", errUsage, cmd)
+			}
+			return fmt.Errorf("%w: %s takes %s", errUsage, cmd, what)
+		}
+		return nil
+	}
+	switch cmd {
+	case "daemon":
+		if len(args) != 1 {
+			return fmt.Errorf("%w: daemon takes start, stop or status", errUsage)
+		}
+		switch args[0] {
+		case "start":
+			return e.daemonStart()
+		case "stop":
+			return e.daemonStop()
+		case "status":
+			return e.daemonStatus()
+		}
+		return fmt.Errorf("%w: unknown daemon command %q (start, stop or status)", errUsage, args[0])
+	case "ls", "list":
+		if err := want(0, ""); err != nil {
+			return err
+		}
+		return e.ls()
+	case "show", "runs", "resume", "rm", "export":
+		if err := want(1, "one session ID"); err != nil {
+			return err
+		}
+		switch cmd {
+		case "show":
+			return e.show(args[0])
+		case "runs":
+			return e.runs(args[0])
+		case "resume":
+			return e.resume(args[0])
+		case "rm":
+			return e.rm(args[0])
+		default:
+			return e.export(args[0])
+		}
+	case "import":
+		if err := want(1, "one FILE (or - for standard input)"); err != nil {
+			return err
+		}
+		return e.importFile(args[0])
+	case "version":
+		if err := want(0, ""); err != nil {
+			return err
+		}
+		return e.version()
+	case "help":
+		fmt.Fprint(e.stdout, Usage)
+		return nil
+	}
+	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+}
+
+// connect returns a client for the workspace, starting cairnd if needed
+// (unless --socket was given).
+func (e *env) connect() (*protocol.Client, error) {
+	opts := &protocol.Options{ClientName: "cairn-cli"}
+	if e.socket != "" {
+		return protocol.Dial(e.ctx, e.socket, opts)
+	}
+	return protocol.Connect(e.ctx, e.workspace, opts)
+}
+
+// dialExisting returns a client for a running daemon, without starting
+// one; errNoDaemonRunning when none answers.
+func (e *env) dialExisting() (*protocol.Client, error) {
+	sock := e.socket
+	if sock == "" {
+		ws, err := protocol.Workspace(e.workspace)
+		if err != nil {
+			return nil, err
+		}
+		if sock, err = protocol.SocketPath(ws); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
+	defer cancel()
+	c, err := protocol.Dial(ctx, sock, &protocol.Options{ClientName: "cairn-cli"})
+	if errors.Is(err, protocol.ErrNoDaemon) {
+		return nil, fmt.Errorf("%w (no daemon at %s)", errNoDaemonRunning, sock)
+	}
+	return c, err
+}
+
+// Run is Main for the process: it uses os.Args, the standard streams and
+// cancels on SIGINT.
+func Run(ctx context.Context) int {
+	return Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+}

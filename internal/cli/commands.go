@@ -1,0 +1,281 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/version"
+	"github.com/cairn-dev/cairn/protocol"
+)
+
+// printJSON writes v as indented JSON.
+func (e *env) printJSON(v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode JSON: %w", err)
+	}
+	b = append(b, '\n')
+	_, err = e.stdout.Write(b)
+	return err
+}
+
+func (e *env) daemonStart() error {
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	h := c.Hello()
+	if e.json {
+		return e.printJSON(map[string]any{"pid": h.PID, "socket": c.Socket(), "workspace": h.Workspace, "version": h.ServerVersion})
+	}
+	fmt.Fprintf(e.stdout, "cairnd %s running (pid %d) for %s\nsocket %s\n", h.ServerVersion, h.PID, h.Workspace, c.Socket())
+	return nil
+}
+
+// stopWait bounds how long "daemon stop" waits for the daemon to exit.
+const stopWait = 15 * time.Second
+
+func (e *env) daemonStop() error {
+	c, err := e.dialExisting()
+	if errors.Is(err, errNoDaemonRunning) {
+		if e.json {
+			return e.printJSON(map[string]any{"stopped": false, "running": false})
+		}
+		fmt.Fprintln(e.stdout, "cairnd is not running")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	pid := c.Hello().PID
+	c.Close()
+	if pid <= 0 {
+		return fmt.Errorf("daemon stop: the daemon did not report its pid")
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("daemon stop: signal pid %d: %w", pid, err)
+	}
+	deadline := time.Now().Add(stopWait)
+	for !processGone(pid) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("daemon stop: cairnd pid %d still running %v after SIGTERM", pid, stopWait)
+		}
+		select {
+		case <-e.ctx.Done():
+			return e.ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if e.json {
+		return e.printJSON(map[string]any{"stopped": true, "pid": pid})
+	}
+	fmt.Fprintf(e.stdout, "cairnd (pid %d) stopped\n", pid)
+	return nil
+}
+
+// processGone reports whether pid has exited (a zombie counts as exited).
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	// The state follows the parenthesised command name.
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == ')' {
+			return i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X')
+		}
+	}
+	return false
+}
+
+func (e *env) daemonStatus() error {
+	c, err := e.dialExisting()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	st, err := c.Status(e.ctx)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(st)
+	}
+	fmt.Fprintf(e.stdout, "cairnd %s (protocol %d) %s\n", st.ServerVersion, st.ProtocolVersion, st.State)
+	fmt.Fprintf(e.stdout, "pid          %d\nworkspace    %s\nsocket       %s\nstarted      %s (up %s)\n",
+		st.PID, st.Workspace, st.Socket, st.StartedAt.Local().Format(time.RFC3339), (time.Duration(st.UptimeMS) * time.Millisecond).String())
+	fmt.Fprintf(e.stdout, "connections  %d (subscribed %d)\nrequests     %d (in flight %d)\n", st.Connections, st.Subscribers, st.Requests, st.InFlight)
+	if st.EventsDropped > 0 {
+		fmt.Fprintf(e.stdout, "events dropped %d\n", st.EventsDropped)
+	}
+	return nil
+}
+
+func (e *env) ls() error {
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	list, err := c.List(e.ctx)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(map[string]any{"sessions": nonNil(list)})
+	}
+	renderList(e.stdout, list)
+	return nil
+}
+
+func (e *env) show(id string) error {
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r, err := c.ResumeSession(e.ctx, id)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(r.Snapshot)
+	}
+	renderShow(e.stdout, r)
+	return nil
+}
+
+func (e *env) runs(id string) error {
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r, err := c.ResumeSession(e.ctx, id)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(map[string]any{"session_id": id, "runs": nonNil(r.Snapshot.Runs), "interrupted_runs": nonNil(r.InterruptedRuns)})
+	}
+	renderRuns(e.stdout, r)
+	return nil
+}
+
+func (e *env) resume(id string) error {
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r, err := c.ResumeSession(e.ctx, id)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(r)
+	}
+	renderResume(e.stdout, r)
+	return nil
+}
+
+func (e *env) rm(id string) error {
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Delete(e.ctx, id); err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(map[string]any{"deleted": id})
+	}
+	fmt.Fprintf(e.stdout, "deleted %s\n", id)
+	return nil
+}
+
+func (e *env) export(id string) error {
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	env, err := c.Export(e.ctx, id)
+	if err != nil {
+		return err
+	}
+	// The envelope is JSON already, for --json and without it alike.
+	if _, err := e.stdout.Write(env); err != nil {
+		return err
+	}
+	if len(env) > 0 && env[len(env)-1] != '\n' {
+		_, err = io.WriteString(e.stdout, "\n")
+	}
+	return err
+}
+
+func (e *env) importFile(path string) error {
+	var (
+		doc []byte
+		err error
+	)
+	if path == "-" {
+		doc, err = io.ReadAll(e.stdin)
+	} else {
+		doc, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r, err := c.Import(e.ctx, doc)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(r)
+	}
+	fmt.Fprintf(e.stdout, "imported %s at generation %d\n", r.SessionID, r.Generation)
+	return nil
+}
+
+func (e *env) version() error {
+	out := map[string]any{"cairn": version.Version, "protocol": protocol.ProtocolVersion}
+	if c, err := e.dialExisting(); err == nil {
+		out["cairnd"] = c.Hello().ServerVersion
+		out["cairnd_pid"] = c.Hello().PID
+		c.Close()
+	}
+	if e.json {
+		return e.printJSON(out)
+	}
+	fmt.Fprintf(e.stdout, "cairn %s (protocol %d)\n", version.Version, protocol.ProtocolVersion)
+	if v, ok := out["cairnd"]; ok {
+		fmt.Fprintf(e.stdout, "cairnd %s (pid %d)\n", v, out["cairnd_pid"])
+	} else {
+		fmt.Fprintln(e.stdout, "cairnd not running")
+	}
+	return nil
+}
+
+// nonNil returns s, or an empty slice for nil (so JSON shows []).
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

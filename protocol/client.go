@@ -1,0 +1,402 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/session"
+)
+
+// Options configure a Client. The zero value is ready to use.
+type Options struct {
+	// MaxMessageSize is the largest message the client sends or accepts;
+	// 0 means DefaultMaxMessageSize.
+	MaxMessageSize int64
+	// NoAutoStart makes Connect fail with ErrNoDaemon instead of starting
+	// cairnd when no daemon answers.
+	NoAutoStart bool
+	// DaemonPath is the cairnd executable to start; empty means: the
+	// CAIRN_DAEMON environment variable, then "cairnd" next to the running
+	// executable, then "cairnd" on PATH.
+	DaemonPath string
+	// DaemonArgs are extra arguments for a started cairnd (for example
+	// "--idle-timeout=10m").
+	DaemonArgs []string
+	// StartTimeout bounds how long Connect waits for a daemon it started to
+	// answer; 0 means DefaultStartTimeout.
+	StartTimeout time.Duration
+	// ClientName is sent in hello, for the daemon's logs.
+	ClientName string
+	// EventBuffer is the buffer of each Subscription's channel; 0 means
+	// DefaultEventBuffer.
+	EventBuffer int
+}
+
+// DefaultEventBuffer is the default buffer of a Subscription's channel.
+const DefaultEventBuffer = 256
+
+func (o *Options) maxMessageSize() int64 {
+	if o.MaxMessageSize <= 0 {
+		return DefaultMaxMessageSize
+	}
+	return max(o.MaxMessageSize, MinMaxMessageSize)
+}
+
+// Client is a connection to a cairnd. It is safe for concurrent use; calls
+// are multiplexed over one connection.
+type Client struct {
+	workspace string // canonical workspace; "" for a Client made by Dial
+	socket    string
+	opts      Options
+
+	mu     sync.Mutex // guards cur, closed; held while reconnecting
+	cur    *conn
+	closed bool
+}
+
+// Dial connects to the daemon listening at socketPath, without auto-start.
+// It fails with an error wrapping ErrNoDaemon when nothing listens there.
+// A Client made by Dial does not reconnect.
+func Dial(ctx context.Context, socketPath string, opts *Options) (*Client, error) {
+	c := &Client{socket: socketPath}
+	if opts != nil {
+		c.opts = *opts
+	}
+	cn, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.cur = cn
+	return c, nil
+}
+
+// Socket returns the socket path the client dials.
+func (c *Client) Socket() string { return c.socket }
+
+// Hello returns what the daemon said about itself on the current
+// connection (or the last one).
+func (c *Client) Hello() HelloResult {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil {
+		return HelloResult{}
+	}
+	return c.cur.hello
+}
+
+// Close closes the connection cleanly. Calls in progress fail with
+// ErrClosed or ErrConnectionLost; later calls fail with ErrClosed.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	if c.cur != nil {
+		c.cur.close(ErrClosed)
+	}
+	return nil
+}
+
+// connFor returns a live connection, reconnecting (with auto-start) when
+// the client was made by Connect and its connection broke.
+func (c *Client) connFor(ctx context.Context) (*conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if c.cur != nil && c.cur.alive() {
+		return c.cur, nil
+	}
+	if c.cur != nil {
+		lost := c.cur.failure()
+		c.cur.close(lost)
+		if c.workspace == "" {
+			return nil, lost
+		}
+	}
+	cn, err := c.connectLocked(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.cur = cn
+	return cn, nil
+}
+
+// dial opens one connection to c.socket and says hello.
+func (c *Client) dial(ctx context.Context) (*conn, error) {
+	path := c.socket
+	hc := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+		DisableKeepAlives: true,
+	}}
+	ws, _, err := websocket.Dial(ctx, "ws://cairnd/", &websocket.DialOptions{
+		HTTPClient:   hc,
+		Subprotocols: []string{Subprotocol},
+	})
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("%w at %s: %w", ErrNoDaemon, path, err)
+		}
+		return nil, fmt.Errorf("protocol.Dial %s: %w", path, err)
+	}
+	if ws.Subprotocol() != Subprotocol {
+		ws.CloseNow()
+		return nil, fmt.Errorf("protocol.Dial %s: daemon did not accept subprotocol %s", path, Subprotocol)
+	}
+	cn := newConn(ws, c.opts)
+	var h HelloResult
+	if err := cn.call(ctx, MethodHello, HelloParams{ProtocolVersion: ProtocolVersion, Client: c.opts.ClientName}, &h); err != nil {
+		cn.close(ErrClosed)
+		return nil, fmt.Errorf("protocol.Dial %s: hello: %w", path, err)
+	}
+	cn.hello = h
+	// Never send what the daemon would refuse (it would close the
+	// connection): adopt its limit when it is lower than ours.
+	if l := h.Limits.MaxMessageSize; l > 0 && l < cn.maxSize {
+		cn.maxSize = l
+	}
+	return cn, nil
+}
+
+// Call sends one request and decodes its result into result (which may be
+// nil). A *RemoteError reports the daemon's answer; context errors, ErrClosed
+// and ErrConnectionLost report that no answer arrived.
+func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	cn, err := c.connFor(ctx)
+	if err != nil {
+		return err
+	}
+	return cn.call(ctx, method, params, result)
+}
+
+// reply is what a call waits for.
+type reply struct {
+	result cbor.RawMessage
+	err    *WireError
+	lost   error
+}
+
+// conn is one WebSocket connection with its reader goroutine. Callers write
+// their own requests, one at a time (wmu). Neither Read nor Write ever gets
+// a caller's context, because coder/websocket closes the connection when
+// such a context ends: a caller whose context ends while waiting for the
+// write turn or for the answer just stops waiting. (A write already under
+// way is not interrupted; writes to the local socket finish unless the
+// daemon stops reading, and then the connection is lost anyway.)
+type conn struct {
+	ws      *websocket.Conn
+	maxSize int64
+	evBuf   int
+	hello   HelloResult
+
+	ctx    context.Context // connection lifetime
+	cancel context.CancelFunc
+	wmu    chan struct{} // write turn: holds one token while a request is written
+	dead   chan struct{} // closed when the connection fails
+	wg     sync.WaitGroup
+	nextID atomic.Uint64
+
+	mu      sync.Mutex // guards pending, subs, err
+	pending map[uint64]chan reply
+	subs    map[*Subscription]struct{}
+	err     error // why the connection is dead
+}
+
+func newConn(ws *websocket.Conn, opts Options) *conn {
+	ws.SetReadLimit(opts.maxMessageSize())
+	ctx, cancel := context.WithCancel(context.Background())
+	cn := &conn{
+		ws:      ws,
+		maxSize: opts.maxMessageSize(),
+		evBuf:   opts.EventBuffer,
+		ctx:     ctx,
+		cancel:  cancel,
+		wmu:     make(chan struct{}, 1),
+		dead:    make(chan struct{}),
+		pending: make(map[uint64]chan reply),
+		subs:    make(map[*Subscription]struct{}),
+	}
+	if cn.evBuf <= 0 {
+		cn.evBuf = DefaultEventBuffer
+	}
+	cn.wg.Add(1)
+	go cn.readLoop()
+	return cn
+}
+
+func (cn *conn) alive() bool {
+	select {
+	case <-cn.dead:
+		return false
+	default:
+		return true
+	}
+}
+
+// failure returns why the connection died, wrapping ErrConnectionLost.
+func (cn *conn) failure() error {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.err == nil {
+		return ErrConnectionLost
+	}
+	return cn.err
+}
+
+// fail marks the connection dead (once), fails every pending call and ends
+// every subscription.
+func (cn *conn) fail(err error) {
+	cn.mu.Lock()
+	if cn.err != nil {
+		cn.mu.Unlock()
+		return
+	}
+	if errors.Is(err, ErrClosed) {
+		cn.err = ErrClosed
+	} else {
+		cn.err = fmt.Errorf("%w: %w", ErrConnectionLost, err)
+	}
+	pending, subs := cn.pending, cn.subs
+	cn.pending, cn.subs = map[uint64]chan reply{}, map[*Subscription]struct{}{}
+	close(cn.dead)
+	lost := cn.err
+	cn.mu.Unlock()
+	for _, ch := range pending {
+		ch <- reply{lost: lost}
+	}
+	for s := range subs {
+		s.end(lost)
+	}
+}
+
+// close closes the WebSocket cleanly and waits for the reader goroutine.
+func (cn *conn) close(why error) {
+	cn.fail(why)
+	// Close does the closing handshake (bounded inside the library); the
+	// reader goroutine receives the peer's close frame and exits.
+	_ = cn.ws.Close(websocket.StatusNormalClosure, "")
+	cn.cancel()
+	cn.wg.Wait()
+}
+
+func (cn *conn) readLoop() {
+	defer cn.wg.Done()
+	defer cn.cancel()
+	for {
+		typ, msg, err := cn.ws.Read(cn.ctx)
+		if err != nil {
+			cn.fail(err)
+			return
+		}
+		if typ != websocket.MessageBinary {
+			continue
+		}
+		var in inbound
+		if err := Unmarshal(msg, &in); err != nil {
+			continue // a daemon bug; nothing to route it to
+		}
+		switch {
+		case in.Event != "":
+			cn.deliver(in.Event, in.Data)
+		case in.ID != nil:
+			cn.mu.Lock()
+			ch, ok := cn.pending[*in.ID]
+			delete(cn.pending, *in.ID)
+			cn.mu.Unlock()
+			if ok {
+				ch <- reply{result: in.Result, err: in.Error}
+			}
+		}
+	}
+}
+
+func (cn *conn) forget(id uint64) {
+	cn.mu.Lock()
+	delete(cn.pending, id)
+	cn.mu.Unlock()
+}
+
+func (cn *conn) call(ctx context.Context, method string, params, result any) error {
+	id := cn.nextID.Add(1)
+	msg, err := EncodeRequest(id, method, params)
+	if err != nil {
+		return fmt.Errorf("protocol.Call %s: %w", method, err)
+	}
+	if int64(len(msg)) > cn.maxSize {
+		return fmt.Errorf("protocol.Call %s: request is %d bytes, limit %d: %w", method, len(msg), cn.maxSize, ErrTooLarge)
+	}
+	ch := make(chan reply, 1)
+	cn.mu.Lock()
+	if cn.err != nil {
+		err := cn.err
+		cn.mu.Unlock()
+		return err
+	}
+	cn.pending[id] = ch
+	cn.mu.Unlock()
+
+	select {
+	case cn.wmu <- struct{}{}:
+	case <-ctx.Done():
+		cn.forget(id)
+		return ctx.Err()
+	case <-cn.dead:
+		return cn.failure()
+	}
+	werr := cn.ws.Write(cn.ctx, websocket.MessageBinary, msg)
+	<-cn.wmu
+	if werr != nil {
+		cn.fail(werr)
+		return cn.failure()
+	}
+	select {
+	case r := <-ch:
+		switch {
+		case r.lost != nil:
+			return r.lost
+		case r.err != nil:
+			return &RemoteError{Method: method, Code: session.Code(r.err.Code), Message: r.err.Message, Data: r.err.Data}
+		case result != nil:
+			if err := DecodeParams(r.result, result); err != nil {
+				return fmt.Errorf("protocol.Call %s: decode result: %w", method, err)
+			}
+		}
+		return nil
+	case <-ctx.Done():
+		cn.forget(id)
+		return ctx.Err()
+	}
+}
+
+// deliver hands an event to the matching subscriptions without blocking.
+func (cn *conn) deliver(event string, raw cbor.RawMessage) {
+	var data map[string]any
+	if len(raw) > 0 {
+		if err := Unmarshal(raw, &data); err != nil {
+			return
+		}
+	}
+	ev := engine.Event{Type: event, Data: data}
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	for s := range cn.subs {
+		s.offer(ev)
+	}
+}

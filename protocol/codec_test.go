@@ -1,0 +1,180 @@
+package protocol
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/session"
+)
+
+// nested returns n nested CBOR arrays around 0.
+func nested(n int) []byte {
+	return append(bytes.Repeat([]byte{0x81}, n), 0x00)
+}
+
+// requestWith returns a request map {id: 1, method: m, params: p} encoded
+// by hand, with p raw CBOR.
+func requestWith(method string, params []byte) []byte {
+	b := []byte{0xa3, 0x62, 'i', 'd', 0x01, 0x66, 'm', 'e', 't', 'h', 'o', 'd'}
+	b = append(b, byte(0x60+len(method)))
+	b = append(b, method...)
+	b = append(b, 0x66, 'p', 'a', 'r', 'a', 'm', 's')
+	return append(b, params...)
+}
+
+var decodeCases = []struct {
+	name    string
+	msg     []byte
+	wantErr string // substring; "" means success
+	wantID  bool   // the id is recovered even on error
+}{
+	{"status", mustEncode(EncodeRequest(1, MethodStatus, Empty{})), "", true},
+	{"save", mustEncode(EncodeRequest(2, MethodSave, engine.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{session.Value(`{"a":1}`)}}})), "", true},
+	{"no params", []byte{0xa2, 0x62, 'i', 'd', 0x07, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x64, 'l', 'i', 's', 't'}, "", true},
+	{"empty", nil, "empty message", false},
+	{"garbage", []byte("hello, daemon"), "bad_request", false},
+	{"truncated", mustEncode(EncodeRequest(3, MethodStatus, Empty{}))[:10], "truncated", false},
+	{"trailing bytes", append(mustEncode(EncodeRequest(3, MethodStatus, Empty{})), 0x00), "after the message", false},
+	{"not a map", []byte{0x83, 0x01, 0x02, 0x03}, "wrong type", false},
+	{"no id", []byte{0xa1, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x64, 'l', 'i', 's', 't'}, "no uint id", false},
+	{"negative id", []byte{0xa2, 0x62, 'i', 'd', 0x20, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x64, 'l', 'i', 's', 't'}, "wrong type", false},
+	{"no method", []byte{0xa1, 0x62, 'i', 'd', 0x01}, "no method", true},
+	{"deep nesting", requestWith("list", nested(MaxNestedLevels+5)), "nesting deeper", false},
+	{"duplicate key", []byte{0xa3, 0x62, 'i', 'd', 0x01, 0x62, 'i', 'd', 0x02, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x64, 'l', 'i', 's', 't'}, "duplicate map key", false},
+	{"indefinite map", []byte{0xbf, 0x62, 'i', 'd', 0x01, 0xff}, "indefinite", false},
+	{"tag", requestWith("list", []byte{0xc1, 0x00}), "tags", false},
+	{"invalid utf8", []byte{0xa2, 0x62, 'i', 'd', 0x01, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x62, 0xff, 0xfe}, "bad_request", true},
+	{"huge array header", requestWith("list", []byte{0x9a, 0xff, 0xff, 0xff, 0xff}), "bad_request", false},
+}
+
+func mustEncode(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func TestDecodeRequest(t *testing.T) {
+	for _, tc := range decodeCases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := DecodeRequest(tc.msg)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("DecodeRequest: %v", err)
+				}
+				if req.ID == nil || req.Method == "" {
+					t.Fatalf("decoded %+v", req)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("DecodeRequest error = %v, want ErrBadRequest containing %q", err, tc.wantErr)
+			}
+			if got := req != nil && req.ID != nil; got != tc.wantID {
+				t.Fatalf("id recovered = %v, want %v", got, tc.wantID)
+			}
+		})
+	}
+}
+
+// TestValuesTravelAsJSONBytes checks that opaque values are byte strings
+// holding the JSON text, returned byte for byte, and times are RFC 3339.
+func TestValuesTravelAsJSONBytes(t *testing.T) {
+	v := session.Value(`{ "b": 1,  "a": [true] }`)
+	when := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	in := engine.CheckpointRequest{RunID: "r", NewMessages: []session.Value{v}, State: v}
+	b, err := Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, append([]byte{0x58, byte(len(v))}, v...)) {
+		t.Fatalf("value not encoded as a byte string of its JSON text: % x", b)
+	}
+	var out engine.CheckpointRequest
+	if err := Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if string(out.NewMessages[0]) != string(v) || string(out.State) != string(v) {
+		t.Fatalf("values changed: %q %q", out.NewMessages[0], out.State)
+	}
+	tb, err := Marshal(session.StepRecord{StepID: "s", CompletedAt: when})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(tb, []byte("2026-01-02T03:04:05.000000006Z")) {
+		t.Fatalf("time not RFC 3339 text: % x", tb)
+	}
+	var sr session.StepRecord
+	if err := Unmarshal(tb, &sr); err != nil || !sr.CompletedAt.Equal(when) {
+		t.Fatalf("time round trip: %v %v", sr.CompletedAt, err)
+	}
+}
+
+func TestEmptyContainersAreNotNull(t *testing.T) {
+	b, err := EncodeResult(1, ListResult{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	res := m["result"].(map[string]any)
+	if s, ok := res["sessions"].([]any); !ok || len(s) != 0 {
+		t.Fatalf("sessions = %#v, want empty array", res["sessions"])
+	}
+}
+
+func TestErrorFor(t *testing.T) {
+	for _, code := range session.Codes() {
+		we := ErrorFor(session.Errorf(code, "boom"))
+		if we.Code != string(code) || we.Message != "boom" {
+			t.Errorf("%s: %+v", code, we)
+		}
+	}
+	we := ErrorFor(&session.LockedError{Path: "/x/LOCK", PID: 42})
+	if we.Code != "locked" || we.Data["pid"] != uint64(42) {
+		t.Errorf("locked: %+v", we)
+	}
+	re := &RemoteError{Code: CodeMethodNotFound}
+	if !errors.Is(re, ErrMethodNotFound) || CodeOf(re) != CodeMethodNotFound {
+		t.Errorf("RemoteError does not unwrap to its sentinel")
+	}
+	if !errors.Is(&RemoteError{Code: session.CodeConflict}, session.ErrConflict) {
+		t.Errorf("RemoteError conflict does not unwrap to session.ErrConflict")
+	}
+}
+
+// FuzzDecodeRequest checks that no input makes the decoder panic or
+// misbehave, and that whatever decodes re-encodes and decodes the same.
+func FuzzDecodeRequest(f *testing.F) {
+	for _, tc := range decodeCases {
+		f.Add(tc.msg)
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		req, err := DecodeRequest(msg)
+		if err != nil {
+			if !errors.Is(err, ErrBadRequest) {
+				t.Fatalf("error does not wrap ErrBadRequest: %v", err)
+			}
+			return
+		}
+		var p map[string]any
+		_ = DecodeParams(req.Params, &p)
+		for _, m := range []any{&engine.SaveRequest{}, &engine.CheckpointRequest{}, &engine.ResumeRunRequest{}} {
+			_ = DecodeParams(req.Params, m)
+		}
+		b, err := EncodeRequest(*req.ID, req.Method, req.Params)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		again, err := DecodeRequest(b)
+		if err != nil || *again.ID != *req.ID || again.Method != req.Method {
+			t.Fatalf("round trip: %+v %v", again, err)
+		}
+	})
+}
