@@ -6,17 +6,19 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build lib test test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
+.PHONY: all build bins lib test test-python test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
 
 all: build
 
-## build: compile every package and the binaries into build/
-build:
+## build: compile every package, the binaries and the shared library into build/
+build: bins lib
 	$(GO) build $(GOFLAGS) ./...
+
+## bins: build/cairnd and build/cairn
+bins:
 	@mkdir -p $(BUILD)
-	@for cmd in cairnd cairn; do \
-		if [ -d cmd/$$cmd ]; then $(GO) build $(GOFLAGS) -o $(BUILD)/$$cmd ./cmd/$$cmd || exit 1; fi; \
-	done
+	$(GO) build $(GOFLAGS) -o $(BUILD)/cairnd ./cmd/cairnd
+	$(GO) build $(GOFLAGS) -o $(BUILD)/cairn ./cmd/cairn
 
 ## lib: the C-ABI shared library and its header (build/libcairn.so, build/cairn.h)
 lib:
@@ -25,8 +27,18 @@ lib:
 	cp capi/cairn.h $(BUILD)/cairn.h
 	rm -f $(BUILD)/libcairn.h
 
-## test: every test suite
-test: vet test-go test-fuzz-short
+## test: every test suite: Go, C (through the Go test of capi), Python,
+## Node.js and Rust
+test: vet test-go test-fuzz-short test-python
+
+PYTHON ?= python3
+
+# The Python binding needs nothing but the standard library; its tests need
+# pytest, installed here when missing.
+test-python: bins lib
+	@$(PYTHON) -c 'import pytest' 2>/dev/null || $(PYTHON) -m pip install --quiet --user 'pytest>=7' \
+		|| $(PYTHON) -m pip install --quiet --user --break-system-packages 'pytest>=7'
+	cd bindings/python && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd $(PYTHON) -m pytest -q -p no:cacheprovider
 
 vet:
 	$(GO) vet ./...
@@ -55,9 +67,8 @@ bench-daemon:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -count 3 ./daemon/
 
 ## run: start the daemon on the current workspace, in the foreground
-run: build
-	@if [ -x $(BUILD)/cairnd ]; then exec $(BUILD)/cairnd --workspace "$(CURDIR)"; \
-	else echo "daemon not built yet (cmd/cairnd lands with the daemon issue)"; fi
+run: bins
+	exec $(BUILD)/cairnd --workspace "$(CURDIR)"
 
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,614 @@
+"""The synchronous cairn client over libcairn's C ABI (ctypes)."""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import json
+import os
+import threading
+import time
+import weakref
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
+
+from . import _lib
+from .errors import CairnError, from_return
+from .types import (
+    JSON,
+    BeginRunResult,
+    BeginWorkflowResult,
+    CheckpointResult,
+    CompleteRunResult,
+    Event,
+    ForkResult,
+    ImportResult,
+    ResumeRunResult,
+    ResumeSessionResult,
+    SaveResult,
+    SessionSummary,
+    Status,
+    StepFn,
+    StepSpec,
+    Usage,
+)
+
+__all__ = ["Client", "Subscription", "Step", "StepLike", "connect", "version", "open_handles"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+_c_void_p = ctypes.c_void_p
+_c_size_t = ctypes.c_size_t
+_byref = ctypes.byref
+_string_at = ctypes.string_at
+_loads = json.loads
+
+
+def _default(o: Any) -> Any:
+    # Binary artifact data travels as base64 text.
+    if isinstance(o, (bytes, bytearray, memoryview)):
+        return base64.b64encode(o).decode("ascii")
+    if isinstance(o, (tuple, set, frozenset)):
+        return list(o)
+    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default).encode
+
+
+def _dumps(o: Any) -> bytes:
+    # A lone surrogate becomes the JSON escape \udXXX (what ensure_ascii
+    # would write), so any Python str encodes.
+    return _encode(o).encode("utf-8", "backslashreplace")
+
+
+def _take_error(lib: ctypes.CDLL, rc: int, e: ctypes.c_void_p) -> CairnError:
+    p = e.value
+    raw = None
+    if p:
+        raw = _string_at(p)
+        lib.cairn_free(p)
+    return from_return(rc, raw)
+
+
+def version() -> str:
+    """The version of the loaded libcairn (e.g. ``"0.1.0"``)."""
+    v = _lib.load().cairn_version()
+    return v.decode("utf-8") if v else ""
+
+
+def open_handles() -> int:
+    """How many libcairn handles are open in this process (for leak checks)."""
+    return int(_lib.load().cairn_open_handles())
+
+
+def _close_handle(lib: ctypes.CDLL, handle: int) -> None:
+    # Finalizer for a Client that was never closed; errors (a forked child,
+    # an already closed handle) are ignored.
+    try:
+        lib.cairn_close(handle, None)
+    except Exception:  # pragma: no cover
+        pass
+
+
+class Step(NamedTuple):
+    """One step of :meth:`Client.parallel_resumable`.
+
+    ``identity`` is a digest of the step's spec: rerunning a workflow with a
+    completed step whose identity changed fails with
+    :class:`~cairn.StepIdentityChangedError` before anything runs.
+    """
+
+    step_id: str
+    identity: str
+    fn: StepFn
+
+
+#: A Step, a (step_id, identity, fn) tuple, or a mapping with those keys.
+StepLike = Union[Step, Tuple[str, str, StepFn], Mapping[str, Any]]
+
+
+def _step(s: StepLike) -> Step:
+    if isinstance(s, Step):
+        return s
+    if isinstance(s, Mapping):
+        try:
+            return Step(str(s["step_id"]), str(s["identity"]), s["fn"])
+        except KeyError as e:
+            raise TypeError(f"step spec needs step_id, identity and fn: missing {e}") from None
+    step_id, identity, fn = s
+    return Step(step_id, identity, fn)
+
+
+def _steps(specs: Iterable[StepLike]) -> List[Step]:
+    steps = [_step(s) for s in specs]
+    for s in steps:
+        if not callable(s.fn):
+            raise TypeError(f"step {s.step_id!r}: fn is not callable")
+    return steps
+
+
+class Client:
+    """A handle on a cairn workspace, in daemon or embedded mode.
+
+    Create one with :func:`connect`. Every method is safe to call from many
+    threads at once. Use it as a context manager, or call :meth:`close`.
+    Methods raise :class:`~cairn.CairnError` subclasses.
+
+    The fork rule: libcairn's Go runtime does not survive ``fork()`` without
+    ``exec()``. A client used in a forked child raises
+    :class:`~cairn.ForkedError`; open clients in the process that uses them
+    (after forking workers, or in the exec'd child).
+    """
+
+    def __init__(self, lib: ctypes.CDLL, handle: int, workspace: str, embedded: bool) -> None:
+        self._lib = lib
+        self._h = handle
+        self._fn = lib.cairn_call
+        self._free = lib.cairn_free
+        self.workspace = workspace
+        self.embedded = embedded
+        self._close_lock = threading.Lock()
+        self._closed = False
+        self._finalizer = weakref.finalize(self, _close_handle, lib, handle)
+
+    # -- plumbing ---------------------------------------------------------
+
+    @property
+    def handle(self) -> int:
+        """The libcairn handle number."""
+        return self._h
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _call(self, method: bytes, req: Optional[bytes]) -> Any:
+        r = _c_void_p()
+        n = _c_size_t()
+        e = _c_void_p()
+        rc = self._fn(self._h, method, req, len(req) if req else 0, _byref(r), _byref(n), _byref(e))
+        if rc:
+            raise _take_error(self._lib, rc, e)
+        p = r.value
+        if not p:
+            return None
+        try:
+            return _loads(_string_at(p, n.value))
+        finally:
+            self._free(p)
+
+    def _call0(self, method: bytes, req: Optional[bytes]) -> None:
+        # A call whose result ({}) is not needed.
+        r = _c_void_p()
+        n = _c_size_t()
+        e = _c_void_p()
+        rc = self._fn(self._h, method, req, len(req) if req else 0, _byref(r), _byref(n), _byref(e))
+        if rc:
+            raise _take_error(self._lib, rc, e)
+        if r.value:
+            self._free(r.value)
+
+    def call(self, method: str, params: Optional[Mapping[str, Any]] = None) -> Any:
+        """Calls any C-API method by name with JSON params; returns the decoded result."""
+        return self._call(method.encode("utf-8"), None if params is None else _dumps(params))
+
+    def close(self) -> None:
+        """Closes the handle. Embedded mode releases the workspace lock; daemon
+        mode closes the connection (the daemon keeps running). Idempotent."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._finalizer.detach()
+        e = _c_void_p()
+        rc = self._lib.cairn_close(self._h, _byref(e))
+        if rc:
+            raise _take_error(self._lib, rc, e)
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        mode = "embedded" if self.embedded else "daemon"
+        state = " closed" if self._closed else ""
+        return f"<cairn.Client {mode} {self.workspace!r} handle={self._h}{state}>"
+
+    # -- status -----------------------------------------------------------
+
+    def status(self) -> Status:
+        """``{mode, version, workspace, pid, daemon?}``; ``daemon`` (daemon
+        mode) is the daemon's status, with its ``pid``."""
+        return self._call(b"status", None)  # type: ignore[no-any-return]
+
+    def hello(self) -> Dict[str, Any]:
+        """The daemon's (or the embedded engine's) hello: versions, capabilities."""
+        return self._call(b"hello", None)  # type: ignore[no-any-return]
+
+    # -- sessions ---------------------------------------------------------
+
+    def save(
+        self,
+        session_id: str,
+        snapshot: Optional[Mapping[str, Any]] = None,
+        *,
+        change: Optional[Mapping[str, Any]] = None,
+        expect_generation: Optional[int] = None,
+    ) -> SaveResult:
+        """Saves a whole ``snapshot`` or a delta ``change`` (exactly one).
+
+        ``change`` fields: ``append_messages``, ``append_traces``,
+        ``append_artifacts``, ``upsert_runs``, ``metadata``, ``agent``,
+        ``handoff``, ``replace``, ... With ``expect_generation`` the save is a
+        compare-and-swap (0: the session must not exist yet); a mismatch
+        raises :class:`~cairn.ConflictError`.
+        """
+        p: Dict[str, Any] = {"session_id": session_id}
+        if snapshot is not None:
+            p["snapshot"] = snapshot
+        if change is not None:
+            p["change"] = change
+        if expect_generation is not None:
+            p["expect_generation"] = expect_generation
+        return self._call(b"save", _dumps(p))  # type: ignore[no-any-return]
+
+    def resume_session(self, session_id: str) -> ResumeSessionResult:
+        """The session's snapshot, generation, workspace drift and interrupted runs."""
+        r = self._call(b"resumeSession", _dumps({"session_id": session_id}))
+        if r.get("interrupted_runs") is None:
+            r["interrupted_runs"] = []
+        return r  # type: ignore[no-any-return]
+
+    def list_sessions(self) -> List[SessionSummary]:
+        """Summaries of every session in the workspace."""
+        r = self._call(b"list", None)
+        return r.get("sessions") or []
+
+    def delete(self, session_id: str) -> None:
+        self._call0(b"delete", _dumps({"session_id": session_id}))
+
+    def fork(self, session_id: str, new_id: str, at_generation: Optional[int] = None) -> ForkResult:
+        """Copies a session (at a generation; default latest) to ``new_id``."""
+        p: Dict[str, Any] = {"session_id": session_id, "new_id": new_id}
+        if at_generation:
+            p["at_generation"] = at_generation
+        return self._call(b"fork", _dumps(p))  # type: ignore[no-any-return]
+
+    def export(self, session_id: str) -> Dict[str, Any]:
+        """The session's portable JSON envelope."""
+        return self._call(b"export", _dumps({"session_id": session_id}))["envelope"]  # type: ignore[no-any-return]
+
+    def import_(self, envelope: Union[Mapping[str, Any], str, bytes]) -> ImportResult:
+        """Imports an envelope (or a bare session snapshot): a dict, or its JSON text."""
+        if isinstance(envelope, str):
+            envelope = envelope.encode("utf-8")
+        if isinstance(envelope, (bytes, bytearray)):
+            req = b'{"envelope":' + bytes(envelope) + b"}"
+        else:
+            req = _dumps({"envelope": envelope})
+        return self._call(b"import", req)  # type: ignore[no-any-return]
+
+    # -- runs -------------------------------------------------------------
+
+    def begin_run(self, session_id: str, run_id: Optional[str] = None) -> BeginRunResult:
+        """Starts a run; the engine picks a unique ``run_id`` when none is given."""
+        p: Dict[str, Any] = {"session_id": session_id}
+        if run_id:
+            p["run_id"] = run_id
+        return self._call(b"beginRun", _dumps(p))  # type: ignore[no-any-return]
+
+    def checkpoint(
+        self,
+        run_id: str,
+        turn: int,
+        new_messages: Sequence[JSON],
+        usage: Optional[Usage] = None,
+        tool_calls_count: int = 0,
+        state: JSON = None,
+        *,
+        session_id: Optional[str] = None,
+    ) -> CheckpointResult:
+        """Records the boundary after a completed tool turn. ``usage`` and
+        ``tool_calls_count`` are the run's totals so far."""
+        p: Dict[str, Any] = {
+            "run_id": run_id,
+            "turn": turn,
+            "new_messages": list(new_messages),
+            "tool_calls_count": tool_calls_count,
+        }
+        if usage is not None:
+            p["usage"] = usage
+        if state is not None:
+            p["state"] = state
+        if session_id:
+            p["session_id"] = session_id
+        return self._call(b"checkpoint", _dumps(p))  # type: ignore[no-any-return]
+
+    def complete_run(
+        self,
+        run_id: str,
+        status: str,
+        usage: Optional[Usage] = None,
+        tool_calls_count: Optional[int] = None,
+        *,
+        session_id: Optional[str] = None,
+    ) -> CompleteRunResult:
+        """Ends a run with ``status`` ``"completed"``, ``"failed"`` or ``"interrupted"``."""
+        p: Dict[str, Any] = {"run_id": run_id, "status": status}
+        if usage is not None:
+            p["usage"] = usage
+        if tool_calls_count is not None:
+            p["tool_calls_count"] = tool_calls_count
+        if session_id:
+            p["session_id"] = session_id
+        return self._call(b"completeRun", _dumps(p))  # type: ignore[no-any-return]
+
+    def resume_run(
+        self, run_id: str, session_id: Optional[str] = None, new_run_id: Optional[str] = None
+    ) -> ResumeRunResult:
+        """Resumes a run from its latest loop checkpoint as a new run."""
+        p: Dict[str, Any] = {"run_id": run_id}
+        if session_id:
+            p["session_id"] = session_id
+        if new_run_id:
+            p["new_run_id"] = new_run_id
+        return self._call(b"resumeRun", _dumps(p))  # type: ignore[no-any-return]
+
+    # -- workflows --------------------------------------------------------
+
+    def begin_workflow(
+        self,
+        workflow_id: str,
+        steps: Sequence[Union[StepSpec, StepLike, Tuple[str, str]]],
+        session_id: Optional[str] = None,
+    ) -> BeginWorkflowResult:
+        """Opens (or reopens) a workflow; returns the steps already completed."""
+        specs = [
+            {"step_id": s["step_id"], "identity": s["identity"]}
+            if isinstance(s, Mapping)
+            else {"step_id": s[0], "identity": s[1]}  # Step or (step_id, identity[, fn])
+            for s in steps
+        ]
+        p: Dict[str, Any] = {"workflow_id": workflow_id, "steps": specs}
+        if session_id:
+            p["session_id"] = session_id
+        r = self._call(b"beginWorkflow", _dumps(p))
+        if r.get("completed") is None:
+            r["completed"] = []
+        return r  # type: ignore[no-any-return]
+
+    def complete_step(
+        self,
+        workflow_id: str,
+        step_id: str,
+        identity: str,
+        result: JSON = None,
+        session_id: Optional[str] = None,
+    ) -> None:
+        """Records one successful step and its (JSON) result."""
+        p: Dict[str, Any] = {"workflow_id": workflow_id, "step_id": step_id, "identity": identity}
+        if result is not None:
+            p["result"] = result
+        if session_id:
+            p["session_id"] = session_id
+        self._call0(b"completeStep", _dumps(p))
+
+    def finish_workflow(self, workflow_id: str) -> None:
+        self._call0(b"finishWorkflow", _dumps({"workflow_id": workflow_id}))
+
+    def parallel_resumable(
+        self,
+        specs: Iterable[StepLike],
+        workflow_id: str,
+        *,
+        session_id: Optional[str] = None,
+        max_workers: Optional[int] = None,
+    ) -> List[Any]:
+        """Runs a resumable workflow's remaining steps concurrently.
+
+        ``specs`` are :class:`Step` values (or ``(step_id, identity, fn)``
+        tuples, or mappings with those keys). The workflow is begun with the
+        specs' ids and identities (so :class:`~cairn.StepIdentityChangedError`
+        is raised before anything runs); every step not yet completed runs on
+        a thread pool, and each success is recorded as it lands. Returns the
+        results in spec order: recorded ones (decoded from JSON) for steps
+        completed earlier, ``fn()``'s return value for the others. If a step
+        fails, the others still finish (and are recorded), then the first
+        failure is raised: a rerun runs only the steps that did not succeed.
+        The workflow is not finished; call :meth:`finish_workflow`.
+        """
+        steps = _steps(specs)
+        begun = self.begin_workflow(workflow_id, steps, session_id)
+        recorded = {r["step_id"]: r.get("result") for r in begun["completed"]}
+        results: List[Any] = [None] * len(steps)
+        todo: List[int] = []
+        for i, s in enumerate(steps):
+            if s.step_id in recorded:
+                results[i] = recorded[s.step_id]
+            else:
+                todo.append(i)
+        if not todo:
+            return results
+
+        def run(i: int) -> Any:
+            s = steps[i]
+            v = s.fn()
+            self.complete_step(workflow_id, s.step_id, s.identity, v, session_id)
+            return v
+
+        failures: List[BaseException] = []
+        failures_lock = threading.Lock()
+
+        def landed(f: "Future[Any]") -> None:
+            exc = f.exception()
+            if exc is not None:
+                with failures_lock:
+                    failures.append(exc)
+
+        workers = max_workers or min(len(todo), 32)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"cairn-{workflow_id}") as pool:
+            futures = {}
+            for i in todo:
+                f = pool.submit(run, i)
+                f.add_done_callback(landed)
+                futures[i] = f
+            wait(list(futures.values()))
+        if failures:
+            raise failures[0]
+        for i, f in futures.items():
+            results[i] = f.result()
+        return results
+
+    # -- events -----------------------------------------------------------
+
+    def subscribe(self, events: Optional[Iterable[str]] = None, *, poll_interval: float = 0.5) -> "Subscription":
+        """Subscribes to events (all, or the named types: ``session.committed``,
+        ``session.deleted``, ``run.checkpointed``, ``run.completed``,
+        ``run.resumed``, ``workflow.step_completed``).
+
+        Returns an iterator of :class:`~cairn.types.Event` in commit order;
+        closing it (or the client) unsubscribes and ends the iteration. It
+        waits for events in slices of ``poll_interval`` seconds, so Ctrl-C is
+        seen between slices.
+        """
+        p: Dict[str, Any] = {}
+        if events is not None:
+            p["events"] = list(events)
+        r = self._call(b"subscribe", _dumps(p) if p else None)
+        return Subscription(self, int(r["subscription"]), poll_interval)
+
+
+class Subscription(Iterator[Event]):
+    """An iterator of events from :meth:`Client.subscribe`.
+
+    ``dropped`` counts events the library dropped because this subscription
+    fell too far behind.
+    """
+
+    def __init__(self, client: Client, sub_id: int, poll_interval: float) -> None:
+        self._client = client
+        self.id = sub_id
+        self._poll_ms = max(1, int(poll_interval * 1000))
+        self._closed = False
+        self.dropped = 0
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _next(self, timeout_ms: int) -> Optional[Event]:
+        try:
+            r = self._client._call(
+                b"nextEvent", b'{"subscription":%d,"timeout_ms":%d}' % (self.id, max(1, timeout_ms))
+            )
+        except CairnError as e:
+            if e.code != "bad_handle":
+                raise
+            # The client was closed: so is the subscription.
+            self._closed = True
+            return None
+        self.dropped = r.get("dropped", 0)
+        if r.get("closed"):
+            self._closed = True
+            return None
+        return r.get("event")  # type: ignore[no-any-return]
+
+    def next_event(self, timeout: Optional[float] = None) -> Optional[Event]:
+        """The next event, or None when ``timeout`` seconds pass first (None:
+        wait as long as it takes) or the subscription is closed."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._closed:
+            ms = self._poll_ms
+            if deadline is not None:
+                left = int((deadline - time.monotonic()) * 1000)
+                if left <= 0:
+                    return None
+                ms = min(ms, left)
+            ev = self._next(ms)
+            if ev is not None:
+                return ev
+        return None
+
+    def __iter__(self) -> "Subscription":
+        return self
+
+    def __next__(self) -> Event:
+        ev = self.next_event()
+        if ev is None:
+            raise StopIteration
+        return ev
+
+    def close(self) -> None:
+        """Unsubscribes: a waiting iteration ends. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._client._call0(b"unsubscribe", b'{"subscription":%d}' % self.id)
+        except CairnError as e:
+            if e.code not in ("not_found", "bad_handle", "forked"):
+                raise
+
+    def __enter__(self) -> "Subscription":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def connect(
+    workspace: PathLike = ".",
+    embedded: bool = False,
+    daemon: Optional[PathLike] = None,
+    daemon_args: Optional[Sequence[str]] = None,
+    auto_start: bool = True,
+) -> Client:
+    """Opens a client on ``workspace``.
+
+    Daemon mode (the default) talks to the workspace's cairnd, starting it
+    (``daemon``: the executable; default ``$CAIRN_DAEMON``, then next to
+    libcairn, then ``PATH``; ``daemon_args`` e.g. ``["--idle-timeout=30s"]``)
+    unless ``auto_start`` is False, in which case a missing daemon raises
+    :class:`~cairn.UnavailableError`. ``embedded=True`` runs the engine in this
+    process and takes the workspace's store lock
+    (:class:`~cairn.LockedError` when a daemon or another process holds it).
+    """
+    lib = _lib.load()
+    ws = os.fspath(workspace)
+    opts: Dict[str, Any] = {"workspace": ws}
+    if embedded:
+        opts["embedded"] = True
+    if daemon is not None:
+        opts["daemon"] = os.fspath(daemon)
+    if daemon_args:
+        opts["daemon_args"] = [str(a) for a in daemon_args]
+    if not auto_start:
+        opts["auto_start"] = False
+    h = ctypes.c_uint64()
+    e = _c_void_p()
+    rc = lib.cairn_open(_dumps(opts), _byref(h), _byref(e))
+    if rc:
+        raise _take_error(lib, rc, e)
+    return Client(lib, h.value, os.path.abspath(ws), embedded)

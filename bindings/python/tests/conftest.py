@@ -1,0 +1,116 @@
+"""Shared fixtures: fresh short-path workspaces, embedded and daemon clients.
+
+Daemon-mode fixtures start cairnd with --idle-timeout=20s and, at teardown,
+read its pid from status(), SIGTERM it and wait until it is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator, List
+
+import pytest
+
+import cairn
+
+REPO = Path(__file__).resolve().parents[3]
+DAEMON = os.environ.get("CAIRN_DAEMON") or str(REPO / "build" / "cairnd")
+DAEMON_ARGS = ["--idle-timeout=20s"]
+
+
+def stop_daemon(pid: int, timeout: float = 10.0) -> None:
+    """SIGTERMs the daemon and waits until it is gone (SIGKILL after timeout)."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            # Reap it if it is our child (libcairn also waits for it).
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    raise AssertionError(f"daemon {pid} did not stop on SIGTERM within {timeout}s")
+
+
+@pytest.fixture
+def workspace() -> Iterator[str]:
+    # Short paths under the temp dir keep the daemon's socket path short.
+    d = tempfile.mkdtemp(prefix="cairn-py-")
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def daemons() -> Iterator[List[int]]:
+    """A list tests append daemon pids to; each is stopped at teardown."""
+    pids: List[int] = []
+    yield pids
+    for pid in pids:
+        stop_daemon(pid)
+
+
+def connect_daemon(ws: str, daemons: List[int], **kw: object) -> cairn.Client:
+    c = cairn.connect(ws, daemon=DAEMON, daemon_args=kw.pop("daemon_args", DAEMON_ARGS), **kw)  # type: ignore[arg-type]
+    daemons.append(c.status()["daemon"]["pid"])
+    return c
+
+
+@pytest.fixture
+def embedded(workspace: str) -> Iterator[cairn.Client]:
+    c = cairn.connect(workspace, embedded=True)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture
+def daemon_client(workspace: str, daemons: List[int]) -> Iterator[cairn.Client]:
+    c = connect_daemon(workspace, daemons)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(params=["embedded", "daemon"])
+def client(request: pytest.FixtureRequest, workspace: str, daemons: List[int]) -> Iterator[cairn.Client]:
+    """A client in each mode."""
+    if request.param == "embedded":
+        c = cairn.connect(workspace, embedded=True)
+    else:
+        c = connect_daemon(workspace, daemons)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_handles() -> Iterator[None]:
+    """Every test gives back the handles it opened."""
+    before = cairn.open_handles()
+    yield
+    assert cairn.open_handles() == before
+
+
+def msg(i: int, size: int = 0) -> dict:
+    m: dict = {"role": "user", "content": f"message {i}"}
+    if size:
+        m["content"] = ("x" * size)[:size]
+    return m
