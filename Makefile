@@ -6,7 +6,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-python test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
+.PHONY: all build bins lib test test-python test-rust test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
 
 all: build
 
@@ -29,7 +29,7 @@ lib:
 
 ## test: every test suite: Go, C (through the Go test of capi), Python,
 ## Node.js and Rust
-test: vet test-go test-fuzz-short test-python
+test: vet test-go test-fuzz-short test-python test-rust
 
 PYTHON ?= python3
 
@@ -56,6 +56,11 @@ test-fuzz-short:
 ## fuzz: fuzz the wire decoder for longer
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./protocol/
+
+# The Rust binding links build/libcairn.so (build.rs); cargo fetches serde
+# and serde_json from crates.io as Cargo.lock pins them.
+test-rust: bins lib
+	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
 bench: bench-store bench-daemon

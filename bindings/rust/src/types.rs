@@ -1,0 +1,780 @@
+//! The objects of cairn (DESIGN.md §2) and the results of its methods, as
+//! serde types whose field names are the wire names.
+//!
+//! Opaque host data (messages, loop state, step results, metadata and agent
+//! values, trace data) is `serde_json::Value`. Times are RFC 3339 strings as
+//! the library writes them. Results tolerate fields this crate does not know,
+//! so a newer library or daemon does not break an older client; requests
+//! carry only known fields, since the library rejects unknown ones.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// Reads JSON `null` as the type's default (Go writes empty slices and maps
+/// as `null`).
+fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+fn is_zero_i64(v: &i64) -> bool {
+    *v == 0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
+}
+
+/// Run statuses.
+pub mod run_status {
+    /// The run is going on (or its process died without completing it).
+    pub const RUNNING: &str = "running";
+    /// The run finished its work.
+    pub const COMPLETED: &str = "completed";
+    /// The run was stopped and may be resumed.
+    pub const INTERRUPTED: &str = "interrupted";
+    /// The run failed.
+    pub const FAILED: &str = "failed";
+}
+
+/// One complete generation of a session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// The schema version (1 today; 0 on a request means "current").
+    #[serde(default)]
+    pub schema_version: i64,
+    /// The session's id (may be empty on save: the save's id is used).
+    #[serde(default)]
+    pub session_id: String,
+    /// The generation, assigned by the store.
+    #[serde(default)]
+    pub generation: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<Workspace>,
+    /// Free-form agent description (harness, model, ...).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Map::is_empty"
+    )]
+    pub agent: Map<String, Value>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Map::is_empty"
+    )]
+    pub metadata: Map<String, Value>,
+    /// The conversation: opaque host values, in order.
+    #[serde(default, deserialize_with = "nullable")]
+    pub messages: Vec<Value>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub artifacts: Vec<Artifact>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub traces: Vec<Trace>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub runs: Vec<Run>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub verifications: Vec<Verification>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub subagent_tasks: Vec<SubagentTask>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<Handoff>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Runtime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<ManifestRef>,
+}
+
+/// What one commit adds to a session: a delta. Messages, traces and
+/// artifacts are appended; runs, verifications and subagent tasks upserted
+/// by id; workspace, agent, handoff, runtime and files replaced when set;
+/// metadata merged key by key (a `null` value removes the key). `replace`
+/// makes the change a whole snapshot instead.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub schema_version: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replace: Option<Box<Snapshot>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<Workspace>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub agent: Option<Map<String, Value>>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub metadata: Option<Map<String, Value>>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub append_messages: Vec<Value>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub append_traces: Vec<Trace>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub append_artifacts: Vec<Artifact>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub upsert_runs: Vec<Run>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub upsert_verifications: Vec<Verification>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub upsert_subagent_tasks: Vec<SubagentTask>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<Handoff>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Runtime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<ManifestRef>,
+}
+
+impl Change {
+    /// A change that appends `messages`.
+    pub fn append_messages(messages: impl IntoIterator<Item = Value>) -> Change {
+        Change {
+            append_messages: messages.into_iter().collect(),
+            ..Change::default()
+        }
+    }
+}
+
+/// The tree a session worked in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Workspace {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub root: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub git_head: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub git_branch: String,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub git_dirty: bool,
+}
+
+/// A file-like output of a session: inline bytes (`data`, base64) or a
+/// workspace `path`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Artifact {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub media_type: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub sha256: String,
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub size: i64,
+    /// The bytes, base64 (standard alphabet, padded). See
+    /// [`Artifact::with_bytes`] and [`Artifact::bytes`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub path: String,
+}
+
+impl Artifact {
+    /// An artifact holding `bytes` inline (the library fills in sha256 and
+    /// size).
+    pub fn with_bytes(id: impl Into<String>, bytes: &[u8]) -> Artifact {
+        Artifact {
+            id: id.into(),
+            data: Some(crate::base64::encode(bytes)),
+            ..Artifact::default()
+        }
+    }
+
+    /// The inline bytes, decoded; `None` when the artifact has none.
+    pub fn bytes(&self) -> Option<crate::Result<Vec<u8>>> {
+        self.data.as_deref().map(crate::base64::decode)
+    }
+}
+
+/// One event in a session's execution trace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    #[serde(default)]
+    pub seq: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub run_id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+/// Tokens and cost of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub input_tokens: i64,
+    #[serde(default)]
+    pub output_tokens: i64,
+    #[serde(default)]
+    pub total_tokens: i64,
+    #[serde(default)]
+    pub cost: f64,
+}
+
+/// One agent loop execution inside a session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub run_id: String,
+    /// One of [`run_status`].
+    pub status: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub parent_run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub tool_calls_count: i64,
+}
+
+/// A report of checks run against the session's work.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Verification {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub run_id: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub checks: Vec<Check>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub summary: String,
+}
+
+/// One verification check with the exact command that ran.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub command: String,
+    /// passed, failed, skipped or not_run.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output: String,
+}
+
+/// Work delegated to another agent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SubagentTask {
+    pub task_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub agent: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub status: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub brief: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub session_id: String,
+}
+
+/// What the next agent or person needs to pick the work up.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Handoff {
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub done: Vec<String>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub in_progress: Vec<String>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub verified: Vec<String>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub unverified: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<Restart>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviewed_version: Option<ReviewedVersion>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub risks: Vec<String>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub decisions_pending: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_step: Option<NextStep>,
+}
+
+/// How to bring the work's processes back.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Restart {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub workdir: String,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub commands: Vec<String>,
+    /// Config keys or files, never values.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub config: Vec<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub health_check: String,
+}
+
+/// The version of the work that was reviewed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReviewedVersion {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub vcs: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub commit: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub diff_sha256: String,
+}
+
+/// One bounded next step and the condition that says it is done.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NextStep {
+    #[serde(default)]
+    pub task: String,
+    #[serde(default)]
+    pub done_when: String,
+}
+
+/// The processes and previews the work depended on (ephemeral).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Runtime {
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub processes: Vec<Process>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub previews: Vec<Preview>,
+}
+
+/// A recorded process: environment variable names only, never values.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Process {
+    pub name: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub command: Vec<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cwd: String,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub env_keys: Vec<String>,
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub port: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check: Option<HealthCheck>,
+}
+
+/// A command with an expected exit code, or a loopback URL with an expected
+/// HTTP status.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HealthCheck {
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub command: Vec<String>,
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub expect_exit: i64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub url: String,
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub expect_status: i64,
+}
+
+/// A URL served by a recorded process.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Preview {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub process: String,
+}
+
+/// The workspace manifest recorded with a generation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ManifestRef {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub clock: String,
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub entries: i64,
+}
+
+/// The boundary after a completed tool turn of a run (as stored; found in
+/// exported envelopes).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoopCheckpoint {
+    pub run_id: String,
+    #[serde(default)]
+    pub session_id: String,
+    #[serde(default)]
+    pub turn: i64,
+    #[serde(default)]
+    pub message_count: i64,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub tool_calls_count: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+}
+
+/// One successfully completed workflow step.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub step_id: String,
+    pub identity: String,
+    /// The step's result as recorded (`None` when it recorded none).
+    #[serde(default)]
+    pub result: Option<Value>,
+    #[serde(default)]
+    pub completed_at: String,
+}
+
+/// A workflow step's id and the digest of its spec.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepSpec {
+    pub step_id: String,
+    pub identity: String,
+}
+
+impl StepSpec {
+    pub fn new(step_id: impl Into<String>, identity: impl Into<String>) -> StepSpec {
+        StepSpec {
+            step_id: step_id.into(),
+            identity: identity.into(),
+        }
+    }
+}
+
+/// A session described without its content (`list_sessions`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub session_id: String,
+    #[serde(default)]
+    pub generation: u64,
+    #[serde(default)]
+    pub created_at: String,
+    #[serde(default)]
+    pub updated_at: String,
+    #[serde(default)]
+    pub message_count: i64,
+    /// Run count by status.
+    #[serde(default, deserialize_with = "nullable")]
+    pub runs: BTreeMap<String, i64>,
+    #[serde(default)]
+    pub checkpoints: i64,
+    #[serde(default)]
+    pub size_bytes: i64,
+}
+
+/// Workspace files changed since a generation was saved. `tracked` false
+/// means drift is unknown, not "no changes".
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    #[serde(default)]
+    pub tracked: bool,
+    #[serde(default, deserialize_with = "nullable")]
+    pub added: Vec<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub modified: Vec<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub deleted: Vec<String>,
+}
+
+/// A run left with a loop checkpoint it can be resumed from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InterruptedRun {
+    pub run_id: String,
+    /// "running" (left running) or "interrupted" (resumed as `resumed_as`,
+    /// which has not checkpointed yet).
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub resumed_as: String,
+    #[serde(default)]
+    pub turn: i64,
+    #[serde(default)]
+    pub message_count: i64,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub tool_calls_count: i64,
+    #[serde(default)]
+    pub checkpointed_at: String,
+}
+
+/// The result of `resume_session`: what a new agent is handed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResumeSessionResult {
+    #[serde(default, deserialize_with = "nullable")]
+    pub snapshot: Snapshot,
+    #[serde(default)]
+    pub generation: u64,
+    #[serde(default)]
+    pub drift: Drift,
+    #[serde(default, deserialize_with = "nullable")]
+    pub interrupted_runs: Vec<InterruptedRun>,
+}
+
+/// The result of `begin_run`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BeginRunResult {
+    pub run_id: String,
+    #[serde(default)]
+    pub generation: u64,
+}
+
+/// The params of `checkpoint`: the boundary after a completed tool turn.
+/// `usage` and `tool_calls_count` are the run's totals so far.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CheckpointRequest<'a> {
+    pub run_id: &'a str,
+    /// Optional: the session that must own the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<&'a str>,
+    pub turn: i64,
+    /// The turn's messages, committed atomically with the checkpoint.
+    pub new_messages: &'a [Value],
+    pub usage: Usage,
+    pub tool_calls_count: i64,
+    /// The host's opaque loop state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<&'a Value>,
+}
+
+/// The result of `checkpoint`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointResult {
+    #[serde(default)]
+    pub generation: u64,
+    /// Session messages at the boundary.
+    #[serde(default)]
+    pub message_count: i64,
+}
+
+/// The params of `complete_run`. `usage` and `tool_calls_count`, when set,
+/// are the run's final totals.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CompleteRunRequest<'a> {
+    pub run_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<&'a str>,
+    /// completed, failed or interrupted (see [`run_status`]).
+    pub status: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls_count: Option<i64>,
+}
+
+/// The result of `resume_run`: what the host needs to continue the loop.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResumeRunResult {
+    /// The new run's id.
+    pub run_id: String,
+    pub resumed_from: String,
+    #[serde(default)]
+    pub session_id: String,
+    /// The session's messages up to the checkpoint boundary.
+    #[serde(default, deserialize_with = "nullable")]
+    pub messages: Vec<Value>,
+    #[serde(default)]
+    pub turn: i64,
+    /// Carried on from the checkpoint, never from zero.
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub tool_calls_count: i64,
+    #[serde(default)]
+    pub state: Option<Value>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub files_touched_after_checkpoint: Vec<String>,
+    #[serde(default)]
+    pub files_tracked: bool,
+}
+
+/// The result of `fork` and `import`: the new session and its generation.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRef {
+    pub session_id: String,
+    #[serde(default)]
+    pub generation: u64,
+}
+
+/// The result of `fork`.
+pub type ForkResult = SessionRef;
+/// The result of `import`.
+pub type ImportResult = SessionRef;
+
+/// The result of `status`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    /// "embedded" or "daemon".
+    pub mode: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub workspace: String,
+    /// The pid of this process.
+    #[serde(default)]
+    pub pid: i64,
+    /// The daemon's status (daemon mode).
+    #[serde(default)]
+    pub daemon: Option<DaemonStatus>,
+}
+
+/// The daemon's own status.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DaemonStatus {
+    #[serde(default)]
+    pub server_version: String,
+    #[serde(default)]
+    pub protocol_version: i64,
+    #[serde(default)]
+    pub workspace: String,
+    #[serde(default)]
+    pub socket: String,
+    #[serde(default)]
+    pub pid: i64,
+    #[serde(default)]
+    pub started_at: String,
+    #[serde(default)]
+    pub uptime_ms: i64,
+    #[serde(default)]
+    pub connections: i64,
+    #[serde(default)]
+    pub subscribers: i64,
+    #[serde(default)]
+    pub in_flight: i64,
+    #[serde(default)]
+    pub requests: u64,
+    #[serde(default)]
+    pub events_dropped: u64,
+    /// "serving" or "stopping".
+    #[serde(default)]
+    pub state: String,
+}
+
+/// Something that happened, published after it is durable: `event` names
+/// it (e.g. "session.committed") and `data` describes it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub event: String,
+    #[serde(default)]
+    pub data: Value,
+}
+
+/// Event names (`subscribe` filters).
+pub mod events {
+    /// {session_id, generation}: every commit.
+    pub const SESSION_COMMITTED: &str = "session.committed";
+    /// {session_id}.
+    pub const SESSION_DELETED: &str = "session.deleted";
+    /// {session_id, run_id, turn, generation}.
+    pub const RUN_CHECKPOINTED: &str = "run.checkpointed";
+    /// {session_id, run_id, status, generation}.
+    pub const RUN_COMPLETED: &str = "run.completed";
+    /// {session_id, run_id (new), resumed_from, generation}.
+    pub const RUN_RESUMED: &str = "run.resumed";
+    /// {workflow_id, step_id}.
+    pub const WORKFLOW_STEP_COMPLETED: &str = "workflow.step_completed";
+}
