@@ -152,6 +152,7 @@ int cairn_open_handles(void);
  *   fork            {session_id, new_id, at_generation?} -> {session_id, generation}
  *   export          {session_id} -> {envelope: <the JSON envelope>}
  *   import          {envelope: <a JSON envelope or bare session>} -> {session_id, generation}
+ *   changes         {since?} -> {clock, fresh_instance, added, modified, deleted}
  *   subscribe       {events?:[...]} -> {subscription}
  *   nextEvent       {subscription, timeout_ms?} -> {event?: {event, data}, closed, dropped}
  *   unsubscribe     {subscription} -> {}

@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/version"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/workspace"
 )
 
 // openOptions are cairn_open's options (cairn.h).
@@ -38,8 +39,9 @@ const connectTimeout = 15 * time.Second
 type instance struct {
 	pid       int
 	workspace string
-	eng       *engine.Engine   // embedded mode
-	client    *protocol.Client // daemon mode
+	eng       *engine.Engine     // embedded mode
+	files     *workspace.Tracker // embedded mode, when the tree could be tracked
+	client    *protocol.Client   // daemon mode
 
 	mu      sync.Mutex
 	subs    map[uint64]*subscription
@@ -76,7 +78,13 @@ func openInstance(raw string) (*instance, error) {
 			}
 			return nil, err
 		}
-		in.eng = engine.New(st, engine.Options{})
+		eopts := engine.Options{}
+		// Tracking is best effort, as in the daemon: without it drift is
+		// reported as not tracked.
+		if tr, err := workspace.Open(ws, workspace.Options{}); err == nil {
+			in.files, eopts.Workspace = tr, tr
+		}
+		in.eng = engine.New(st, eopts)
 		return in, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
@@ -103,7 +111,11 @@ func (in *instance) close() error {
 		s.close()
 	}
 	if in.eng != nil {
-		return in.eng.Close()
+		err := in.eng.Close()
+		if in.files != nil {
+			err = errors.Join(err, in.files.Close())
+		}
+		return err
 	}
 	return in.client.Close()
 }
@@ -254,6 +266,23 @@ var methods = map[string]method{
 		}
 		return in.client.Import(ctx, p.Envelope)
 	},
+	"changes": func(ctx context.Context, in *instance, _ string, b []byte) (any, error) {
+		p, err := decodeParams[protocol.ChangesParams](b)
+		if err != nil {
+			return nil, err
+		}
+		if in.client != nil {
+			return in.client.Changes(ctx, p.Since)
+		}
+		if in.files == nil {
+			return nil, &codedError{code: string(protocol.CodeUnavailable), msg: "the workspace is not tracked in this process"}
+		}
+		cs, err := in.files.Changes(ctx, p.Since)
+		if errors.Is(err, workspace.ErrBadClock) {
+			return nil, session.Errorf(session.CodeInvalidArgument, "changes: %v", err)
+		}
+		return cs, err
+	},
 	"subscribe":   subscribe,
 	"nextEvent":   nextEvent,
 	"unsubscribe": unsubscribe,
@@ -330,7 +359,7 @@ func subscribe(ctx context.Context, in *instance, _ string, b []byte) (any, erro
 		}
 		ch := make(chan engine.Event, eventQueue)
 		s.events = ch
-		s.stop = in.eng.Subscribe(func(ev engine.Event) {
+		deliver := func(ev engine.Event) {
 			if len(want) > 0 && !want[ev.Type] {
 				return
 			}
@@ -339,7 +368,15 @@ func subscribe(ctx context.Context, in *instance, _ string, b []byte) (any, erro
 			default:
 				s.dropped.Add(1)
 			}
-		})
+		}
+		stopEngine := in.eng.Subscribe(deliver)
+		s.stop = stopEngine
+		if in.files != nil {
+			stopFiles := in.files.Subscribe(func(path, kind string) {
+				deliver(engine.Event{Type: protocol.EventFileChanged, Data: map[string]any{"path": path, "kind": kind}})
+			})
+			s.stop = func() { stopEngine(); stopFiles() }
+		}
 	} else {
 		sub, err := in.client.Subscribe(ctx, p.Events...)
 		if err != nil {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/workspace"
 )
 
 // handler serves one method: it decodes params, calls the backend and
@@ -64,6 +66,23 @@ var handlers = map[string]handler{
 	protocol.MethodImport: call(func(b Backend, ctx context.Context, p protocol.ImportParams) (engine.ImportResult, error) {
 		return b.Import(ctx, p.Envelope)
 	}),
+	protocol.MethodChanges: changes,
+}
+
+func changes(ctx context.Context, c *wsConn, params cbor.RawMessage) (any, error) {
+	var p protocol.ChangesParams
+	if err := protocol.DecodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	tr := c.s.cfg.Files
+	if tr == nil {
+		return nil, &protocol.RemoteError{Method: protocol.MethodChanges, Code: protocol.CodeUnavailable, Message: "this daemon does not track the workspace"}
+	}
+	cs, err := tr.Changes(ctx, p.Since)
+	if errors.Is(err, workspace.ErrBadClock) {
+		return nil, session.Errorf(session.CodeInvalidArgument, "changes: %v", err)
+	}
+	return cs, err
 }
 
 func hello(_ context.Context, c *wsConn, params cbor.RawMessage) (any, error) {

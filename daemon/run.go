@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/workspace"
 )
 
 // ErrAlreadyRunning is returned by Run when another process holds the
@@ -34,6 +35,8 @@ type RunOptions struct {
 	ShutdownTimeout time.Duration
 	// Store tunes the file store.
 	Store fsstore.Options
+	// NoWorkspaceTracking turns the workspace tracker off.
+	NoWorkspaceTracking bool
 }
 
 // Run serves a workspace until ctx ends (graceful shutdown, then nil), the
@@ -65,10 +68,30 @@ func Run(ctx context.Context, opts RunOptions) error {
 		}
 		return fmt.Errorf("daemon.Run: open store: %w", err)
 	}
-	eng := engine.New(store, engine.Options{Logger: log.Named("engine")})
+	// The workspace tracker is best effort: a daemon that cannot watch
+	// (or index) the tree still serves, and reports drift as not tracked.
+	var files *workspace.Tracker
+	eopts := engine.Options{Logger: log.Named("engine")}
+	if !opts.NoWorkspaceTracking {
+		tr, terr := workspace.Open(ws, workspace.Options{Logger: log.Named("workspace")})
+		if terr != nil {
+			log.Warn("workspace tracking is off: the tracker could not start", "error", terr)
+		} else {
+			files, eopts.Workspace = tr, tr
+			if st := tr.Status(); st.Warning != "" {
+				log.Warn("workspace tracking degraded", "mode", st.Mode, "warning", st.Warning)
+			}
+		}
+	}
+	eng := engine.New(store, eopts)
 	defer func() {
 		if cerr := eng.Close(); cerr != nil {
 			log.Error("closing the store failed", "error", cerr)
+		}
+		if files != nil {
+			if cerr := files.Close(); cerr != nil {
+				log.Error("closing the workspace tracker failed", "error", cerr)
+			}
 		}
 	}()
 	ln, err := Listen(ws)
@@ -84,6 +107,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 		MaxMessageSize:  opts.MaxMessageSize,
 		IdleTimeout:     opts.IdleTimeout,
 		ShutdownTimeout: opts.ShutdownTimeout,
+		Files:           files,
 	})
 	if err != nil {
 		return fmt.Errorf("daemon.Run: %w", err)

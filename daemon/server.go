@@ -15,7 +15,9 @@ import (
 	"github.com/coder/websocket"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/workspace"
 )
 
 // Sentinel errors of this package.
@@ -52,6 +54,10 @@ type Config struct {
 	// context ends or the idle timeout fires; 0 means
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// Files is the workspace tracker behind the changes method and the
+	// file.changed event; nil: the workspace is not tracked (changes
+	// answers unavailable).
+	Files *workspace.Tracker
 }
 
 // Server serves the protocol on a listener. It owns the listener and every
@@ -118,7 +124,14 @@ func NewServer(cfg Config) (*Server, error) {
 		ErrorLog:          s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
-	s.unsub = cfg.Backend.Subscribe(s.events.publish)
+	unsubEngine := cfg.Backend.Subscribe(s.events.publish)
+	s.unsub = unsubEngine
+	if cfg.Files != nil {
+		unsubFiles := cfg.Files.Subscribe(func(path, kind string) {
+			s.events.publish(engine.Event{Type: protocol.EventFileChanged, Data: map[string]any{"path": path, "kind": kind}})
+		})
+		s.unsub = func() { unsubEngine(); unsubFiles() }
+	}
 	return s, nil
 }
 
@@ -354,7 +367,16 @@ func (s *Server) status() protocol.StatusResult {
 		Requests:        s.requests.Load(),
 		EventsDropped:   s.events.dropped.Load(),
 		State:           st,
+		Files:           s.filesStatus(),
 	}
+}
+
+func (s *Server) filesStatus() *workspace.Status {
+	if s.cfg.Files == nil {
+		return nil
+	}
+	st := s.cfg.Files.Status()
+	return &st
 }
 
 // ServeHTTP serves /healthz and the WebSocket upgrade.

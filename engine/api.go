@@ -5,6 +5,7 @@ package engine
 // field names on every wire (CBOR protocol and the C API's JSON).
 
 import (
+	"context"
 	"time"
 
 	"github.com/cairn-dev/cairn/session"
@@ -28,7 +29,9 @@ type SaveResult struct {
 // filled by workspace tracking; until then ResumeSession reports it as
 // unknown (Tracked false) rather than as "no changes".
 type Drift struct {
-	Tracked  bool     `json:"tracked"`
+	Tracked bool `json:"tracked"`
+	// Reason says why drift is not tracked, when it is not.
+	Reason   string   `json:"reason,omitempty"`
 	Added    []string `json:"added"`
 	Modified []string `json:"modified"`
 	Deleted  []string `json:"deleted"`
@@ -196,6 +199,20 @@ const (
 type Event struct {
 	Type string         `json:"event"`
 	Data map[string]any `json:"data"`
+}
+
+// Workspace is the workspace tracker the engine consults when it has one
+// (Options.Workspace): it records a manifest with every commit, names the
+// files changed since a generation on ResumeSession, and the files touched
+// after a run's last checkpoint on ResumeRun. *workspace.Tracker
+// implements it.
+type Workspace interface {
+	// RecordManifest records the workspace's manifest now and returns its
+	// reference.
+	RecordManifest(ctx context.Context) (session.ManifestRef, error)
+	// DiffFiles lists the files added, modified and deleted between the
+	// manifest from and the manifest to (nil: the workspace now).
+	DiffFiles(ctx context.Context, from session.ManifestRef, to *session.ManifestRef) (added, modified, deleted []string, err error)
 }
 
 // The Engine's method set (implemented in engine.go), which the daemon and

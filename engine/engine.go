@@ -45,6 +45,10 @@ type Options struct {
 	// Logger receives diagnostics (a panicking subscriber, CAS retries).
 	// Default: a null logger.
 	Logger hclog.Logger
+	// Workspace, when set, records a workspace manifest with every commit
+	// and reports drift on ResumeSession and touched files on ResumeRun.
+	// Without it both are reported as not tracked.
+	Workspace Workspace
 }
 
 // Engine implements cairn's operations (DESIGN §3) over a session.Store.
@@ -55,6 +59,7 @@ type Engine struct {
 	now    func() time.Time
 	newID  func() string
 	log    hclog.Logger
+	ws     Workspace
 	closed atomic.Bool
 
 	sessions  keyedMutex // read-modify-write of one session
@@ -70,7 +75,7 @@ type Engine struct {
 // New returns an engine over store. The engine owns the store from now on:
 // Close closes it.
 func New(store session.Store, opts Options) *Engine {
-	e := &Engine{store: store, now: opts.Now, newID: opts.NewRunID, log: opts.Logger}
+	e := &Engine{store: store, now: opts.Now, newID: opts.NewRunID, log: opts.Logger, ws: opts.Workspace}
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -168,6 +173,7 @@ func (e *Engine) update(ctx context.Context, sid string, mayCreate bool,
 		if cas {
 			opts.ExpectGeneration = session.Expect(gen)
 		}
+		e.stamp(ctx, c)
 		res, err = e.store.Commit(ctx, sid, c, opts)
 		if err == nil {
 			e.advanceLocked(sid, c, res)

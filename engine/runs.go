@@ -274,6 +274,7 @@ func (e *Engine) ResumeRun(ctx context.Context, req ResumeRunRequest) (*ResumeRu
 
 	now := e.clock()
 	var out *ResumeRunResult
+	var boundary *session.ManifestRef
 	_, _, err := e.update(ctx, sid, false, func(st *session.State) (*session.Change, error) {
 		out = nil
 		run := findRun(st, req.RunID)
@@ -294,6 +295,7 @@ func (e *Engine) ResumeRun(ctx context.Context, req ResumeRunRequest) (*ResumeRu
 		if cp.MessageCount < 0 || cp.MessageCount > int64(len(msgs)) {
 			return nil, session.Errorf(session.CodeInternal, "run %q: checkpoint boundary %d is past the session's %d messages", run.RunID, cp.MessageCount, len(msgs))
 		}
+		boundary = cp.Files
 		out = &ResumeRunResult{
 			RunID:                       newID,
 			ResumedFrom:                 run.RunID,
@@ -351,6 +353,15 @@ func (e *Engine) ResumeRun(ctx context.Context, req ResumeRunRequest) (*ResumeRu
 	})
 	if err != nil {
 		return nil, wrapStore("ResumeRun", err)
+	}
+	// The run died (or was abandoned) after its last checkpoint: whatever
+	// changed in the workspace since that boundary may be a tool call that
+	// half-happened.
+	if boundary != nil {
+		if d := e.drift(ctx, boundary); d.Tracked {
+			out.FilesTracked = true
+			out.FilesTouchedAfterCheckpoint = touched(d)
+		}
 	}
 	return out, nil
 }

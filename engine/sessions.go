@@ -70,6 +70,7 @@ func (e *Engine) Save(ctx context.Context, req SaveRequest) (SaveResult, error) 
 	}
 	unlock := e.sessions.lock(sid)
 	defer unlock()
+	e.stamp(ctx, c)
 	res, err := e.store.Commit(ctx, sid, c, session.CommitOptions{ExpectGeneration: req.ExpectGeneration})
 	if err != nil {
 		return SaveResult{}, wrapStore("Save", err)
@@ -127,8 +128,12 @@ func (e *Engine) saveSnapshot(ctx context.Context, sid string, replace *session.
 // ResumeSession returns the latest generation of the session: its snapshot,
 // generation, workspace drift and the runs that can be resumed.
 //
-// Drift is reported as not tracked (Tracked false) until workspace tracking
-// fills it: the engine never claims "no drift" when it does not know.
+// Drift names the workspace files added, modified and deleted since the
+// generation was saved, compared with the workspace as it is now (exact
+// even when nothing watched in between). It is reported as not tracked,
+// with the reason, when the engine has no workspace tracker or the
+// generation has no usable manifest: the engine never claims "no drift"
+// when it does not know.
 // InterruptedRuns lists, in the snapshot's run order, every run that still
 // has a loop checkpoint: runs left running (a crashed or still-working
 // host), and runs already resumed whose successor has not checkpointed yet
@@ -151,7 +156,7 @@ func (e *Engine) ResumeSession(ctx context.Context, sessionID string) (*ResumeSe
 	return &ResumeSessionResult{
 		Snapshot:        st.Snapshot,
 		Generation:      st.Snapshot.Generation,
-		Drift:           Drift{Tracked: false},
+		Drift:           e.drift(ctx, st.Snapshot.Files),
 		InterruptedRuns: interruptedRuns(st),
 	}, nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/workspace"
 )
 
 // The methods below mirror the engine's (engine/api.go) one for one, so
@@ -108,6 +109,14 @@ func (c *Client) Export(ctx context.Context, sessionID string) ([]byte, error) {
 }
 
 // Import stores a session from a JSON envelope.
+// Changes returns the workspace files changed since the clock since (""
+// or a foreign clock: everything, with fresh_instance set).
+func (c *Client) Changes(ctx context.Context, since string) (workspace.ChangeSet, error) {
+	var r workspace.ChangeSet
+	err := c.Call(ctx, MethodChanges, ChangesParams{Since: since}, &r)
+	return r, err
+}
+
 func (c *Client) Import(ctx context.Context, envelope []byte) (engine.ImportResult, error) {
 	var r engine.ImportResult
 	err := c.Call(ctx, MethodImport, ImportParams{Envelope: envelope}, &r)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/workspace"
 )
 
 // Method names (PROTOCOL.md §5). The engine's methods keep the engine's
@@ -28,6 +29,7 @@ const (
 	MethodFork           = "fork"
 	MethodExport         = "export"
 	MethodImport         = "import"
+	MethodChanges        = "changes"
 )
 
 // Methods lists every method, in the order of PROTOCOL.md §5.
@@ -37,9 +39,15 @@ func Methods() []string {
 		MethodSave, MethodResumeSession, MethodBeginRun, MethodCheckpoint,
 		MethodCompleteRun, MethodResumeRun, MethodBeginWorkflow,
 		MethodCompleteStep, MethodFinishWorkflow, MethodList, MethodDelete,
-		MethodFork, MethodExport, MethodImport,
+		MethodFork, MethodExport, MethodImport, MethodChanges,
 	}
 }
+
+// EventFileChanged is pushed when a workspace file is added, modified or
+// deleted; its data is {path, kind} (kind "added", "modified" or
+// "deleted"; path "" with kind "overflow" means events were lost: re-query
+// with changes).
+const EventFileChanged = "file.changed"
 
 // EventDropped is pushed after a connection's event queue overflowed; its
 // data is {dropped: uint}.
@@ -51,7 +59,13 @@ func Events() []string {
 		engine.EventSessionCommitted, engine.EventSessionDeleted,
 		engine.EventRunCheckpointed, engine.EventRunCompleted,
 		engine.EventRunResumed, engine.EventWorkflowStepCompleted,
+		EventFileChanged,
 	}
+}
+
+// ChangesParams are the params of changes.
+type ChangesParams struct {
+	Since string `json:"since,omitempty"`
 }
 
 // Empty is the params or result of a method that has none: an empty map.
@@ -105,6 +119,8 @@ type StatusResult struct {
 	Requests        uint64    `json:"requests"`
 	EventsDropped   uint64    `json:"events_dropped"`
 	State           string    `json:"state"`
+	// Files reports workspace tracking (nil: not tracked).
+	Files *workspace.Status `json:"files,omitempty"`
 }
 
 // Daemon states reported by status and /healthz.

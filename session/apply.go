@@ -89,6 +89,10 @@ func Apply(st *State, sessionID string, c *Change, gen uint64, now time.Time) {
 		cp.SessionID = sessionID
 		cp.MessageCount = int64(len(s.Messages))
 		cp.State = cloneValue(cp.State)
+		if cp.Files != nil {
+			f := *cp.Files
+			cp.Files = &f
+		}
 		if cp.CreatedAt.IsZero() {
 			cp.CreatedAt = now
 		}

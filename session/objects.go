@@ -222,6 +222,10 @@ type LoopCheckpoint struct {
 	ToolCallsCount int64     `json:"tool_calls_count"`
 	State          Value     `json:"state,omitempty"`
 	CreatedAt      time.Time `json:"created_at"`
+	// Files is the workspace manifest at the boundary, when the workspace
+	// is tracked: what ResumeRun compares with to name the files touched
+	// after the checkpoint.
+	Files *ManifestRef `json:"files,omitempty"`
 }
 
 // Workflow is the checkpoint of a resumable workflow: its completed steps.

@@ -37,6 +37,7 @@ func main() {
 	level := fs.String("log-level", "", "log level: trace, debug, info, warn, error (default: $CAIRN_LOG_LEVEL, else info)")
 	idle := fs.Duration("idle-timeout", 0, "exit after no client has been connected for this `duration` (0: never)")
 	maxMsg := fs.Int64("max-message-size", protocol.DefaultMaxMessageSize, "largest accepted message in `bytes`")
+	noTrack := fs.Bool("no-track-files", false, "do not watch the workspace tree (drift is then reported as not tracked)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -77,6 +78,8 @@ func main() {
 		MaxMessageSize:  *maxMsg,
 		IdleTimeout:     *idle,
 		ShutdownTimeout: 10 * time.Second,
+
+		NoWorkspaceTracking: *noTrack,
 	})
 	switch {
 	case errors.Is(err, daemon.ErrAlreadyRunning):

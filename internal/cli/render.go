@@ -201,13 +201,34 @@ func renderResume(w io.Writer, r *engine.ResumeSessionResult) {
 	d := r.Drift
 	switch {
 	case !d.Tracked:
-		fmt.Fprintln(w, "\nWorkspace drift: unknown (files are not tracked).")
+		fmt.Fprintf(w, "\nWorkspace drift: unknown (%s).\n", orDefault(d.Reason, "files are not tracked"))
 	case len(d.Added)+len(d.Modified)+len(d.Deleted) == 0:
 		fmt.Fprintln(w, "\nWorkspace drift: none since this generation.")
 	default:
-		fmt.Fprintln(w, "\nWorkspace drift since this generation:")
+		fmt.Fprintf(w, "\nFiles changed since this session was saved: %s.\n", driftSummary(d))
 		list(w, "added", d.Added)
 		list(w, "modified", d.Modified)
 		list(w, "deleted", d.Deleted)
 	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// driftSummary says "3 modified, 1 deleted", naming only what is there.
+func driftSummary(d engine.Drift) string {
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		kind string
+	}{{len(d.Added), "added"}, {len(d.Modified), "modified"}, {len(d.Deleted), "deleted"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.kind))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"context"
+	"slices"
+
+	"github.com/cairn-dev/cairn/session"
+)
+
+// stamp records the workspace manifest in c (and in its loop checkpoint),
+// when the engine tracks a workspace. A tracker failure never fails the
+// commit: the generation is then saved without a manifest, and its drift
+// is later reported as not tracked, with the reason.
+func (e *Engine) stamp(ctx context.Context, c *session.Change) {
+	if e.ws == nil {
+		return
+	}
+	ref, err := e.ws.RecordManifest(ctx)
+	if err != nil {
+		e.log.Warn("recording the workspace manifest failed; committing without it", "error", err)
+		return
+	}
+	if c.Replace != nil {
+		c.Replace.Files = &ref // a replace carries its own files record
+	} else {
+		c.Files = &ref
+	}
+	if c.Checkpoint != nil {
+		r := ref
+		c.Checkpoint.Files = &r
+	}
+}
+
+// drift compares the manifest from with the workspace now.
+func (e *Engine) drift(ctx context.Context, from *session.ManifestRef) Drift {
+	switch {
+	case e.ws == nil:
+		return Drift{Reason: "workspace tracking is off"}
+	case from == nil || from.ID == "":
+		return Drift{Reason: "this generation was saved without a workspace manifest"}
+	}
+	added, modified, deleted, err := e.ws.DiffFiles(ctx, *from, nil)
+	if err != nil {
+		return Drift{Reason: "the manifest of this generation cannot be compared: " + err.Error()}
+	}
+	return Drift{Tracked: true, Added: nonNil(added), Modified: nonNil(modified), Deleted: nonNil(deleted)}
+}
+
+// touched lists every path of d once, sorted.
+func touched(d Drift) []string {
+	out := slices.Concat(d.Added, d.Modified, d.Deleted)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,78 @@
+// Package workspace keeps a live index of a workspace's file tree, records
+// a manifest of it with each session generation, and reports what changed
+// since a manifest: drift on resume, and the files a run touched after its
+// last checkpoint.
+//
+// # What it guarantees
+//
+//   - The index (path -> size, mtime, ctime, mode; a content hash computed
+//     lazily and cached by (size, mtime, ctime)) matches the tree after
+//     Sync: every change made before Sync was called is in it. In watching
+//     mode Sync creates a cookie file in .cairn/ and waits for its inotify
+//     event (one inotify instance delivers events in order); in polling
+//     mode, or if the cookie is not seen in time, it rescans.
+//   - Watching is recursive: a directory that appears gets its watch before
+//     it is read, so names created before the watch existed are found by
+//     the read and later ones by events (mkdir -p a/b/c && touch a/b/c/f is
+//     seen). Events are hints: every path they name is lstat'ed and the
+//     index made to agree, so renames, deletes and editor save patterns end
+//     in the same state as a fresh scan.
+//   - On an inotify queue overflow (fsnotify.ErrEventOverflow) the tree is
+//     rescanned and the overflow counted. When inotify watches run out
+//     (ENOSPC from inotify_add_watch) or inotify is unavailable, the
+//     tracker polls every Options.PollInterval instead and Status names the
+//     limit to raise (fs.inotify.max_user_watches, or
+//     fs.inotify.max_user_instances).
+//   - Symlinks are recorded as links with their target string and never
+//     followed: scans and hashing go through an os.Root of the workspace,
+//     which refuses to resolve a path out of it, and a link is never
+//     descended into or watched.
+//   - RecordManifest is durable when it returns: the manifest's delta since
+//     the previous one is appended to .cairn/manifests/log-*.bin and
+//     fdatasync'd (a large delta is written as a new base file instead:
+//     temp file, fsync, rename, fsync directory). Open trims a torn tail.
+//     Storage grows with what changes, not with tree size times manifests.
+//   - Diff(from, nil) is exact even if no tracker ran since from was
+//     recorded: Open rebuilds the index with a full scan, and every file
+//     whose (size, mtime, ctime) differs from its record is hashed again.
+//
+// # Caveats
+//
+//   - Linux only (inotify, flock, fdatasync).
+//   - Ignore rules: built-in .git, .cairn, node_modules, target,
+//     __pycache__ (directories at any depth; .git and .cairn also as files),
+//     the root .gitignore (re-read when it changes) and Options.Ignore.
+//     Nested .gitignore files, core.excludesFile and .git/info/exclude are
+//     not read. Ignored directories are never watched; the one exception is
+//     .cairn itself (not its subdirectories), watched for Sync cookies.
+//   - Directories are indexed but not reported: Changes, Diff and
+//     subscribers name files, symlinks and other non-directories.
+//   - The hash cache trusts (size, mtime, ctime). A file hashed within
+//     two seconds of its last change is marked racy and hashed again before
+//     it is trusted, since a second write inside the file system's
+//     timestamp granularity can leave all three unchanged.
+//   - inotify_add_watch follows a symlink in the last path component: if a
+//     directory is replaced by a symlink between the lstat that found it
+//     and the watch, the watch may land on the link's target. Events from it
+//     are still resolved through the os.Root, so nothing outside the
+//     workspace enters the index, but the watch is wasted until the next
+//     rescan of that directory.
+//   - Clocks are per instance: after a restart every earlier clock gets a
+//     fresh-instance answer. Use manifests (Diff) across restarts.
+//   - The deletion history behind Changes is bounded
+//     (Options.MaxDeletions); a clock older than what was dropped gets a
+//     fresh-instance answer.
+//   - A file that cannot be read (permissions) is left out of manifests and
+//     reported as modified by Diff(from, nil).
+//   - Manifests are never deleted; nothing collects those no session
+//     references any more.
+//   - One tracker per workspace writes manifests (an advisory lock on
+//     .cairn/manifests/LOCK); a second Open returns ErrLocked.
+//
+// # Hash
+//
+// Content hashes are SHA-256 from the standard library. On the benchmark
+// tree (100,000 files of 100-600 bytes) hashing is bound by open/read
+// system calls, not by the hash: SHA-256 runs at over 1 GB/s here, so a
+// faster hash would not change the figures.
+package workspace

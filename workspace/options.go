@@ -1,0 +1,80 @@
+package workspace
+
+import (
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Defaults for Options fields left zero.
+const (
+	// DefaultPollInterval is how often the polling fallback rescans the tree.
+	DefaultPollInterval = 2 * time.Second
+	// DefaultCookieTimeout bounds how long Sync waits for its cookie event
+	// before it falls back to a full rescan.
+	DefaultCookieTimeout = 5 * time.Second
+	// DefaultEventBuffer is the fsnotify Events channel capacity. A larger
+	// buffer lets bursts drain from the kernel queue while the tracker is
+	// busy, which makes IN_Q_OVERFLOW rarer.
+	DefaultEventBuffer = 8192
+	// DefaultMaxDeletions is how many deletions the tracker remembers for
+	// Changes. When more are recorded the oldest half is dropped and clocks
+	// older than what was dropped get a fresh-instance answer.
+	DefaultMaxDeletions = 1 << 16
+)
+
+// Options configure a Tracker. The zero value is ready to use.
+type Options struct {
+	// Ignore lists extra ignore patterns in .gitignore syntax, applied after
+	// the built-in rules and the root .gitignore (so a "!pattern" here can
+	// re-include what .gitignore excluded, but never .git or .cairn).
+	Ignore []string
+
+	// Logger receives warnings (polling fallback, overflow rescans) and
+	// debug detail. Nil discards them.
+	Logger hclog.Logger
+
+	// PollInterval is the rescan period of the polling fallback.
+	PollInterval time.Duration
+
+	// CookieTimeout bounds how long Sync waits for its cookie event.
+	CookieTimeout time.Duration
+
+	// EventBuffer is the capacity of the fsnotify Events channel.
+	EventBuffer int
+
+	// MaxDeletions bounds the deletion history kept for Changes.
+	MaxDeletions int
+
+	// ForcePolling skips inotify entirely, as if it were unavailable.
+	ForcePolling bool
+
+	// WatchLimit, when positive, makes the tracker behave as if the kernel
+	// refused more than WatchLimit directory watches with ENOSPC
+	// (fs.inotify.max_user_watches exhausted). It exists so tests can
+	// trigger the polling fallback; leave it zero in production.
+	WatchLimit int
+
+	// HashWorkers bounds the goroutines hashing files in parallel for
+	// RecordManifest and Diff; zero means GOMAXPROCS.
+	HashWorkers int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.CookieTimeout <= 0 {
+		o.CookieTimeout = DefaultCookieTimeout
+	}
+	if o.EventBuffer <= 0 {
+		o.EventBuffer = DefaultEventBuffer
+	}
+	if o.MaxDeletions <= 0 {
+		o.MaxDeletions = DefaultMaxDeletions
+	}
+	return o
+}
