@@ -153,6 +153,11 @@ int cairn_open_handles(void);
  *   export          {session_id} -> {envelope: <the JSON envelope>}
  *   import          {envelope: <a JSON envelope or bare session>} -> {session_id, generation}
  *   changes         {since?} -> {clock, fresh_instance, added, modified, deleted}
+ *   handoff         {session_id} -> {session_id, generation, markdown, complete, missing:[{key, message}], files}
+ *   runtime.check   {session_id, timeout_ms?} -> {processes:[{name, state, detail}], previews:[...]}
+ *   runtime.restart {session_id, name, timeout_ms?} -> {name, outcome, state, pid, took_ms, detail, log, missing_env, error}
+ *                   (started by the daemon in daemon mode, with its environment;
+ *                   by this process in embedded mode)
  *   subscribe       {events?:[...]} -> {subscription}
  *   nextEvent       {subscription, timeout_ms?} -> {event?: {event, data}, closed, dropped}
  *   unsubscribe     {subscription} -> {}

@@ -78,7 +78,7 @@ func openInstance(raw string) (*instance, error) {
 			}
 			return nil, err
 		}
-		eopts := engine.Options{}
+		eopts := engine.Options{Root: ws}
 		// Tracking is best effort, as in the daemon: without it drift is
 		// reported as not tracked.
 		if tr, err := workspace.Open(ws, workspace.Options{}); err == nil {
@@ -283,9 +283,12 @@ var methods = map[string]method{
 		}
 		return cs, err
 	},
-	"subscribe":   subscribe,
-	"nextEvent":   nextEvent,
-	"unsubscribe": unsubscribe,
+	"handoff":         forward((*engine.Engine).Handoff),
+	"runtime.check":   forward((*engine.Engine).RuntimeCheck),
+	"runtime.restart": forward((*engine.Engine).RuntimeRestart),
+	"subscribe":       subscribe,
+	"nextEvent":       nextEvent,
+	"unsubscribe":     unsubscribe,
 }
 
 // methodNames lists the methods of the C API: the protocol's, and

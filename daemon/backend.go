@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/runtime"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -25,6 +26,9 @@ type Backend interface {
 	Fork(ctx context.Context, req engine.ForkRequest) (engine.ForkResult, error)
 	Export(ctx context.Context, sessionID string) ([]byte, error)
 	Import(ctx context.Context, envelope []byte) (engine.ImportResult, error)
+	Handoff(ctx context.Context, req engine.HandoffRequest) (engine.HandoffResult, error)
+	RuntimeCheck(ctx context.Context, req engine.RuntimeCheckRequest) (engine.RuntimeCheckResult, error)
+	RuntimeRestart(ctx context.Context, req engine.RuntimeRestartRequest) (runtime.Result, error)
 	Subscribe(fn func(engine.Event)) (cancel func())
 	Capabilities() session.Capabilities
 }

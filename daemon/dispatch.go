@@ -66,7 +66,10 @@ var handlers = map[string]handler{
 	protocol.MethodImport: call(func(b Backend, ctx context.Context, p protocol.ImportParams) (engine.ImportResult, error) {
 		return b.Import(ctx, p.Envelope)
 	}),
-	protocol.MethodChanges: changes,
+	protocol.MethodChanges:        changes,
+	protocol.MethodHandoff:        call(Backend.Handoff),
+	protocol.MethodRuntimeCheck:   call(Backend.RuntimeCheck),
+	protocol.MethodRuntimeRestart: call(Backend.RuntimeRestart),
 }
 
 func changes(ctx context.Context, c *wsConn, params cbor.RawMessage) (any, error) {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cairn-dev/cairn/runtime"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -60,6 +61,10 @@ type ResumeSessionResult struct {
 	Generation      uint64            `json:"generation"`
 	Drift           Drift             `json:"drift"`
 	InterruptedRuns []InterruptedRun  `json:"interrupted_runs"`
+	// Processes is the live state of each recorded runtime process, from
+	// its health check run now (bounded by Options.ProbeTimeout):
+	// not_running, healthy, unhealthy or unknown. Nothing is restarted.
+	Processes []runtime.ProcessState `json:"processes"`
 }
 
 // BeginRunRequest starts a run in a session. RunID is optional; the engine
@@ -234,5 +239,8 @@ type Workspace interface {
 //	Export(ctx, sessionID string) ([]byte, error)   // one JSON envelope (see Envelope)
 //	Import(ctx, envelope []byte) (ImportResult, error)
 //	Subscribe(fn func(Event)) (cancel func())
+//	Handoff(ctx, HandoffRequest) (HandoffResult, error)
+//	RuntimeCheck(ctx, RuntimeCheckRequest) (RuntimeCheckResult, error)
+//	RuntimeRestart(ctx, RuntimeRestartRequest) (runtime.Result, error)
 //	Capabilities() session.Capabilities
 //	Close() error                                    // closes the store

@@ -49,6 +49,13 @@ type Options struct {
 	// and reports drift on ResumeSession and touched files on ResumeRun.
 	// Without it both are reported as not tracked.
 	Workspace Workspace
+	// Root is the workspace directory: recorded processes with a relative
+	// or empty cwd are probed there.
+	Root string
+	// ProbeTimeout bounds the health checks ResumeSession runs on recorded
+	// processes (0: runtime.DefaultProbeTimeout; negative: do not probe,
+	// report every process as unknown).
+	ProbeTimeout time.Duration
 }
 
 // Engine implements cairn's operations (DESIGN §3) over a session.Store.
@@ -60,6 +67,8 @@ type Engine struct {
 	newID  func() string
 	log    hclog.Logger
 	ws     Workspace
+	root   string
+	probe  time.Duration
 	closed atomic.Bool
 
 	sessions  keyedMutex // read-modify-write of one session
@@ -75,7 +84,7 @@ type Engine struct {
 // New returns an engine over store. The engine owns the store from now on:
 // Close closes it.
 func New(store session.Store, opts Options) *Engine {
-	e := &Engine{store: store, now: opts.Now, newID: opts.NewRunID, log: opts.Logger, ws: opts.Workspace}
+	e := &Engine{store: store, now: opts.Now, newID: opts.NewRunID, log: opts.Logger, ws: opts.Workspace, root: opts.Root, probe: opts.ProbeTimeout}
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -166,7 +175,7 @@ func (e *Engine) update(ctx context.Context, sid string, mayCreate bool,
 		// Every engine commit passes through Normalize here (and again in
 		// the store): validation and secret scrubbing do not depend on
 		// each caller remembering them.
-		if err := session.Normalize(c); err != nil {
+		if err := normalize(c); err != nil {
 			return res, false, err
 		}
 		var opts session.CommitOptions

@@ -130,7 +130,7 @@ func (e *Engine) Import(ctx context.Context, doc []byte) (ImportResult, error) {
 	snap.SchemaVersion = session.SchemaVersion
 	snap.Generation = 0
 	c := &session.Change{Replace: snap}
-	if err := session.Normalize(c); err != nil {
+	if err := normalize(c); err != nil {
 		return ImportResult{}, err
 	}
 	unlock := e.sessions.lock(sid)

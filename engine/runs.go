@@ -106,7 +106,7 @@ func (e *Engine) Checkpoint(ctx context.Context, req CheckpointRequest) (Checkpo
 		},
 	}
 	// Validate the host's input before looking anything up.
-	if err := session.Normalize(&tmpl); err != nil {
+	if err := normalize(&tmpl); err != nil {
 		return CheckpointResult{}, err
 	}
 	res, _, err := e.withRun(ctx, req.RunID, req.SessionID, func(st *session.State, run *session.Run) (*session.Change, error) {

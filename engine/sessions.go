@@ -57,7 +57,7 @@ func (e *Engine) Save(ctx context.Context, req SaveRequest) (SaveResult, error) 
 		// it added, not for the session.
 		return e.saveSnapshot(ctx, sid, c, req.ExpectGeneration)
 	}
-	if err := session.Normalize(c); err != nil {
+	if err := normalize(c); err != nil {
 		return SaveResult{}, err
 	}
 
@@ -158,6 +158,7 @@ func (e *Engine) ResumeSession(ctx context.Context, sessionID string) (*ResumeSe
 		Generation:      st.Snapshot.Generation,
 		Drift:           e.drift(ctx, st.Snapshot.Files),
 		InterruptedRuns: interruptedRuns(st),
+		Processes:       e.probeProcesses(ctx, st.Snapshot.Runtime),
 	}, nil
 }
 
@@ -254,7 +255,7 @@ func (e *Engine) Fork(ctx context.Context, req ForkRequest) (ForkResult, error) 
 		}
 	}
 	c := &session.Change{Replace: snap}
-	if err := session.Normalize(c); err != nil {
+	if err := normalize(c); err != nil {
 		return ForkResult{}, err
 	}
 	unlock := e.sessions.lock(req.NewID)

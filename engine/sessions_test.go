@@ -181,7 +181,7 @@ func fullSnapshot() *session.Snapshot {
 		Handoff: &session.Handoff{
 			Done: []string{"a"}, InProgress: []string{"b"}, Verified: []string{"c"}, Unverified: []string{"d"},
 			Restart:          &session.Restart{Workdir: "/w", Commands: []string{"make run"}, Config: []string{"PORT"}, HealthCheck: "curl localhost"},
-			ReviewedVersion:  &session.ReviewedVersion{VCS: "git", Commit: "abc", DiffSHA256: "00"},
+			ReviewedVersion:  &session.ReviewedVersion{VCS: "git", Commit: "abc1234", DiffSHA256: "00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff00ff"},
 			Risks:            []string{"r"},
 			DecisionsPending: []string{"p"},
 			NextStep:         &session.NextStep{Task: "t", DoneWhen: "w"},

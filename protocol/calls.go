@@ -117,6 +117,20 @@ func (c *Client) Changes(ctx context.Context, since string) (workspace.ChangeSet
 	return r, err
 }
 
+// Handoff returns the session's HANDOFF.md and what it lacks.
+func (c *Client) Handoff(ctx context.Context, sessionID string) (engine.HandoffResult, error) {
+	var r engine.HandoffResult
+	err := c.Call(ctx, MethodHandoff, engine.HandoffRequest{SessionID: sessionID}, &r)
+	return r, err
+}
+
+// RuntimeCheck returns the live state of the session's recorded processes.
+func (c *Client) RuntimeCheck(ctx context.Context, req engine.RuntimeCheckRequest) (engine.RuntimeCheckResult, error) {
+	var r engine.RuntimeCheckResult
+	err := c.Call(ctx, MethodRuntimeCheck, req, &r)
+	return r, err
+}
+
 func (c *Client) Import(ctx context.Context, envelope []byte) (engine.ImportResult, error) {
 	var r engine.ImportResult
 	err := c.Call(ctx, MethodImport, ImportParams{Envelope: envelope}, &r)

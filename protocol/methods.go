@@ -30,6 +30,9 @@ const (
 	MethodExport         = "export"
 	MethodImport         = "import"
 	MethodChanges        = "changes"
+	MethodHandoff        = "handoff"
+	MethodRuntimeCheck   = "runtime.check"
+	MethodRuntimeRestart = "runtime.restart"
 )
 
 // Methods lists every method, in the order of PROTOCOL.md §5.
@@ -40,6 +43,7 @@ func Methods() []string {
 		MethodCompleteRun, MethodResumeRun, MethodBeginWorkflow,
 		MethodCompleteStep, MethodFinishWorkflow, MethodList, MethodDelete,
 		MethodFork, MethodExport, MethodImport, MethodChanges,
+		MethodHandoff, MethodRuntimeCheck, MethodRuntimeRestart,
 	}
 }
 

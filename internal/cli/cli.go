@@ -39,6 +39,13 @@ commands:
   runs ID          list a session's runs, with their loop checkpoints
   resume ID        what a new agent is handed: handoff, interrupted runs, drift
   rm ID            delete a session, its checkpoints and its workflows
+  handoff ID       print HANDOFF.md rendered from the session's evidence
+                   --write: write it to the workspace root instead
+                   --check: list what the handoff lacks; exit 1 if anything
+  runtime ID       the recorded processes and previews, with their live state
+                   --restart NAME: bring one back (here, with this shell's
+                   environment) unless it is healthy; exit 1 if it does not
+                   come up within --timeout (default 30s)
   export ID        write the session's JSON envelope to standard output
   import FILE      import a session from a JSON envelope (FILE "-": stdin)
   version          print the versions of cairn, cairnd and the protocol
@@ -51,7 +58,8 @@ flags (anywhere on the line):
 
 exit status:
   0  success
-  1  failure (daemon unreachable, I/O error, conflict, invalid input, ...)
+  1  failure (daemon unreachable, I/O error, conflict, invalid input,
+     an incomplete handoff under --check, a restart that failed, ...)
   2  usage error (unknown command, missing or extra argument, bad flag)
   3  not found (no such session; "daemon status": no daemon running)
 `
@@ -71,6 +79,12 @@ type env struct {
 	stdin     io.Reader
 	stdout    io.Writer
 	stderr    io.Writer
+
+	// Flags of handoff and runtime.
+	write   bool
+	check   bool
+	restart string
+	timeout time.Duration
 }
 
 // Main runs the command line args (without the program name) and returns
@@ -97,6 +111,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "cairn: %v\n(see cairn --help)\n", err)
 		return ExitUsage
+	case errors.Is(err, errIncomplete):
+		return ExitFailure
 	case errors.Is(err, errNoDaemonRunning):
 		fmt.Fprintf(stderr, "cairn: %v\n", err)
 		return ExitNotFound
@@ -130,6 +146,30 @@ func (e *env) parse(args []string) (pos []string, help bool, err error) {
 			if hasVal {
 				e.json = val == "true" || val == "1"
 			}
+		case "write", "check":
+			on := !hasVal || val == "true" || val == "1"
+			if name == "write" {
+				e.write = on
+			} else {
+				e.check = on
+			}
+		case "restart", "timeout":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return nil, false, fmt.Errorf("flag --%s needs a value", name)
+				}
+				i++
+				val = args[i]
+			}
+			if name == "restart" {
+				e.restart = val
+			} else {
+				d, err := time.ParseDuration(val)
+				if err != nil || d < 0 {
+					return nil, false, fmt.Errorf("flag --timeout: %q is not a duration such as 30s", val)
+				}
+				e.timeout = d
+			}
 		case "workspace", "socket":
 			if !hasVal {
 				if i+1 >= len(args) {
@@ -162,7 +202,21 @@ func (e *env) run(pos []string) error {
 		}
 		return nil
 	}
+	if (e.write || e.check) && cmd != "handoff" {
+		return fmt.Errorf("%w: --write and --check go with handoff", errUsage)
+	}
+	if e.restart != "" && cmd != "runtime" {
+		return fmt.Errorf("%w: --restart goes with runtime", errUsage)
+	}
 	switch cmd {
+	case "handoff", "runtime":
+		if err := want(1, "one session ID"); err != nil {
+			return err
+		}
+		if cmd == "handoff" {
+			return e.handoffCmd(args[0])
+		}
+		return e.runtimeCmd(args[0])
 	case "daemon":
 		if len(args) != 1 {
 			return fmt.Errorf("%w: daemon takes start, stop or status", errUsage)

@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"github.com/cairn-dev/cairn/runtime"
+	"github.com/cairn-dev/cairn/session"
+)
+
+// RuntimeCheckRequest asks for the live state of a session's recorded
+// processes.
+type RuntimeCheckRequest struct {
+	SessionID string `json:"session_id"`
+	TimeoutMS int64  `json:"timeout_ms,omitempty"` // per health check; 0: the default
+}
+
+// PreviewState is a recorded preview with the state of its process.
+type PreviewState struct {
+	URL     string `json:"url"`
+	Process string `json:"process,omitempty"`
+	State   string `json:"state"` // the process's state; unknown without one
+}
+
+// RuntimeCheckResult is the live state of the recorded processes and
+// previews.
+type RuntimeCheckResult struct {
+	Processes []runtime.ProcessState `json:"processes"`
+	Previews  []PreviewState         `json:"previews"`
+}
+
+// RuntimeRestartRequest asks to bring one recorded process back.
+type RuntimeRestartRequest struct {
+	SessionID string `json:"session_id"`
+	Name      string `json:"name"`
+	TimeoutMS int64  `json:"timeout_ms,omitempty"` // for the health check to pass; 0: the default
+}
+
+// maxRuntimeTimeout bounds the timeouts a caller may ask for.
+const maxRuntimeTimeout = 5 * time.Minute
+
+func clampTimeout(ms int64) (time.Duration, error) {
+	d := time.Duration(ms) * time.Millisecond
+	if ms < 0 || d > maxRuntimeTimeout {
+		return 0, session.Errorf(session.CodeInvalidArgument, "timeout_ms %d is out of range (0 to %d)", ms, maxRuntimeTimeout.Milliseconds())
+	}
+	return d, nil
+}
+
+// latestRuntime returns the runtime record of the session's latest
+// generation, rooted at the engine's workspace.
+func (e *Engine) latestRuntime(ctx context.Context, sessionID string) (*session.Runtime, error) {
+	if err := e.check(); err != nil {
+		return nil, err
+	}
+	if err := session.ValidateID("session", sessionID); err != nil {
+		return nil, err
+	}
+	st, err := e.store.Load(ctx, sessionID, 0)
+	if err != nil {
+		return nil, wrapStore("runtime", err)
+	}
+	rt := st.Snapshot.Runtime
+	if rt == nil {
+		rt = &session.Runtime{}
+	}
+	if e.root != "" {
+		rt = runtime.Rooted(rt, e.root)
+	}
+	return rt, nil
+}
+
+// RuntimeCheck runs the health check of every process the session's latest
+// generation records, now, and reports each preview with its process's
+// state. It starts nothing.
+func (e *Engine) RuntimeCheck(ctx context.Context, req RuntimeCheckRequest) (RuntimeCheckResult, error) {
+	timeout, err := clampTimeout(req.TimeoutMS)
+	if err != nil {
+		return RuntimeCheckResult{}, err
+	}
+	rt, err := e.latestRuntime(ctx, req.SessionID)
+	if err != nil {
+		return RuntimeCheckResult{}, err
+	}
+	res := RuntimeCheckResult{Processes: runtime.Probe(ctx, rt, timeout), Previews: []PreviewState{}}
+	state := map[string]string{}
+	for _, p := range res.Processes {
+		state[p.Name] = p.State
+	}
+	for _, pv := range rt.Previews {
+		s := runtime.StateUnknown
+		if v, ok := state[pv.Process]; ok {
+			s = v
+		}
+		res.Previews = append(res.Previews, PreviewState{URL: pv.URL, Process: pv.Process, State: s})
+	}
+	return res, nil
+}
+
+// RuntimeRestart brings one recorded process back in the engine's process
+// (so with its environment): it never starts a process whose health check
+// passes, starts the recorded command detached in its cwd with output to
+// <workspace>/.cairn/logs, and polls its health check until it passes or
+// the timeout ends, when it kills what it started. A failure to come up is
+// reported in the result (outcome "failed", error), not as an error: only
+// an unknown session or process (not_found) or bad input is.
+func (e *Engine) RuntimeRestart(ctx context.Context, req RuntimeRestartRequest) (runtime.Result, error) {
+	timeout, err := clampTimeout(req.TimeoutMS)
+	if err != nil {
+		return runtime.Result{}, err
+	}
+	if e.root == "" {
+		return runtime.Result{}, session.Errorf(session.CodeInvalidArgument, "this engine has no workspace directory to restart processes in")
+	}
+	rt, err := e.latestRuntime(ctx, req.SessionID)
+	if err != nil {
+		return runtime.Result{}, err
+	}
+	p, ok := runtime.Find(rt, req.Name)
+	if !ok {
+		return runtime.Result{}, session.Errorf(session.CodeNotFound, "session %q records no process %q", req.SessionID, req.Name)
+	}
+	res, err := runtime.Restart(ctx, p, runtime.Options{LogDir: filepath.Join(e.root, ".cairn", "logs"), Timeout: timeout})
+	if err != nil && session.CodeOf(err) == session.CodeInvalidArgument {
+		return res, err
+	}
+	return res, nil
+}

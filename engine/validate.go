@@ -1,0 +1,28 @@
+package engine
+
+import (
+	"github.com/cairn-dev/cairn/handoff"
+	"github.com/cairn-dev/cairn/runtime"
+	"github.com/cairn-dev/cairn/session"
+)
+
+// normalize validates and canonicalises a change before any commit:
+// session.Normalize (schema, ids, JSON values, statuses, digests, secret
+// keys, environment names only), then the rules of the handoff record
+// (a next step needs its task and done condition; a reviewed version is a
+// commit id or a content digest) and of the runtime record (unique process
+// names, loopback-only health check URLs, previews naming recorded
+// processes), which live in their own packages.
+func normalize(c *session.Change) error {
+	if err := session.Normalize(c); err != nil {
+		return err
+	}
+	if err := handoff.ValidateChange(c); err != nil {
+		return err
+	}
+	rt := c.Runtime
+	if c.Replace != nil {
+		rt = c.Replace.Runtime
+	}
+	return runtime.Validate(rt)
+}

@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/handoff"
+	"github.com/cairn-dev/cairn/protocol"
+	rt "github.com/cairn-dev/cairn/runtime"
+	"github.com/cairn-dev/cairn/session"
+)
+
+// errIncomplete makes `handoff --check` exit 1 after it has listed what is
+// missing.
+var errIncomplete = errors.New("the handoff is incomplete")
+
+// handoffCmd prints HANDOFF.md (or writes it with --write, or checks it
+// with --check).
+func (e *env) handoffCmd(id string) error {
+	if e.write && e.check {
+		return fmt.Errorf("%w: handoff takes --write or --check, not both", errUsage)
+	}
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	h, err := c.Handoff(e.ctx, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case e.check:
+		if e.json {
+			if err := e.printJSON(map[string]any{"session_id": id, "complete": h.Complete, "missing": h.Missing}); err != nil {
+				return err
+			}
+		} else if h.Complete {
+			fmt.Fprintf(e.stdout, "handoff of %s is complete\n", id)
+		} else {
+			fmt.Fprintf(e.stdout, "handoff of %s is missing:\n", id)
+			for _, m := range h.Missing {
+				fmt.Fprintf(e.stdout, "  %s: %s\n", m.Key, m.Message)
+			}
+		}
+		if !h.Complete {
+			return errIncomplete
+		}
+		return nil
+	case e.write:
+		root, err := protocol.Workspace(e.workspace)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(root, handoff.FileName)
+		if err := writeFileAtomic(path, []byte(h.Markdown)); err != nil {
+			return fmt.Errorf("handoff --write: %w", err)
+		}
+		if e.json {
+			return e.printJSON(map[string]any{"session_id": id, "path": path, "complete": h.Complete, "missing": h.Missing})
+		}
+		fmt.Fprintf(e.stdout, "wrote %s\n", path)
+		return nil
+	case e.json:
+		return e.printJSON(h)
+	}
+	_, err = fmt.Fprint(e.stdout, h.Markdown)
+	return err
+}
+
+// writeFileAtomic replaces path crash-safely: a temp file beside it
+// (O_EXCL, 0644: HANDOFF.md is meant to be read and committed), write,
+// fsync, rename, fsync the directory. It refuses to write over a symlink or
+// a non-regular file.
+func writeFileAtomic(path string, data []byte) error {
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file (a symlink?); refusing to replace it", path)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	tmp := filepath.Join(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"."+hex.EncodeToString(b[:]))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// runtimeCmd lists the recorded processes with their live state, or (with
+// --restart NAME) brings one back: in this process, so with the caller's
+// environment.
+func (e *env) runtimeCmd(id string) error {
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if e.restart == "" {
+		res, err := c.RuntimeCheck(e.ctx, engine.RuntimeCheckRequest{SessionID: id, TimeoutMS: e.timeout.Milliseconds()})
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return e.printJSON(map[string]any{"session_id": id, "processes": res.Processes, "previews": res.Previews})
+		}
+		renderRuntime(e, res)
+		return nil
+	}
+	r, err := c.ResumeSession(e.ctx, id)
+	if err != nil {
+		return err
+	}
+	root, err := protocol.Workspace(e.workspace)
+	if err != nil {
+		return err
+	}
+	recorded := r.Snapshot.Runtime
+	if recorded == nil {
+		recorded = &session.Runtime{}
+	}
+	p, ok := rt.Find(rt.Rooted(recorded, root), e.restart)
+	if !ok {
+		return session.Errorf(session.CodeNotFound, "session %q records no process %q", id, e.restart)
+	}
+	res, rerr := rt.Restart(e.ctx, p, rt.Options{LogDir: filepath.Join(root, ".cairn", "logs"), Timeout: e.timeout})
+	if e.json {
+		if err := e.printJSON(res); err != nil {
+			return err
+		}
+	} else {
+		renderRestart(e, res)
+	}
+	if rerr != nil {
+		return fmt.Errorf("restart %s: %w", e.restart, rerr)
+	}
+	return nil
+}
+
+func renderRuntime(e *env, res engine.RuntimeCheckResult) {
+	if len(res.Processes) == 0 {
+		fmt.Fprintln(e.stdout, "no recorded processes")
+	} else {
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PROCESS\tSTATE\tDETAIL")
+		for _, p := range res.Processes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, p.State, orDash(p.Detail))
+		}
+		tw.Flush()
+	}
+	for _, pv := range res.Previews {
+		fmt.Fprintf(e.stdout, "preview %s (%s): %s\n", pv.URL, orDash(pv.Process), pv.State)
+	}
+}
+
+func renderRestart(e *env, r rt.Result) {
+	switch r.Outcome {
+	case rt.OutcomeAlreadyHealthy:
+		fmt.Fprintf(e.stdout, "%s is already healthy; nothing started (%s)\n", r.Name, r.Detail)
+	case rt.OutcomeStarted:
+		fmt.Fprintf(e.stdout, "%s started (pid %d) and is %s after %s: %s\n", r.Name, r.PID, r.State, time.Duration(r.TookMS)*time.Millisecond, r.Detail)
+	default:
+		fmt.Fprintf(e.stdout, "%s did not come up: %s\n", r.Name, orDash(r.Error))
+	}
+	if r.Log != "" {
+		fmt.Fprintf(e.stdout, "log: %s\n", r.Log)
+	}
+	if len(r.MissingEnv) > 0 {
+		fmt.Fprintf(e.stdout, "not set in this environment: %v\n", r.MissingEnv)
+	}
+}
