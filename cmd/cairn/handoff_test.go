@@ -183,7 +183,9 @@ func TestRuntimeCLI(t *testing.T) {
 	state := func() string {
 		t.Helper()
 		out, _, code := cli(t, ws, "", "runtime", "s", "--json")
-		var got struct{ Processes []struct{ Name, State string } }
+		var got struct {
+			Processes []struct{ Name, State string }
+		}
 		if code != 0 || json.Unmarshal([]byte(out), &got) != nil {
 			t.Fatalf("runtime --json: exit %d %q", code, out)
 		}
