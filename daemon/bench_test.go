@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
+	wstrack "github.com/cairn-dev/cairn/workspace"
 )
 
 // benchCommit is the commit every commit benchmark makes: one ~100-byte
@@ -50,31 +51,53 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 // BenchmarkCommit compares the same durable commit made through the
 // embedded engine (over fsstore, in process) and through a real cairnd
 // over the socket, with 1 and 32 concurrent clients on distinct sessions.
+// The plain pair runs without workspace tracking on either side, so it
+// measures the socket alone; the "+files" pair runs both with the workspace
+// tracker recording a manifest per commit, as cairnd does by default.
 // b.N is the total number of commits; commits/s is reported.
 func BenchmarkCommit(b *testing.B) {
-	for _, clients := range []int{1, 32} {
-		b.Run(fmt.Sprintf("embedded/clients=%d", clients), func(b *testing.B) {
-			ws := workspace(b)
-			st, err := fsstore.Open(ws, fsstore.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			eng := engine.New(st, engine.Options{})
-			defer eng.Close()
-			runCommits(b, clients, func(int) func(context.Context, engine.SaveRequest) error {
-				return func(ctx context.Context, r engine.SaveRequest) error { _, err := eng.Save(ctx, r); return err }
+	for _, files := range []bool{false, true} {
+		suffix := ""
+		if files {
+			suffix = "+files"
+		}
+		for _, clients := range []int{1, 32} {
+			b.Run(fmt.Sprintf("embedded%s/clients=%d", suffix, clients), func(b *testing.B) {
+				ws := workspace(b)
+				st, err := fsstore.Open(ws, fsstore.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				opts := engine.Options{}
+				if files {
+					tr, err := wstrack.Open(ws, wstrack.Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer tr.Close()
+					opts.Workspace = tr
+				}
+				eng := engine.New(st, opts)
+				defer eng.Close()
+				runCommits(b, clients, func(int) func(context.Context, engine.SaveRequest) error {
+					return func(ctx context.Context, r engine.SaveRequest) error { _, err := eng.Save(ctx, r); return err }
+				})
 			})
-		})
-		b.Run(fmt.Sprintf("socket/clients=%d", clients), func(b *testing.B) {
-			p := startCairnd(b, workspace(b), "--log-level", "warn")
-			conns := make([]*protocol.Client, clients)
-			for i := range conns {
-				conns[i] = p.dial(b)
-			}
-			runCommits(b, clients, func(i int) func(context.Context, engine.SaveRequest) error {
-				return func(ctx context.Context, r engine.SaveRequest) error { _, err := conns[i].Save(ctx, r); return err }
+			b.Run(fmt.Sprintf("socket%s/clients=%d", suffix, clients), func(b *testing.B) {
+				args := []string{"--log-level", "warn"}
+				if !files {
+					args = append(args, "--no-track-files")
+				}
+				p := startCairnd(b, workspace(b), args...)
+				conns := make([]*protocol.Client, clients)
+				for i := range conns {
+					conns[i] = p.dial(b)
+				}
+				runCommits(b, clients, func(i int) func(context.Context, engine.SaveRequest) error {
+					return func(ctx context.Context, r engine.SaveRequest) error { _, err := conns[i].Save(ctx, r); return err }
+				})
 			})
-		})
+		}
 	}
 }
 
