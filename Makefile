@@ -6,7 +6,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-python test-rust bench-workspace test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
+.PHONY: all build bins lib test test-python test-node test-rust test-xlang bench-workspace bench-bindings node-deps test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
 
 all: build
 
@@ -29,7 +29,7 @@ lib:
 
 ## test: every test suite: Go, C (through the Go test of capi), Python,
 ## Node.js and Rust
-test: vet test-go test-fuzz-short test-python test-rust
+test: vet test-go test-fuzz-short test-python test-node test-rust test-xlang
 
 PYTHON ?= python3
 
@@ -57,19 +57,36 @@ test-fuzz-short:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./protocol/
 
+# The Node.js binding uses koffi, installed from package-lock.json.
+node-deps:
+	cd bindings/node && npm ci --no-audit --no-fund --loglevel=error
+
+test-node: bins lib node-deps
+	cd bindings/node && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd npm test
+
+# The cross-language scenario: Python saves and is killed, Node.js resumes,
+# Rust finishes the workflow; outputs compared byte for byte.
+test-xlang: bins lib node-deps
+	bash bindings/testdata/run_scenario.sh
+
 # The Rust binding links build/libcairn.so (build.rs); cargo fetches serde
 # and serde_json from crates.io as Cargo.lock pins them.
 test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace
+bench: bench-store bench-daemon bench-workspace bench-bindings
 
 bench-store:
 	$(GO) run ./bench/storebench
 
 bench-daemon:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -count 3 ./daemon/
+
+# No-op and 1 KB save latency from Go, Python, Node.js and Rust, embedded and
+# through the daemon, side by side.
+bench-bindings: bins lib node-deps
+	$(PYTHON) bench/bindings/run.py
 
 # Compares the workspace index with Watchman 4.9 from Debian's package,
 # installed here when missing (the benchmark says so if it cannot be).

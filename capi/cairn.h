@@ -94,8 +94,11 @@ int cairn_call(uint64_t handle, const char *method, const uint8_t *request, size
 
 /* cairn_submit runs one method on a thread the library owns, so the calling
  * thread never enters the Go runtime. It is for hosts whose threads are
- * expensive for Go to enter (Node.js through koffi: about 100 us a call)
- * and for event loops that must not block. It waits up to spin_us
+ * expensive for Go to enter (the Node.js main thread through koffi: about
+ * 100 us a call) and for event loops that must not block on long calls.
+ * The hand-off itself costs tens of microseconds (thread wake-ups), so
+ * quick calls are cheaper through cairn_call from a thread Go enters
+ * cheaply (any thread but a koffi-driven main thread). It waits up to spin_us
  * microseconds for the answer:
  *   CAIRN_OK       done: *response and *response_len (or *err) are set as for
  *                  cairn_call, and *ticket is 0.
@@ -110,9 +113,10 @@ int cairn_submit(uint64_t handle, const char *method, const uint8_t *request, si
 
 /* cairn_completion_fd returns (in *fd) the read end of the pipe on which
  * finished tickets of pending cairn_submit calls are written. It is the same
- * fd for the life of the process; do not close it. The write end blocks when
- * the pipe is full, so read it promptly. Returns CAIRN_OK, CAIRN_E_FORKED or
- * CAIRN_E_INTERNAL. */
+ * fd for the life of the process, shared by every handle; do not close it.
+ * No library thread ever blocks on it: tickets that find the pipe full wait
+ * in memory and are written as the host takes tickets. Returns CAIRN_OK,
+ * CAIRN_E_FORKED or CAIRN_E_INTERNAL. */
 int cairn_completion_fd(int *fd, char **err);
 
 /* cairn_take returns the outcome of a finished pending call (its ticket was

@@ -107,7 +107,59 @@ static pthread_once_t pipe_once = PTHREAD_ONCE_INIT;
 static int pipe_errno;
 
 static void make_pipe(void) {
-	if (pipe2(completion_pipe, O_CLOEXEC) != 0) pipe_errno = errno;
+	if (pipe2(completion_pipe, O_CLOEXEC) != 0) {
+		pipe_errno = errno;
+		return;
+	}
+	/* The write end never blocks: a host that is slow to read must not park
+	 * library threads (each would hold an OS thread of the Go runtime). */
+	fcntl(completion_pipe[1], F_SETFL, fcntl(completion_pipe[1], F_GETFL) | O_NONBLOCK);
+}
+
+/* Tickets that found the pipe full, in completion order; flushed into the
+ * pipe as the host takes tickets (and so makes room). */
+static pthread_mutex_t notify_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t *overflow;
+static size_t overflow_len, overflow_cap, overflow_head;
+
+/* flush_locked writes queued tickets while the pipe has room. A write of 8
+ * bytes to a pipe is atomic: all of it or EAGAIN. */
+static void flush_locked(void) {
+	while (overflow_head < overflow_len) {
+		ssize_t n = write(completion_pipe[1], &overflow[overflow_head], sizeof overflow[0]);
+		if (n < 0 && errno == EINTR) continue;
+		if (n != (ssize_t)sizeof overflow[0]) return;
+		overflow_head++;
+	}
+	overflow_head = overflow_len = 0;
+}
+
+static void notify(uint64_t ticket) {
+	pthread_mutex_lock(&notify_mu);
+	flush_locked();
+	if (overflow_len == 0) {
+		for (;;) {
+			ssize_t n = write(completion_pipe[1], &ticket, sizeof ticket);
+			if (n < 0 && errno == EINTR) continue;
+			if (n == (ssize_t)sizeof ticket) {
+				pthread_mutex_unlock(&notify_mu);
+				return;
+			}
+			break; /* full (EAGAIN): queue it */
+		}
+	}
+	if (overflow_len == overflow_cap) {
+		size_t cap = overflow_cap ? overflow_cap * 2 : 1024;
+		uint64_t *grown = realloc(overflow, cap * sizeof *grown);
+		if (!grown) { /* out of memory: the ticket is lost, its call leaks */
+			pthread_mutex_unlock(&notify_mu);
+			return;
+		}
+		overflow = grown;
+		overflow_cap = cap;
+	}
+	overflow[overflow_len++] = ticket;
+	pthread_mutex_unlock(&notify_mu);
 }
 
 cairn_req *cairn_shim_next(void) {
@@ -125,16 +177,7 @@ void cairn_shim_finish(cairn_req *r) {
 	if (atomic_compare_exchange_strong((_Atomic int *)&r->state, &expected, REQ_DONE)) return;
 	/* The submitter stopped waiting: announce the ticket on the pipe. */
 	atomic_store((_Atomic int *)&r->state, REQ_DONE);
-	uint64_t ticket = (uint64_t)(uintptr_t)r;
-	const char *p = (const char *)&ticket;
-	size_t left = sizeof ticket;
-	while (left > 0) {
-		ssize_t n = write(completion_pipe[1], p, left);
-		if (n < 0 && errno == EINTR) continue;
-		if (n <= 0) break; /* the host closed the pipe: nobody is listening */
-		p += n;
-		left -= (size_t)n;
-	}
+	notify((uint64_t)(uintptr_t)r);
 }
 
 static void release(cairn_req *r) {
@@ -236,5 +279,10 @@ int cairn_take(uint64_t ticket, uint8_t **response, size_t *response_len, char *
 		return fail(err, CAIRN_E_INVALID_ARGUMENT, "invalid_argument", "ticket, response and response_len are required");
 	if (r->magic != REQ_MAGIC || atomic_load((_Atomic int *)&r->state) != REQ_DONE)
 		return fail(err, CAIRN_E_BAD_HANDLE, "bad_handle", "unknown, unfinished or already taken ticket");
-	return harvest(r, response, response_len, err);
+	int rc = harvest(r, response, response_len, err);
+	/* The host read a ticket, so the pipe may have room for queued ones. */
+	pthread_mutex_lock(&notify_mu);
+	flush_locked();
+	pthread_mutex_unlock(&notify_mu);
+	return rc;
 }

@@ -1,0 +1,826 @@
+'use strict';
+// cairn — the Node.js binding of libcairn (see ../../capi/cairn.h).
+//
+// How a call travels, and why.
+//
+// Entering the Go runtime of libcairn with a koffi call from the main
+// thread costs about 100-200 us: koffi switches stacks, so Go re-reads the
+// thread's stack bounds with pthread_getattr_np, which on the main thread
+// parses /proc/self/maps. So the main thread never enters Go on the hot
+// path. A call takes one of two routes:
+//
+// 1. The fast lane (calls made while no other lane call is in flight, and
+//    not long polls): the request is written into shared memory and a
+//    worker thread (lane.js) runs it with cairn_call. Entering Go from that
+//    thread costs about 4 us, because glibc answers pthread_getattr_np for
+//    a non-main thread from the thread descriptor. The main thread spins for
+//    at most `spinUs` on the shared state word: a quick answer (status,
+//    small reads) settles the Promise at once; a slower one is detached and
+//    the worker posts a message when it is done. The worker itself stays
+//    hot for `laneIdleSpinUs` after each call, then sleeps in Atomics.wait.
+//    Both spins call sched_yield (libc, through koffi: about 0.3 us) on each
+//    turn, so that on a machine with few busy cores the thread being waited
+//    for gets the core: without it a status took 67 us instead of 9 us here
+//    with one core taken by another process.
+//
+// 2. cairn_submit (everything else: long polls such as nextEvent, calls
+//    made while the lane is busy, requests too big for the shared buffer,
+//    or all calls with {lane: false}): plain C that queues the call for a
+//    thread the Go runtime owns. Its ticket arrives on the completion pipe
+//    (cairn_completion_fd), wrapped once in a net.Socket so libuv polls it
+//    on the event loop (no thread pool); cairn_take (plain C) gives the
+//    outcome. The socket is ref()'d only while calls are pending. This is
+//    the route the C API designed for Node, but its hand-off costs about
+//    90 us on this machine class (two or three thread wake-ups inside the
+//    Go scheduler), even from C; hence the lane in front of it.
+//
+// Neither route blocks the event loop for longer than the spin window,
+// and neither keeps the process alive once nothing is pending. cairn_open
+// and cairn_close enter Go on koffi's thread pool (.async): they are rare,
+// and a daemon start must not block the event loop.
+//
+// Only one JavaScript thread per process may use this module: the
+// completion pipe is process-wide, and a second reader (a worker_thread
+// loading this module too) would steal the first one's tickets.
+
+const fs = require('fs');
+const net = require('net');
+const os = require('os');
+const path = require('path');
+const { Worker } = require('worker_threads');
+const koffi = require('koffi');
+
+// ---------------------------------------------------------------- errors
+
+/** Base class of every error libcairn reports. */
+class CairnError extends Error {
+  constructor(code, message, rc) {
+    super(message);
+    this.name = 'CairnError';
+    /** The stable error code, e.g. "not_found". */
+    this.code = code;
+    /** The C return code (negative), when known. */
+    this.rc = rc;
+  }
+}
+
+// code -> [class name, C return code]
+const CODES = [
+  ['internal', 'InternalError', -1],
+  ['invalid_argument', 'InvalidArgumentError', -2],
+  ['not_found', 'NotFoundError', -3],
+  ['conflict', 'ConflictError', -4],
+  ['schema_unsupported', 'SchemaUnsupportedError', -5],
+  ['too_large', 'TooLargeError', -6],
+  ['no_checkpoint', 'NoCheckpointError', -7],
+  ['not_owner', 'NotOwnerError', -8],
+  ['step_identity_changed', 'StepIdentityChangedError', -9],
+  ['locked', 'LockedError', -10],
+  ['unavailable', 'UnavailableError', -11],
+  ['forked', 'ForkedError', -12],
+  ['bad_handle', 'BadHandleError', -13],
+  ['method_not_found', 'MethodNotFoundError', -14],
+  ['bad_request', 'BadRequestError', -15],
+];
+
+const errorClasses = {}; // class name -> class
+const classByCode = new Map(); // code -> class
+const codeByRc = new Map(); // rc -> code
+for (const [code, name, rc] of CODES) {
+  // A named class per code, so stack traces and instanceof read naturally.
+  const cls = {
+    [name]: class extends CairnError {
+      constructor(message, rc2) {
+        super(code, message, rc2 === undefined ? rc : rc2);
+        this.name = name;
+      }
+    },
+  }[name];
+  errorClasses[name] = cls;
+  classByCode.set(code, cls);
+  codeByRc.set(rc, code);
+}
+
+/** Builds the typed error for a code and message. */
+function makeError(code, message, rc) {
+  const cls = classByCode.get(code);
+  if (cls) return new cls(message, rc);
+  return new CairnError(code, message, rc);
+}
+
+// --------------------------------------------------------------- library
+
+function findLibrary() {
+  const name = process.platform === 'darwin' ? 'libcairn.dylib' : process.platform === 'win32' ? 'cairn.dll' : 'libcairn.so';
+  const env = process.env.CAIRN_LIBRARY;
+  if (env) {
+    if (!fs.existsSync(env)) throw new CairnError('internal', `CAIRN_LIBRARY=${env}: no such file`);
+    return env;
+  }
+  const candidates = [path.join(__dirname, name), path.join(__dirname, '..', '..', 'build', name)];
+  for (const c of candidates) if (fs.existsSync(c)) return c;
+  throw new CairnError(
+    'internal',
+    `cannot find ${name}: set CAIRN_LIBRARY, put it next to the package, or build it (make lib) in the repository; looked in ${candidates.join(', ')}`
+  );
+}
+
+let native = null; // the loaded library's functions, once loaded
+
+function load() {
+  if (native) return native;
+  const libPath = findLibrary();
+  const lib = koffi.load(libPath);
+  const n = {
+    path: libPath,
+    version: lib.func('const char *cairn_version(void)'),
+    open: lib.func('int cairn_open(const char *options_json, _Out_ uint64_t *handle, _Out_ void **err)'),
+    close: lib.func('int cairn_close(uint64_t handle, _Out_ void **err)'),
+    openHandles: lib.func('int cairn_open_handles(void)'),
+    // The out-parameters are slots of one preallocated Buffer (see OUT).
+    submit: lib.func(
+      'int cairn_submit(uint64_t handle, const char *method, void *request, size_t request_len, uint32_t spin_us, void *ticket, void *response, void *response_len, void *err)'
+    ),
+    take: lib.func('int cairn_take(uint64_t ticket, void *response, void *response_len, void *err)'),
+    completionFd: lib.func('int cairn_completion_fd(_Out_ int *fd, _Out_ void **err)'),
+    free: lib.func('void cairn_free(void *p)'),
+  };
+  native = n;
+  return n;
+}
+
+// The out-parameter block of cairn_submit / cairn_take, reused by every call
+// (calls are synchronous on this thread, so one block is enough):
+// [0,8) ticket, [8,16) response pointer, [16,24) response length,
+// [24,32) error pointer.
+const OUT = Buffer.alloc(32);
+const OUT_TICKET = OUT.subarray(0, 8);
+const OUT_RESP = OUT.subarray(8, 16);
+const OUT_LEN = OUT.subarray(16, 24);
+const OUT_ERR = OUT.subarray(24, 32);
+const LE = os.endianness() === 'LE';
+
+function readU64(buf, off) {
+  // Pointers, lengths and tickets fit in 53 bits; read them as Numbers.
+  const lo = LE ? buf.readUInt32LE(off) : buf.readUInt32BE(off + 4);
+  const hi = LE ? buf.readUInt32LE(off + 4) : buf.readUInt32BE(off);
+  return hi * 4294967296 + lo;
+}
+
+/** Reads the {code, message} JSON error a call left in err and frees it. */
+function takeError(n, errPtr, rc) {
+  if (errPtr === null) {
+    const code = codeByRc.get(rc) || 'internal';
+    return makeError(code, `libcairn returned ${rc} without an error text`, rc);
+  }
+  let text;
+  try {
+    text = koffi.decode(errPtr, 'char', -1);
+  } finally {
+    n.free(errPtr);
+  }
+  let e;
+  try {
+    e = JSON.parse(text);
+  } catch (_) {
+    return makeError(codeByRc.get(rc) || 'internal', text, rc);
+  }
+  return makeError(e.code || codeByRc.get(rc) || 'internal', e.message || '', rc);
+}
+
+/**
+ * Turns an outcome into a JS value or an Error (never throws). The
+ * response pointer, response length and error pointer are the three 8-byte
+ * slots of buf from off.
+ */
+function harvest(n, rc, buf, off) {
+  if (rc === 0) {
+    const len = readU64(buf, off + 8);
+    const ptr = koffi.decode(buf, off, 'void *');
+    if (ptr === null) return null;
+    let text;
+    try {
+      text = len === 0 ? '' : koffi.decode(ptr, 'char', len);
+    } finally {
+      n.free(ptr);
+    }
+    try {
+      return text === '' ? null : JSON.parse(text);
+    } catch (err) {
+      return new CairnError('internal', `libcairn returned bad JSON: ${err.message}`);
+    }
+  }
+  return takeError(n, koffi.decode(buf, off + 16, 'void *'), rc);
+}
+
+// ----------------------------------------------------- completion pipe
+
+const pending = new Map(); // ticket -> {resolve, reject, long}
+let shortPending = 0; // pending calls other than long polls
+let pipe = null; // net.Socket over the completion fd
+let partial = null; // bytes of an incomplete ticket
+
+function ensurePipe(n) {
+  if (pipe) return;
+  const fd = [0];
+  const errp = [null];
+  const rc = n.completionFd(fd, errp);
+  if (rc !== 0) throw takeError(n, errp[0], rc);
+  pipe = new net.Socket({ fd: fd[0], readable: true, writable: false });
+  pipe.on('data', onTickets);
+  pipe.on('error', (err) => failAll(new CairnError('internal', `completion pipe: ${err.message}`)));
+  pipe.on('end', () => failAll(new CairnError('internal', 'completion pipe closed')));
+  pipe.unref();
+}
+
+function onTickets(chunk) {
+  if (partial) {
+    chunk = Buffer.concat([partial, chunk]);
+    partial = null;
+  }
+  const whole = chunk.length - (chunk.length % 8);
+  if (whole !== chunk.length) partial = Buffer.from(chunk.subarray(whole));
+  const n = native;
+  for (let off = 0; off < whole; off += 8) {
+    const ticket = readU64(chunk, off);
+    const p = pending.get(ticket);
+    if (p === undefined) continue; // not ours (cannot happen with one reader)
+    pending.delete(ticket);
+    if (!p.long) shortPending--;
+    const rc = n.take(ticket, OUT_RESP, OUT_LEN, OUT_ERR);
+    let v;
+    try {
+      v = harvest(n, rc, OUT, 8);
+    } catch (err) {
+      v = err instanceof Error ? err : new Error(String(err));
+    }
+    if (v instanceof Error) p.reject(v);
+    else p.resolve(v);
+  }
+  if (pending.size === 0) pipe.unref();
+}
+
+function failAll(err) {
+  for (const p of pending.values()) p.reject(err);
+  pending.clear();
+  shortPending = 0;
+  if (pipe) pipe.unref();
+}
+
+const EMPTY = Buffer.alloc(0);
+let scratch = Buffer.allocUnsafe(64 * 1024);
+
+/**
+ * Runs one method through cairn_submit and returns a Promise of its parsed
+ * JSON result. `req` is the JSON text of the params (or undefined for
+ * none). Long calls (long polls) do not count as pending for the spin rule.
+ */
+function submit(handle, method, req, spinUs, long) {
+  const n = native;
+  let buf = EMPTY;
+  let len = 0;
+  if (req !== undefined) {
+    if (req.length * 3 <= scratch.length) {
+      len = scratch.utf8Write(req, 0);
+      buf = scratch;
+    } else {
+      buf = Buffer.from(req, 'utf8');
+      len = buf.length;
+    }
+  }
+  const rc = n.submit(handle, method, buf, len, spinUs, OUT_TICKET, OUT_RESP, OUT_LEN, OUT_ERR);
+  if (rc === 1) {
+    const ticket = readU64(OUT, 0);
+    return new Promise((resolve, reject) => {
+      try {
+        ensurePipe(n);
+      } catch (err) {
+        // The call runs on regardless; its ticket can never be taken.
+        reject(err);
+        return;
+      }
+      pending.set(ticket, { resolve, reject, long: !!long });
+      if (!long) shortPending++;
+      if (pending.size === 1) pipe.ref();
+    });
+  }
+  const v = harvest(n, rc, OUT, 8);
+  return v instanceof Error ? Promise.reject(v) : Promise.resolve(v);
+}
+
+// ------------------------------------------------------------ fast lane
+
+// Shared memory of the lane (lane.js documents the layout).
+const LANE_BYTES = 1024 * 1024;
+const LANE_REQ = 256;
+const LANE_OUT = 64;
+const LANE_METHOD = 96;
+const LANE_METHOD_MAX = 127;
+const S_IDLE = 0;
+const S_SUBMITTED = 1;
+const S_DONE = 2;
+const S_DETACHED = 3;
+const DEFAULT_LANE_IDLE_SPIN_US = 50;
+
+let lane = null; // the process's lane, once started
+
+/**
+ * sched_yield from libc, for spin loops: on a machine with few cores the
+ * thread we wait for may need the core we spin on. Costs about 0.3 us
+ * through koffi (libc does not enter Go). A no-op where libc is not found.
+ */
+function loadYield() {
+  const names = process.platform === 'darwin' ? ['libSystem.B.dylib'] : ['libc.so.6', 'libc.so'];
+  for (const name of names) {
+    try {
+      return koffi.load(name).func('int sched_yield(void)');
+    } catch (_) {
+      // try the next name
+    }
+  }
+  return () => 0;
+}
+let schedYield = null;
+const methodBytes = new Map(); // method name -> NUL-terminated UTF-8
+
+function startLane(n, idleSpinUs) {
+  if (lane) return lane.started;
+  if (schedYield === null) schedYield = loadYield();
+  const sab = new SharedArrayBuffer(LANE_BYTES);
+  const L = {
+    sab,
+    ctl: new Int32Array(sab, 0, 8),
+    handle: new Float64Array(sab, 16, 1),
+    mem: Buffer.from(sab),
+    reqCap: LANE_BYTES - LANE_REQ,
+    worker: null,
+    ready: false,
+    dead: false,
+    busy: false,
+    waiter: null,
+    started: null,
+  };
+  lane = L;
+  L.started = new Promise((resolve) => {
+    let w;
+    try {
+      w = new Worker(path.join(__dirname, 'lane.js'), {
+        workerData: { sab, libPath: n.path, koffiPath: require.resolve('koffi'), idleSpinUs },
+      });
+    } catch (_) {
+      L.dead = true;
+      resolve(false);
+      return;
+    }
+    L.worker = w;
+    w.on('online', () => {
+      // The worker flags ctl[3] once koffi and the library are loaded.
+      const ready = () => {
+        if (Atomics.load(L.ctl, 3) === 1) {
+          L.ready = !L.dead;
+          resolve(L.ready);
+        } else if (L.dead) resolve(false);
+        else setTimeout(ready, 1);
+      };
+      ready();
+    });
+    w.on('message', () => laneDone(L));
+    const die = (err) => {
+      L.dead = true;
+      L.ready = false;
+      resolve(false);
+      if (L.waiter) {
+        const wt = L.waiter;
+        L.waiter = null;
+        wt.reject(new CairnError('internal', `the lane thread stopped: ${err ? err.message || err : 'exited'}`));
+      }
+    };
+    w.on('error', die);
+    w.on('exit', () => die(null));
+  });
+  // The worker stays ref'd while it starts (connect waits for it), then only
+  // while a detached call is pending. (Not before: adding a 'message'
+  // listener refs the worker's port again.)
+  L.started.then(() => {
+    if (L.worker && !L.busy) L.worker.unref();
+  });
+  return L.started;
+}
+
+/** Settles the detached lane call once the worker posts that it is done. */
+function laneDone(L) {
+  const wt = L.waiter;
+  L.waiter = null;
+  const v = harvest(native, L.ctl[2], L.mem, LANE_OUT);
+  L.busy = false;
+  Atomics.store(L.ctl, 0, S_IDLE);
+  L.worker.unref();
+  if (!wt) return;
+  if (v instanceof Error) wt.reject(v);
+  else wt.resolve(v);
+}
+
+/** Runs one call on the lane (which must be ready and idle). */
+function laneCall(L, handle, mb, req, spinUs) {
+  const mem = L.mem;
+  const ctl = L.ctl;
+  mb.copy(mem, LANE_METHOD);
+  ctl[1] = req === undefined ? 0 : mem.utf8Write(req, LANE_REQ);
+  L.handle[0] = handle;
+  Atomics.store(ctl, 0, S_SUBMITTED);
+  Atomics.notify(ctl, 0, 1);
+  if (spinUs > 0 && Atomics.load(ctl, 0) !== S_DONE) {
+    const until = performance.now() + spinUs / 1000;
+    const yieldCpu = schedYield;
+    while (Atomics.load(ctl, 0) !== S_DONE) {
+      yieldCpu();
+      if (performance.now() > until) break;
+    }
+  }
+  if (Atomics.load(ctl, 0) === S_DONE || Atomics.compareExchange(ctl, 0, S_SUBMITTED, S_DETACHED) === S_DONE) {
+    const v = harvest(native, ctl[2], mem, LANE_OUT);
+    Atomics.store(ctl, 0, S_IDLE);
+    return v instanceof Error ? Promise.reject(v) : Promise.resolve(v);
+  }
+  L.busy = true;
+  L.worker.ref(); // a pending call keeps the process alive
+  return new Promise((resolve, reject) => {
+    L.waiter = { resolve, reject };
+  });
+}
+
+function methodBuffer(method) {
+  let mb = methodBytes.get(method);
+  if (mb === undefined) {
+    const b = Buffer.from(method + '\0', 'utf8');
+    if (b.length > LANE_METHOD_MAX + 1 || method.includes('\0')) return null;
+    if (methodBytes.size < 256) methodBytes.set(method, b);
+    mb = b;
+  }
+  return mb;
+}
+
+/**
+ * Runs one method by the best route (see the top of this file). `long`
+ * marks long polls, which never take the lane.
+ */
+function invoke(client, method, req, long) {
+  const L = lane;
+  if (!long && client._lane && L !== null && L.ready && !L.busy && (req === undefined || req.length * 3 <= L.reqCap)) {
+    const mb = methodBuffer(method);
+    if (mb !== null) return laneCall(L, client._handle, mb, req, client._spinUs);
+  }
+  // Spin only when nothing else is in flight: in a burst, waiting for one
+  // answer would only delay submitting the next; a long poll would waste it.
+  const spin = !long && shortPending === 0 && !(L !== null && L.busy) ? client._spinUs : 0;
+  return submit(client._handle, method, req, spin, long);
+}
+
+// ----------------------------------------------------------------- client
+
+const DEFAULT_SPIN_US = 100;
+const CONNECT_OPTIONS = ['workspace', 'embedded', 'daemon', 'autoStart', 'daemonArgs', 'spinUs', 'lane', 'laneIdleSpinUs'];
+
+function jsonOrUndefined(o) {
+  return o === undefined ? undefined : JSON.stringify(o);
+}
+
+function need(v, what) {
+  if (typeof v !== 'string' || v === '') throw new TypeError(`${what} must be a non-empty string`);
+  return v;
+}
+
+class Client {
+  /** @internal use connect() */
+  constructor(handle, spinUs, useLane, options) {
+    this._handle = handle;
+    this._spinUs = spinUs;
+    this._lane = useLane;
+    this._closed = false;
+    this.options = options;
+  }
+
+  /** The handle number (for diagnostics). */
+  get handle() {
+    return this._handle;
+  }
+
+  /** Calls any method of the C API with JSON params; resolves to its JSON result. */
+  call(method, params) {
+    need(method, 'method');
+    return invoke(this, method, jsonOrUndefined(params), method === 'nextEvent');
+  }
+
+  _call(method, params, long) {
+    return invoke(this, method, jsonOrUndefined(params), long);
+  }
+
+  status() {
+    return invoke(this, 'status', undefined, false);
+  }
+
+  async save(sessionId, { snapshot, change, expectGeneration } = {}) {
+    need(sessionId, 'sessionId');
+    const p = { session_id: sessionId };
+    if (snapshot !== undefined) p.snapshot = snapshot;
+    if (change !== undefined) p.change = change;
+    if (expectGeneration !== undefined && expectGeneration !== null) p.expect_generation = expectGeneration;
+    const r = await this._call('save', p);
+    return r.generation;
+  }
+
+  resumeSession(sessionId) {
+    return this._call('resumeSession', { session_id: need(sessionId, 'sessionId') });
+  }
+
+  beginRun(sessionId, { runId } = {}) {
+    const p = { session_id: need(sessionId, 'sessionId') };
+    if (runId) p.run_id = runId;
+    return this._call('beginRun', p);
+  }
+
+  checkpoint(runId, { turn, newMessages = [], usage = {}, toolCallsCount = 0, state, sessionId } = {}) {
+    const p = {
+      run_id: need(runId, 'runId'),
+      turn: turn === undefined ? 0 : turn,
+      new_messages: newMessages,
+      usage,
+      tool_calls_count: toolCallsCount,
+    };
+    if (state !== undefined) p.state = state;
+    if (sessionId) p.session_id = sessionId;
+    return this._call('checkpoint', p);
+  }
+
+  completeRun(runId, status, { usage, toolCallsCount, sessionId } = {}) {
+    const p = { run_id: need(runId, 'runId'), status: need(status, 'status') };
+    if (usage !== undefined) p.usage = usage;
+    if (toolCallsCount !== undefined) p.tool_calls_count = toolCallsCount;
+    if (sessionId) p.session_id = sessionId;
+    return this._call('completeRun', p);
+  }
+
+  resumeRun(runId, { sessionId, newRunId } = {}) {
+    const p = { run_id: need(runId, 'runId') };
+    if (sessionId) p.session_id = sessionId;
+    if (newRunId) p.new_run_id = newRunId;
+    return this._call('resumeRun', p);
+  }
+
+  async beginWorkflow(workflowId, steps, { sessionId } = {}) {
+    const p = { workflow_id: need(workflowId, 'workflowId'), steps: steps.map(stepSpec) };
+    if (sessionId) p.session_id = sessionId;
+    const r = await this._call('beginWorkflow', p);
+    return r.completed || [];
+  }
+
+  async completeStep(workflowId, stepId, identity, result, { sessionId } = {}) {
+    const p = { workflow_id: need(workflowId, 'workflowId'), step_id: need(stepId, 'stepId'), identity };
+    if (result !== undefined) p.result = result;
+    if (sessionId) p.session_id = sessionId;
+    await this._call('completeStep', p);
+  }
+
+  async finishWorkflow(workflowId) {
+    await this._call('finishWorkflow', { workflow_id: need(workflowId, 'workflowId') });
+  }
+
+  /**
+   * Runs a resumable workflow: the steps not yet recorded run concurrently,
+   * each success is recorded as it lands, and the results come back in spec
+   * order (recorded results for steps done by an earlier attempt). If a step
+   * fails, the others are awaited and the first failure is thrown; the
+   * successes stay recorded, so a rerun does not run them again. The caller
+   * calls finishWorkflow when done.
+   */
+  async parallelResumable(specs, workflowId, { sessionId } = {}) {
+    const norm = specs.map((s) => {
+      const spec = stepSpec(s);
+      if (typeof s.fn !== 'function') throw new TypeError(`step ${spec.step_id}: fn must be a function`);
+      return { ...spec, fn: s.fn };
+    });
+    const completed = await this.beginWorkflow(
+      workflowId,
+      norm.map((s) => ({ step_id: s.step_id, identity: s.identity })),
+      { sessionId }
+    );
+    const done = new Map(completed.map((r) => [r.step_id, r]));
+    const results = new Array(norm.length);
+    let failed = false;
+    let failure;
+    const running = [];
+    norm.forEach((s, i) => {
+      const rec = done.get(s.step_id);
+      if (rec) {
+        results[i] = rec.result === undefined ? null : rec.result;
+        return;
+      }
+      running.push(
+        (async () => {
+          const v = await s.fn();
+          await this.completeStep(workflowId, s.step_id, s.identity, v === undefined ? null : v, { sessionId });
+          results[i] = v;
+        })().catch((err) => {
+          if (!failed) {
+            failed = true;
+            failure = err;
+          }
+        })
+      );
+    });
+    await Promise.all(running);
+    if (failed) throw failure;
+    return results;
+  }
+
+  async listSessions() {
+    const r = await this._call('list', undefined);
+    return r.sessions || [];
+  }
+
+  async delete(sessionId) {
+    await this._call('delete', { session_id: need(sessionId, 'sessionId') });
+  }
+
+  fork(sessionId, newId, { atGeneration } = {}) {
+    const p = { session_id: need(sessionId, 'sessionId'), new_id: need(newId, 'newId') };
+    if (atGeneration) p.at_generation = atGeneration;
+    return this._call('fork', p);
+  }
+
+  /** Exports a session as its JSON envelope (a plain object). */
+  async export(sessionId) {
+    const r = await this._call('export', { session_id: need(sessionId, 'sessionId') });
+    return r.envelope;
+  }
+
+  /** Imports an envelope: an object, or its JSON text (string or Buffer). */
+  import(envelope) {
+    let req;
+    if (Buffer.isBuffer(envelope)) envelope = envelope.toString('utf8');
+    if (typeof envelope === 'string') req = `{"envelope":${envelope}}`;
+    else req = JSON.stringify({ envelope });
+    return invoke(this, 'import', req, false);
+  }
+
+  /**
+   * Subscribes to events (all, or those named in `events`). Resolves once
+   * the subscription exists, so events committed after that are delivered.
+   */
+  async subscribe({ events } = {}) {
+    const p = {};
+    if (events && events.length) p.events = events;
+    const r = await this._call('subscribe', p);
+    return new Subscription(this, r.subscription);
+  }
+
+  /**
+   * Closes the handle. Embedded mode releases the workspace store; daemon
+   * mode closes the connection (the daemon keeps running). Pending calls
+   * fail, waiting subscriptions end.
+   */
+  async close() {
+    if (this._closed) return;
+    this._closed = true;
+    const n = native;
+    const errp = [null];
+    const rc = await new Promise((resolve, reject) =>
+      n.close.async(this._handle, errp, (err, res) => (err ? reject(err) : resolve(res)))
+    );
+    if (rc !== 0) throw takeError(n, errp[0], rc);
+  }
+}
+
+function stepSpec(s) {
+  const stepId = s.stepId !== undefined ? s.stepId : s.step_id;
+  need(stepId, 'stepId');
+  if (typeof s.identity !== 'string') throw new TypeError(`step ${stepId}: identity must be a string`);
+  return { step_id: stepId, identity: s.identity };
+}
+
+/** A live event subscription: an async iterator of {event, data}. */
+class Subscription {
+  constructor(client, id) {
+    this.client = client;
+    this.id = id;
+    /** Events the library dropped because this subscriber fell behind. */
+    this.dropped = 0;
+    this.closed = false;
+    this.pollMs = 30000;
+  }
+
+  /**
+   * Waits up to timeoutMs (default 30 s) for the next event. Resolves to
+   * the event, or null on timeout; `closed` becomes true when the
+   * subscription ended (then null as well).
+   */
+  async nextEvent({ timeoutMs = 30000 } = {}) {
+    if (this.closed) return null;
+    let r;
+    try {
+      r = await this.client._call('nextEvent', { subscription: this.id, timeout_ms: Math.max(1, timeoutMs | 0) }, true);
+    } catch (err) {
+      // The client was closed before the call reached the library: the
+      // subscription is over, as when it is closed while the call waits.
+      if (err instanceof CairnError && err.code === 'bad_handle') {
+        this.closed = true;
+        return null;
+      }
+      throw err;
+    }
+    this.dropped = r.dropped || 0;
+    if (r.closed) {
+      this.closed = true;
+      return null;
+    }
+    return r.event || null;
+  }
+
+  async next() {
+    for (;;) {
+      if (this.closed) return { value: undefined, done: true };
+      const ev = await this.nextEvent({ timeoutMs: this.pollMs });
+      if (ev) return { value: ev, done: false };
+    }
+  }
+
+  /** Ends the subscription (breaking out of for-await calls this). */
+  async return() {
+    await this.close();
+    return { value: undefined, done: true };
+  }
+
+  async close() {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      await this.client._call('unsubscribe', { subscription: this.id });
+    } catch (err) {
+      // Already gone (closed client, or ended by the library): nothing to undo.
+      if (!(err instanceof CairnError) || !['not_found', 'bad_handle'].includes(err.code)) throw err;
+    }
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+}
+
+/**
+ * Opens a client. Daemon mode (the default) talks to the workspace's
+ * cairnd, starting it when none runs; `embedded: true` runs the engine in
+ * this process and takes the workspace's store lock.
+ */
+async function connect(options = {}) {
+  const n = load();
+  const o = {};
+  const { workspace, embedded, daemon, autoStart, daemonArgs, spinUs, lane: wantLane, laneIdleSpinUs } = options;
+  for (const k of Object.keys(options)) {
+    if (!CONNECT_OPTIONS.includes(k)) {
+      throw makeError('invalid_argument', `connect: unknown option ${JSON.stringify(k)}`);
+    }
+  }
+  if (workspace !== undefined) o.workspace = workspace;
+  if (embedded !== undefined) o.embedded = !!embedded;
+  if (daemon !== undefined) o.daemon = daemon;
+  if (autoStart !== undefined) o.auto_start = !!autoStart;
+  if (daemonArgs !== undefined) o.daemon_args = daemonArgs;
+  const useLane = wantLane === undefined ? process.env.CAIRN_NODE_LANE !== '0' : !!wantLane;
+  // Start the lane (once per process) while the handle opens.
+  const laneUp = useLane
+    ? startLane(n, laneIdleSpinUs === undefined ? DEFAULT_LANE_IDLE_SPIN_US : Math.max(0, laneIdleSpinUs | 0))
+    : Promise.resolve(false);
+  const h = [0];
+  const errp = [null];
+  const [rc] = await Promise.all([
+    new Promise((resolve, reject) => n.open.async(JSON.stringify(o), h, errp, (err, res) => (err ? reject(err) : resolve(res)))),
+    laneUp,
+  ]);
+  if (rc !== 0) throw takeError(n, errp[0], rc);
+  const spin = spinUs === undefined ? DEFAULT_SPIN_US : Math.max(0, Math.min(1000000, spinUs | 0));
+  return new Client(h[0], spin, useLane, options);
+}
+
+/** The library's version, e.g. "0.1.0". */
+function version() {
+  return load().version();
+}
+
+/** How many handles are open in this process (for leak checks). */
+function openHandles() {
+  return load().openHandles();
+}
+
+module.exports = {
+  connect,
+  version,
+  openHandles,
+  Client,
+  Subscription,
+  CairnError,
+  ...errorClasses,
+  errorClassFor: (code) => classByCode.get(code) || CairnError,
+  codes: CODES.map(([code]) => code),
+  DEFAULT_SPIN_US,
+  DEFAULT_LANE_IDLE_SPIN_US,
+};

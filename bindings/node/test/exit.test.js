@@ -1,0 +1,113 @@
+'use strict';
+// The process exits by itself: no handle of the binding keeps the event
+// loop alive once the client is closed (or even while it is open but idle).
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const path = require('node:path');
+const { tmpWorkspace, stopDaemon, DAEMON } = require('./helpers');
+
+const PKG = path.resolve(__dirname, '..');
+
+/** Runs a script in a child node; resolves to {code, signal, stdout, stderr, timedOut}. */
+function runChild(script, env = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['-e', script], {
+      env: { ...process.env, CAIRN_PKG: PKG, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, 20000);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr, timedOut });
+    });
+  });
+}
+
+const EMBEDDED = `
+const cairn = require(process.env.CAIRN_PKG);
+(async () => {
+  const c = await cairn.connect({ workspace: process.env.WS, embedded: true, spinUs: 0 });
+  await c.status();
+  await Promise.all(Array.from({ length: 20 }, (_, i) => c.save('s', { change: { append_messages: [i] } })));
+  const sub = await c.subscribe();
+  await sub.nextEvent({ timeoutMs: 50 });
+  await sub.close();
+  await c.close();
+  console.log('done', cairn.openHandles());
+})();
+`;
+
+test('embedded: the process exits by itself after close', async (t) => {
+  const ws = tmpWorkspace(t);
+  const r = await runChild(EMBEDDED, { WS: ws });
+  assert.equal(r.timedOut, false, `the child exited by itself; stderr: ${r.stderr}`);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout.trim(), 'done 0');
+});
+
+test('embedded: an open but idle client does not keep the process alive', async (t) => {
+  const ws = tmpWorkspace(t);
+  const r = await runChild(
+    `const cairn = require(process.env.CAIRN_PKG);
+     cairn.connect({ workspace: process.env.WS, embedded: true, spinUs: 0 })
+       .then((c) => c.save('s', { change: { append_messages: [1] } }))
+       .then((g) => console.log('saved', g));`,
+    { WS: ws }
+  );
+  assert.equal(r.timedOut, false, r.stderr);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout.trim(), 'saved 1');
+});
+
+test('the process exits by itself after connect and close with no call, or with the submit route only', async (t) => {
+  const ws = tmpWorkspace(t);
+  for (const opts of ['{}', '{ lane: false }', '{ lane: false, spinUs: 0 }']) {
+    const r = await runChild(
+      `const cairn = require(process.env.CAIRN_PKG);
+       (async () => {
+         const o = Object.assign({ workspace: process.env.WS, embedded: true }, ${opts});
+         const c = await cairn.connect(o);
+         await c.close();
+         const c2 = await cairn.connect(o);
+         await c2.status();
+         await Promise.all([c2.save('s', { change: { append_messages: [1] } }), c2.listSessions()]);
+         await c2.close();
+         console.log('done');
+       })();`,
+      { WS: ws }
+    );
+    assert.equal(r.timedOut, false, `${opts}: ${r.stderr}`);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.trim(), 'done');
+  }
+});
+
+test('daemon mode: the process exits by itself after close', async (t) => {
+  const ws = tmpWorkspace(t);
+  const r = await runChild(
+    `const cairn = require(process.env.CAIRN_PKG);
+     (async () => {
+       const c = await cairn.connect({ workspace: process.env.WS, daemon: process.env.DAEMON, daemonArgs: ['--idle-timeout=20s'], spinUs: 0 });
+       const st = await c.status();
+       await Promise.all(Array.from({ length: 20 }, (_, i) => c.save('s', { change: { append_messages: [i] } })));
+       await c.close();
+       console.log(st.daemon.pid);
+     })();`,
+    { WS: ws, DAEMON }
+  );
+  const pid = parseInt(r.stdout.trim(), 10);
+  t.after(() => stopDaemon(pid));
+  assert.equal(r.timedOut, false, r.stderr);
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(pid > 0);
+});

@@ -1,0 +1,78 @@
+'use strict';
+// Shared test helpers: fresh temp workspaces, clients in either mode, and
+// daemon teardown (SIGTERM, then wait until the process is gone).
+
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const cairn = require('..');
+
+const REPO = path.resolve(__dirname, '..', '..', '..');
+const DAEMON = process.env.CAIRN_DAEMON || path.join(REPO, 'build', 'cairnd');
+
+function tmpWorkspace(t) {
+  const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-node-'));
+  t.after(() => fs.rmSync(ws, { recursive: true, force: true }));
+  return ws;
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err.code === 'EPERM';
+  }
+}
+
+async function stopDaemon(pid) {
+  if (!pid || !alive(pid)) return;
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch (_) {
+    return;
+  }
+  const deadline = Date.now() + 10000;
+  while (alive(pid)) {
+    if (Date.now() > deadline) {
+      process.kill(pid, 'SIGKILL');
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function daemonOptions(ws, extra = {}) {
+  return { workspace: ws, daemon: DAEMON, daemonArgs: ['--idle-timeout=20s'], ...extra };
+}
+
+/** An embedded client over a fresh workspace, closed at the end of the test. */
+async function embedded(t, extra = {}) {
+  const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-node-'));
+  const c = await cairn.connect({ workspace: ws, embedded: true, ...extra });
+  t.after(async () => {
+    await c.close().catch(() => {});
+    fs.rmSync(ws, { recursive: true, force: true });
+  });
+  return { c, ws };
+}
+
+/** A daemon-mode client over a fresh workspace; the daemon is stopped at the end. */
+async function daemon(t, extra = {}) {
+  const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-node-'));
+  const c = await cairn.connect(daemonOptions(ws, extra));
+  const st = await c.status();
+  const pid = st.daemon && st.daemon.pid;
+  t.after(async () => {
+    await c.close().catch(() => {});
+    await stopDaemon(pid);
+    fs.rmSync(ws, { recursive: true, force: true });
+  });
+  return { c, ws, pid, status: st };
+}
+
+function msg(i, size = 0) {
+  return { role: 'user', content: `message ${i}` + (size ? ' ' + 'x'.repeat(size) : '') };
+}
+
+module.exports = { cairn, REPO, DAEMON, tmpWorkspace, stopDaemon, alive, daemonOptions, embedded, daemon, msg };
