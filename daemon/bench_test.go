@@ -3,6 +3,11 @@ package daemon_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -125,4 +130,71 @@ func runCommits(b *testing.B, clients int, saver func(i int) func(context.Contex
 	elapsed := time.Since(t0)
 	b.StopTimer()
 	b.ReportMetric(float64(per*clients)/elapsed.Seconds(), "commits/s")
+}
+
+// echoServer echoes one connection on a Unix socket: the peer process of
+// BenchmarkUnixSocketFloor.
+func echoServer(sock string) int {
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer ln.Close()
+	c, err := ln.Accept()
+	if err != nil {
+		return 1
+	}
+	buf := make([]byte, 256)
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			return 0
+		}
+		if _, err := c.Write(buf[:n]); err != nil {
+			return 0
+		}
+	}
+}
+
+// BenchmarkUnixSocketFloor is the floor under BenchmarkStatusRoundTrip: a
+// 16-byte ping-pong over a Unix socket between this process and a second
+// Go process, with no protocol at all. Median and p99 are reported.
+func BenchmarkUnixSocketFloor(b *testing.B) {
+	sock := filepath.Join(b.TempDir(), "echo.sock")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "CAIRN_ECHO_SOCKET="+sock)
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var c net.Conn
+	var err error
+	for i := 0; i < 200; i++ {
+		if c, err = net.Dial("unix", sock); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, 16)
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if _, err := c.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "median-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }

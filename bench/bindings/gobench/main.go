@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/workspace"
 )
 
 type figure struct {
@@ -86,7 +87,14 @@ func run(daemon string, n int) error {
 	if err != nil {
 		return err
 	}
-	eng := engine.New(st, engine.Options{})
+	// Like libcairn's embedded mode, which the other languages measure: the
+	// engine records a workspace manifest with every commit.
+	tr, err := workspace.Open(ws, workspace.Options{})
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	eng := engine.New(st, engine.Options{Workspace: tr, Root: ws})
 	med, p99, err := measure(n, func() error { _ = eng.Capabilities(); return nil })
 	if err != nil {
 		return err
