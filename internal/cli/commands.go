@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/internal/version"
 	"github.com/cairn-dev/cairn/protocol"
 )
@@ -137,7 +138,9 @@ func (e *env) ls() error {
 	return nil
 }
 
-func (e *env) show(id string) error {
+// resumed runs fn with the session's resume result, as a new agent would
+// be handed it.
+func (e *env) resumed(id string, fn func(r *engine.ResumeSessionResult) error) error {
 	c, err := e.connect()
 	if err != nil {
 		return err
@@ -147,45 +150,37 @@ func (e *env) show(id string) error {
 	if err != nil {
 		return err
 	}
-	if e.json {
-		return e.printJSON(r.Snapshot)
-	}
-	renderShow(e.stdout, r)
-	return nil
+	return fn(r)
+}
+
+func (e *env) show(id string) error {
+	return e.resumed(id, func(r *engine.ResumeSessionResult) error {
+		if e.json {
+			return e.printJSON(r.Snapshot)
+		}
+		renderShow(e.stdout, r)
+		return nil
+	})
 }
 
 func (e *env) runs(id string) error {
-	c, err := e.connect()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	r, err := c.ResumeSession(e.ctx, id)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(map[string]any{"session_id": id, "runs": nonNil(r.Snapshot.Runs), "interrupted_runs": nonNil(r.InterruptedRuns)})
-	}
-	renderRuns(e.stdout, r)
-	return nil
+	return e.resumed(id, func(r *engine.ResumeSessionResult) error {
+		if e.json {
+			return e.printJSON(map[string]any{"session_id": id, "runs": nonNil(r.Snapshot.Runs), "interrupted_runs": nonNil(r.InterruptedRuns)})
+		}
+		renderRuns(e.stdout, r)
+		return nil
+	})
 }
 
 func (e *env) resume(id string) error {
-	c, err := e.connect()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	r, err := c.ResumeSession(e.ctx, id)
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printJSON(r)
-	}
-	renderResume(e.stdout, r)
-	return nil
+	return e.resumed(id, func(r *engine.ResumeSessionResult) error {
+		if e.json {
+			return e.printJSON(r)
+		}
+		renderResume(e.stdout, r)
+		return nil
+	})
 }
 
 func (e *env) rm(id string) error {
