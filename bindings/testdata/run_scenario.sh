@@ -41,8 +41,7 @@ for _ in $(seq 300); do
 done
 grep -q '^READY$' "$ws/python.out" || { echo "python stage never got ready" >&2; exit 1; }
 daemon_pid="$(sed -n 's/^daemon_pid=//p' "$ws/python.out")"
-kill -9 "$py_pid"
-wait "$py_pid" 2>/dev/null || true
+{ kill -9 "$py_pid" && wait "$py_pid"; } 2>/dev/null || true # bash would report "Killed"
 py_pid=""
 
 # 2. Node.js.
