@@ -71,9 +71,14 @@
 //
 // # Limits and caveats
 //
-//   - Workspace drift is not tracked yet: ResumeSession reports Drift with
-//     Tracked false (unknown), never "no drift", and ResumeRun reports
-//     FilesTracked false.
+//   - Drift and the files touched after a checkpoint come from
+//     Options.Workspace. Without a tracker, or for a generation saved
+//     without a manifest, ResumeSession reports Drift with Tracked false
+//     and the reason (unknown, never "no drift"), and ResumeRun reports
+//     FilesTracked false. A tracker failure never fails a commit.
+//   - ResumeSession runs the health check of every recorded process
+//     (bounded by Options.ProbeTimeout): that is I/O on the resume path,
+//     never a restart.
 //   - Checkpoint, CompleteRun and ResumeRun need the session's latest
 //     state to check the run. The engine keeps the latest state of the
 //     few most recently used sessions (Options.CachedSessions), trusted
