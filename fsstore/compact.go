@@ -9,12 +9,27 @@ import (
 	"github.com/cairn-dev/cairn/session"
 )
 
-// maybeCompactLocked starts a background compaction of sf when its log holds
-// more dead bytes than live ones (and at least CompactMinBytes of them).
-// sf.mu is held.
-func (s *Store) maybeCompactLocked(sf *sessionFile) {
+// maxCompactRounds bounds the compactions one trigger runs back to back, in
+// case commits keep outpacing them (the next commit triggers again).
+const maxCompactRounds = 8
+
+// overGrownLocked reports whether sf's log holds more dead bytes than live
+// ones, and at least CompactMinBytes of them. sf.mu is held.
+func (s *Store) overGrownLocked(sf *sessionFile) bool {
 	live := sf.t.acct.live
-	if sf.compacting || sf.size <= 2*live || sf.size-live < s.opts.CompactMinBytes {
+	return sf.size > 2*live && sf.size-live >= s.opts.CompactMinBytes
+}
+
+// maybeCompactLocked starts a background compaction of sf when its log has
+// overgrown. sf.mu is held.
+//
+// Commits go on while a compaction runs, and the ones that land meanwhile
+// are copied into the new log, so it can come out overgrown already; the
+// compaction then runs again, until the log is within bounds or the
+// session is gone (at most maxCompactRounds times). That keeps the bound true once commits pause, Close
+// included (Close waits for the loop; a closed store takes no commits).
+func (s *Store) maybeCompactLocked(sf *sessionFile) {
+	if sf.compacting || !s.overGrownLocked(sf) {
 		return
 	}
 	// bgMu is a leaf lock: sf.mu is held here, and s.mu must not be taken
@@ -31,12 +46,18 @@ func (s *Store) maybeCompactLocked(sf *sessionFile) {
 	sf.compacting = true
 	go func() {
 		defer s.compactions.Done()
-		err := s.compact(sf)
-		sf.mu.Lock()
-		sf.compacting = false
-		sf.mu.Unlock()
-		if err != nil {
-			s.log.Warn("compaction failed; the old log stays in use", "session_file", sf.name, "error", err)
+		for round := 1; ; round++ {
+			err := s.compact(sf)
+			if err != nil {
+				s.log.Warn("compaction failed; the old log stays in use", "session_file", sf.name, "error", err)
+			}
+			sf.mu.Lock()
+			again := err == nil && round < maxCompactRounds && !sf.gone && sf.broken == nil && s.overGrownLocked(sf)
+			sf.compacting = again
+			sf.mu.Unlock()
+			if !again {
+				return
+			}
 		}
 	}()
 }

@@ -436,15 +436,12 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	if n > s.opts.MaxCommitBytes {
 		return session.CommitResult{}, session.Errorf(session.CodeTooLarge, "commit of %d bytes exceeds the limit of %d bytes", n, s.opts.MaxCommitBytes)
 	}
-	// Fold the commit into a copy of the summary first: what observe reads
-	// back is exactly what replay will read after a restart.
+	// The summary follows from the bytes themselves, read back as replay
+	// will read them after a restart. Scanning checks them now, before
+	// anything is written.
 	groups, _, err := scanRecords(fb.buf, int64(start), sf.t.gen)
 	if err != nil || len(groups) != 1 {
 		return session.CommitResult{}, session.Errorf(session.CodeInternal, "fsstore.Commit: encoded commit does not scan back (%v)", err)
-	}
-	next := sf.t.clone()
-	if err := next.observe(groups[0]); err != nil {
-		return session.CommitResult{}, session.Errorf(session.CodeInternal, "fsstore.Commit: %v", err)
 	}
 	path := filepath.Join(s.sessionsDir, sf.name)
 	if creating {
@@ -464,29 +461,21 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 		}
 		sf.size += n
 	}
-	sf.t = next
+	// Folded in place, not into a copy: copying the summary (every run,
+	// checkpoint and live-byte key) would make each commit cost the
+	// session's size. observe only fails on records this build cannot
+	// decode, which it just encoded; if it ever does, the commit is durable
+	// but the summary is not to be trusted, so the session stops taking
+	// commits until a reopen rebuilds it from the log.
+	if err := sf.t.observe(groups[0]); err != nil {
+		sf.broken = fmt.Errorf("summary of a durable commit failed (%v); reopen the store", err)
+		return session.CommitResult{}, session.Errorf(session.CodeInternal, "fsstore.Commit: %v", sf.broken)
+	}
 	written := int64(len(fb.buf)) // the commit, plus the magic of a new file
 	s.commits.Add(1)
 	s.bytesWritten.Add(written)
 	s.maybeCompactLocked(sf)
-	return session.CommitResult{Generation: gen, MessageCount: next.messages, BytesWritten: written}, nil
-}
-
-func (t *tracker) clone() *tracker {
-	out := *t
-	out.runs = make(map[string]string, len(t.runs))
-	for k, v := range t.runs {
-		out.runs[k] = v
-	}
-	out.ckpts = make(map[string]*session.LoopCheckpoint, len(t.ckpts))
-	for k, v := range t.ckpts {
-		out.ckpts[k] = v
-	}
-	out.acct.keys = make(map[string]int64, len(t.acct.keys))
-	for k, v := range t.acct.keys {
-		out.acct.keys[k] = v
-	}
-	return &out
+	return session.CommitResult{Generation: gen, MessageCount: sf.t.messages, BytesWritten: written}, nil
 }
 
 // Load returns the session at generation at (0: latest). It reads the log up
