@@ -26,7 +26,7 @@
  *   The Go runtime inside libcairn does not survive fork() without exec():
  *   only the forking thread exists in the child, so the runtime's other
  *   threads are gone and a call could hang. libcairn detects use in a forked
- *   child (pthread_atfork, and the pid recorded at cairn_open) and fails
+ *   child (pthread_atfork, and the pid recorded when it was loaded) and fails
  *   every call there with CAIRN_E_FORKED instead of hanging. Open handles in
  *   the child you exec'd, or before forking workers use them, never after.
  */
