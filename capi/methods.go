@@ -277,11 +277,7 @@ var methods = map[string]method{
 		if in.files == nil {
 			return nil, &codedError{code: string(protocol.CodeUnavailable), msg: "the workspace is not tracked in this process"}
 		}
-		cs, err := in.files.Changes(ctx, p.Since)
-		if errors.Is(err, workspace.ErrBadClock) {
-			return nil, session.Errorf(session.CodeInvalidArgument, "changes: %v", err)
-		}
-		return cs, err
+		return in.files.Changes(ctx, p.Since)
 	},
 	"handoff":         forward((*engine.Engine).Handoff),
 	"runtime.check":   forward((*engine.Engine).RuntimeCheck),
@@ -332,27 +328,17 @@ func (s *subscription) close() {
 // it drops (and counts) further ones.
 const eventQueue = 1024
 
-type subscribeParams struct {
-	Events []string `json:"events,omitempty"`
-}
-
 type subscribeResult struct {
 	Subscription uint64 `json:"subscription"`
 }
 
 func subscribe(ctx context.Context, in *instance, _ string, b []byte) (any, error) {
-	p, err := decodeParams[subscribeParams](b)
+	p, err := decodeParams[protocol.SubscribeParams](b)
 	if err != nil {
 		return nil, err
 	}
-	known := map[string]bool{}
-	for _, e := range protocol.Events() {
-		known[e] = true
-	}
-	for _, e := range p.Events {
-		if !known[e] {
-			return nil, session.Errorf(session.CodeInvalidArgument, "unknown event %q", truncate(e, 64))
-		}
+	if err := protocol.CheckEvents(p.Events); err != nil {
+		return nil, err
 	}
 	s := &subscription{done: make(chan struct{})}
 	if in.eng != nil {

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/protocol"
-	"github.com/cairn-dev/cairn/session"
-	"github.com/cairn-dev/cairn/workspace"
 )
 
 // handler serves one method: it decodes params, calls the backend and
@@ -81,11 +78,7 @@ func changes(ctx context.Context, c *wsConn, params cbor.RawMessage) (any, error
 	if tr == nil {
 		return nil, &protocol.RemoteError{Method: protocol.MethodChanges, Code: protocol.CodeUnavailable, Message: "this daemon does not track the workspace"}
 	}
-	cs, err := tr.Changes(ctx, p.Since)
-	if errors.Is(err, workspace.ErrBadClock) {
-		return nil, session.Errorf(session.CodeInvalidArgument, "changes: %v", err)
-	}
-	return cs, err
+	return tr.Changes(ctx, p.Since)
 }
 
 func hello(_ context.Context, c *wsConn, params cbor.RawMessage) (any, error) {
@@ -132,14 +125,8 @@ func subscribe(add bool) handler {
 		if err := protocol.DecodeParams(params, &p); err != nil {
 			return nil, err
 		}
-		known := map[string]bool{}
-		for _, e := range protocol.Events() {
-			known[e] = true
-		}
-		for _, e := range p.Events {
-			if !known[e] {
-				return nil, session.Errorf(session.CodeInvalidArgument, "unknown event %q", truncate(e, 64))
-			}
+		if err := protocol.CheckEvents(p.Events); err != nil {
+			return nil, err
 		}
 		return protocol.SubscribeResult{Events: c.s.events.update(c, add, p.Events)}, nil
 	}

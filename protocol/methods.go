@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"slices"
 	"time"
 
 	"github.com/cairn-dev/cairn/engine"
@@ -65,6 +66,20 @@ func Events() []string {
 		engine.EventRunResumed, engine.EventWorkflowStepCompleted,
 		EventFileChanged,
 	}
+}
+
+// CheckEvents returns an invalid_argument error naming the first of names
+// that is not an event a subscriber may name (Events).
+func CheckEvents(names []string) error {
+	for _, n := range names {
+		if !slices.Contains(Events(), n) {
+			if len(n) > 64 {
+				n = n[:64] + "…"
+			}
+			return session.Errorf(session.CodeInvalidArgument, "unknown event %q", n)
+		}
+	}
+	return nil
 }
 
 // ChangesParams are the params of changes.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cairn-dev/cairn/session"
 )
 
 // A clock names a moment in one tracker instance's history:
@@ -23,7 +25,9 @@ func parseClock(c string) (string, uint32, error) {
 	inst, tick, ok2 := strings.Cut(rest, ":")
 	n, err := strconv.ParseUint(tick, 10, 32)
 	if !ok || !ok2 || inst == "" || err != nil {
-		return "", 0, fmt.Errorf("%q: %w", c, ErrBadClock)
+		// Also session.ErrInvalidArgument, so every caller reports the
+		// stable code without a special case.
+		return "", 0, fmt.Errorf("%q: %w (%w)", c, ErrBadClock, session.ErrInvalidArgument)
 	}
 	return inst, uint32(n), nil
 }

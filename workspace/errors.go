@@ -34,7 +34,7 @@ var (
 	ErrCorrupt = errors.New("workspace: manifest store corrupt")
 
 	// ErrBadClock is returned by Changes for a clock string that does not
-	// parse at all. A well-formed clock from another instance is not an
+	// parse at all; the error also matches session.ErrInvalidArgument. A well-formed clock from another instance is not an
 	// error: it yields a fresh-instance answer.
 	ErrBadClock = errors.New("workspace: malformed clock")
 )
