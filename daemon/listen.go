@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/protocol"
 )
 
@@ -57,7 +58,7 @@ func Listen(workspace string) (*Listener, error) {
 	}
 	addr := protocol.AddrFilePath(workspace)
 	if short {
-		if err := writeFileAtomic(addr, []byte(path+"\n")); err != nil {
+		if err := atomicfile.WriteFile(addr, []byte(path+"\n"), 0o600); err != nil {
 			ul.Close()
 			return nil, fmt.Errorf("daemon.Listen: record short socket path: %w", err)
 		}
@@ -119,44 +120,4 @@ func removeStaleSocket(path string) error {
 		return fmt.Errorf("%w: %s exists and is not a socket", ErrUnsafePath, path)
 	}
 	return os.Remove(path)
-}
-
-// writeFileAtomic replaces path with data: temp file, fsync, rename, fsync
-// of the directory.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".cairnd.addr.*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	ok = true
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

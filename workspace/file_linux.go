@@ -1,13 +1,13 @@
 package workspace
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/cairn-dev/cairn/internal/atomicfile"
 )
 
 // openFlags are added to every open of a file cairn writes: never through a
@@ -15,7 +15,7 @@ import (
 const openFlags = syscall.O_NOFOLLOW | syscall.O_CLOEXEC
 
 // tempPrefix starts the name of every temp file; Open removes leftovers.
-const tempPrefix = ".tmp-"
+const tempPrefix = atomicfile.TempPrefix
 
 // syncDir fsyncs a directory so the names created, renamed or removed in it
 // are durable.
@@ -69,42 +69,6 @@ func ensureDirChecked(dir string) error {
 		if err := os.Chmod(dir, 0o700); err != nil {
 			return fmt.Errorf("chmod %s: %w", dir, err)
 		}
-	}
-	return nil
-}
-
-// writeFileAtomic replaces final with data crash-safely: a temp file in the
-// same directory (O_EXCL, 0600), write, fsync, close, rename, fsync the
-// directory. On error the temp file is removed and final is untouched.
-func writeFileAtomic(final string, data []byte) error {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	tmp := filepath.Join(filepath.Dir(final), tempPrefix+filepath.Base(final)+"."+hex.EncodeToString(b[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|openFlags, 0o600)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
-	}
-	fail := func(step string, err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("%s %s: %w", step, tmp, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail("write", err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail("sync", err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	if err := syncDir(filepath.Dir(final)); err != nil {
-		return fmt.Errorf("sync dir of %s: %w", final, err)
 	}
 	return nil
 }

@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/cairn-dev/cairn/internal/atomicfile"
 )
 
 // On-disk manifests. A manifest is the map path -> (size, mtime, ctime,
@@ -131,7 +133,7 @@ func (ms *manifestStore) recover() error {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
 		ms.id = hex.EncodeToString(b[:])
-		if err := writeFileAtomic(idPath, []byte(ms.id+"\n")); err != nil {
+		if err := atomicfile.WriteFile(idPath, []byte(ms.id+"\n"), 0o600); err != nil {
 			return err
 		}
 	case err != nil:
@@ -146,7 +148,7 @@ func (ms *manifestStore) recover() error {
 	lp := ms.path("log", base)
 	if _, err := os.Lstat(lp); errors.Is(err, os.ErrNotExist) {
 		// A crash between writing a base and starting its log.
-		if err := writeFileAtomic(lp, []byte(logMagic)); err != nil {
+		if err := atomicfile.WriteFile(lp, []byte(logMagic), 0o600); err != nil {
 			return err
 		}
 	}
@@ -415,11 +417,11 @@ func (ms *manifestStore) startBase(seq uint64, m map[string]mrec) error {
 		b = appendOp(b, mop{path: p, rec: m[p]})
 	}
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-	if err := writeFileAtomic(ms.path("base", seq), b); err != nil {
+	if err := atomicfile.WriteFile(ms.path("base", seq), b, 0o600); err != nil {
 		return err
 	}
 	lp := ms.path("log", seq)
-	if err := writeFileAtomic(lp, []byte(logMagic)); err != nil {
+	if err := atomicfile.WriteFile(lp, []byte(logMagic), 0o600); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(lp, os.O_RDWR|openFlags, 0)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/cairn-dev/cairn/internal/atomicfile"
 )
 
 // Tracker keeps a live index of one workspace tree and its manifests. All
@@ -162,7 +164,7 @@ func ensureCairnDir(dir string) error {
 	gi := filepath.Join(dir, ".gitignore")
 	fi, err := os.Lstat(gi)
 	if errors.Is(err, os.ErrNotExist) {
-		return writeFileAtomic(gi, []byte("*\n"))
+		return atomicfile.WriteFile(gi, []byte("*\n"), 0o600)
 	}
 	if err != nil {
 		return fmt.Errorf("stat %s: %w", gi, err)

@@ -1,17 +1,15 @@
 package cli
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/handoff"
+	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/protocol"
 	rt "github.com/cairn-dev/cairn/runtime"
 	"github.com/cairn-dev/cairn/session"
@@ -60,7 +58,8 @@ func (e *env) handoffCmd(id string) error {
 			return err
 		}
 		path := filepath.Join(root, handoff.FileName)
-		if err := writeFileAtomic(path, []byte(h.Markdown)); err != nil {
+		// 0644: HANDOFF.md is meant to be read and committed.
+		if err := atomicfile.WriteFile(path, []byte(h.Markdown), 0o644); err != nil {
 			return fmt.Errorf("handoff --write: %w", err)
 		}
 		if e.json {
@@ -73,43 +72,6 @@ func (e *env) handoffCmd(id string) error {
 	}
 	_, err = fmt.Fprint(e.stdout, h.Markdown)
 	return err
-}
-
-// writeFileAtomic replaces path crash-safely: a temp file beside it
-// (O_EXCL, 0644: HANDOFF.md is meant to be read and committed), write,
-// fsync, rename, fsync the directory. It refuses to write over a symlink or
-// a non-regular file.
-func writeFileAtomic(path string, data []byte) error {
-	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file (a symlink?); refusing to replace it", path)
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	tmp := filepath.Join(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"."+hex.EncodeToString(b[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // runtimeCmd lists the recorded processes with their live state, or (with
