@@ -57,17 +57,21 @@ func (e *Engine) latestRuntime(ctx context.Context, sessionID string) (*session.
 	if err := session.ValidateID("session", sessionID); err != nil {
 		return nil, err
 	}
-	st, err := e.store.Load(ctx, sessionID, 0)
+	// The engine's cache of recent sessions answers without reading the
+	// whole session from the store. Sharing the cached runtime record is
+	// safe: session.Apply replaces it on change, never edits it in place.
+	unlock := e.sessions.lock(sessionID)
+	st, err := e.latestLocked(ctx, sessionID)
 	if err != nil {
+		unlock()
 		return nil, wrapStore("runtime", err)
 	}
 	rt := st.Snapshot.Runtime
 	if rt == nil {
 		rt = &session.Runtime{}
 	}
-	if e.root != "" {
-		rt = runtime.Rooted(rt, e.root)
-	}
+	rt = runtime.Rooted(rt, e.root)
+	unlock()
 	return rt, nil
 }
 
