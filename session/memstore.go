@@ -59,7 +59,7 @@ func (s *MemStore) Commit(ctx context.Context, id string, c *Change, opts Commit
 	if ms != nil {
 		cur = uint64(len(ms.history))
 	}
-	if err := checkExpect(id, cur, opts); err != nil {
+	if err := CheckExpect(id, cur, opts); err != nil {
 		return CommitResult{}, err
 	}
 	var st *State
@@ -77,9 +77,10 @@ func (s *MemStore) Commit(ctx context.Context, id string, c *Change, opts Commit
 	return CommitResult{Generation: cur + 1, MessageCount: int64(len(st.Snapshot.Messages))}, nil
 }
 
-// checkExpect enforces CommitOptions against the current generation cur
-// (0: the session does not exist). Stores share it so CAS reads the same.
-func checkExpect(id string, cur uint64, opts CommitOptions) error {
+// CheckExpect enforces CommitOptions against the current generation cur
+// (0: the session does not exist). Every store calls it, so CAS reads the
+// same everywhere.
+func CheckExpect(id string, cur uint64, opts CommitOptions) error {
 	if opts.MustNotExist && cur != 0 {
 		return Errorf(CodeConflict, "session %q already exists (generation %d)", id, cur)
 	}
@@ -88,9 +89,6 @@ func checkExpect(id string, cur uint64, opts CommitOptions) error {
 	}
 	return nil
 }
-
-// CheckExpect is checkExpect for other Store implementations.
-func CheckExpect(id string, cur uint64, opts CommitOptions) error { return checkExpect(id, cur, opts) }
 
 func (s *MemStore) get(id string) (*memSession, error) {
 	if s.closed {
