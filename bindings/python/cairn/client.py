@@ -75,6 +75,13 @@ def _dumps(o: Any) -> bytes:
     return _encode(o).encode("utf-8", "backslashreplace")
 
 
+def _params(p: Dict[str, Any], **optional: Any) -> bytes:
+    """Encodes the params p plus every optional one that is set (neither
+    None nor the empty string)."""
+    p.update({k: v for k, v in optional.items() if v is not None and not (isinstance(v, str) and v == "")})
+    return _dumps(p)
+
+
 def _take_error(lib: ctypes.CDLL, rc: int, e: ctypes.c_void_p) -> CairnError:
     p = e.value
     raw = None
@@ -259,14 +266,8 @@ class Client:
         compare-and-swap (0: the session must not exist yet); a mismatch
         raises :class:`~cairn.ConflictError`.
         """
-        p: Dict[str, Any] = {"session_id": session_id}
-        if snapshot is not None:
-            p["snapshot"] = snapshot
-        if change is not None:
-            p["change"] = change
-        if expect_generation is not None:
-            p["expect_generation"] = expect_generation
-        return self._call(b"save", _dumps(p))  # type: ignore[no-any-return]
+        req = _params({"session_id": session_id}, snapshot=snapshot, change=change, expect_generation=expect_generation)
+        return self._call(b"save", req)  # type: ignore[no-any-return]
 
     def resume_session(self, session_id: str) -> ResumeSessionResult:
         """The session's snapshot, generation, workspace drift and interrupted runs."""
@@ -285,10 +286,8 @@ class Client:
 
     def fork(self, session_id: str, new_id: str, at_generation: Optional[int] = None) -> ForkResult:
         """Copies a session (at a generation; default latest) to ``new_id``."""
-        p: Dict[str, Any] = {"session_id": session_id, "new_id": new_id}
-        if at_generation:
-            p["at_generation"] = at_generation
-        return self._call(b"fork", _dumps(p))  # type: ignore[no-any-return]
+        req = _params({"session_id": session_id, "new_id": new_id}, at_generation=at_generation or None)
+        return self._call(b"fork", req)  # type: ignore[no-any-return]
 
     def export(self, session_id: str) -> Dict[str, Any]:
         """The session's portable JSON envelope."""
@@ -308,10 +307,8 @@ class Client:
 
     def begin_run(self, session_id: str, run_id: Optional[str] = None) -> BeginRunResult:
         """Starts a run; the engine picks a unique ``run_id`` when none is given."""
-        p: Dict[str, Any] = {"session_id": session_id}
-        if run_id:
-            p["run_id"] = run_id
-        return self._call(b"beginRun", _dumps(p))  # type: ignore[no-any-return]
+        req = _params({"session_id": session_id}, run_id=run_id)
+        return self._call(b"beginRun", req)  # type: ignore[no-any-return]
 
     def checkpoint(
         self,
@@ -326,19 +323,13 @@ class Client:
     ) -> CheckpointResult:
         """Records the boundary after a completed tool turn. ``usage`` and
         ``tool_calls_count`` are the run's totals so far."""
-        p: Dict[str, Any] = {
-            "run_id": run_id,
-            "turn": turn,
-            "new_messages": list(new_messages),
-            "tool_calls_count": tool_calls_count,
-        }
-        if usage is not None:
-            p["usage"] = usage
-        if state is not None:
-            p["state"] = state
-        if session_id:
-            p["session_id"] = session_id
-        return self._call(b"checkpoint", _dumps(p))  # type: ignore[no-any-return]
+        req = _params(
+            {"run_id": run_id, "turn": turn, "new_messages": list(new_messages), "tool_calls_count": tool_calls_count},
+            usage=usage,
+            state=state,
+            session_id=session_id,
+        )
+        return self._call(b"checkpoint", req)  # type: ignore[no-any-return]
 
     def complete_run(
         self,
@@ -350,25 +341,15 @@ class Client:
         session_id: Optional[str] = None,
     ) -> CompleteRunResult:
         """Ends a run with ``status`` ``"completed"``, ``"failed"`` or ``"interrupted"``."""
-        p: Dict[str, Any] = {"run_id": run_id, "status": status}
-        if usage is not None:
-            p["usage"] = usage
-        if tool_calls_count is not None:
-            p["tool_calls_count"] = tool_calls_count
-        if session_id:
-            p["session_id"] = session_id
-        return self._call(b"completeRun", _dumps(p))  # type: ignore[no-any-return]
+        req = _params({"run_id": run_id, "status": status}, usage=usage, tool_calls_count=tool_calls_count, session_id=session_id)
+        return self._call(b"completeRun", req)  # type: ignore[no-any-return]
 
     def resume_run(
         self, run_id: str, session_id: Optional[str] = None, new_run_id: Optional[str] = None
     ) -> ResumeRunResult:
         """Resumes a run from its latest loop checkpoint as a new run."""
-        p: Dict[str, Any] = {"run_id": run_id}
-        if session_id:
-            p["session_id"] = session_id
-        if new_run_id:
-            p["new_run_id"] = new_run_id
-        return self._call(b"resumeRun", _dumps(p))  # type: ignore[no-any-return]
+        req = _params({"run_id": run_id}, session_id=session_id, new_run_id=new_run_id)
+        return self._call(b"resumeRun", req)  # type: ignore[no-any-return]
 
     # -- workflows --------------------------------------------------------
 
@@ -385,10 +366,8 @@ class Client:
             else {"step_id": s[0], "identity": s[1]}  # Step or (step_id, identity[, fn])
             for s in steps
         ]
-        p: Dict[str, Any] = {"workflow_id": workflow_id, "steps": specs}
-        if session_id:
-            p["session_id"] = session_id
-        r = self._call(b"beginWorkflow", _dumps(p))
+        req = _params({"workflow_id": workflow_id, "steps": specs}, session_id=session_id)
+        r = self._call(b"beginWorkflow", req)
         if r.get("completed") is None:
             r["completed"] = []
         return r  # type: ignore[no-any-return]
@@ -402,12 +381,8 @@ class Client:
         session_id: Optional[str] = None,
     ) -> None:
         """Records one successful step and its (JSON) result."""
-        p: Dict[str, Any] = {"workflow_id": workflow_id, "step_id": step_id, "identity": identity}
-        if result is not None:
-            p["result"] = result
-        if session_id:
-            p["session_id"] = session_id
-        self._call0(b"completeStep", _dumps(p))
+        req = _params({"workflow_id": workflow_id, "step_id": step_id, "identity": identity}, result=result, session_id=session_id)
+        self._call0(b"completeStep", req)
 
     def finish_workflow(self, workflow_id: str) -> None:
         self._call0(b"finishWorkflow", _dumps({"workflow_id": workflow_id}))
