@@ -129,24 +129,6 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// cliEnv runs cairn with extra environment variables.
-func cliEnv(t *testing.T, ws string, env []string, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(bin.cairn, args...)
-	cmd.Dir = ws
-	cmd.Env = append(append(os.Environ(), "CAIRN_DAEMON="), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return out.String(), errb.String(), ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), 0
-}
-
 type restartResult struct {
 	Outcome, State, Error string
 	PID                   int
@@ -194,7 +176,7 @@ func TestRuntimeCLI(t *testing.T) {
 	if s := state(); s != "not_running" {
 		t.Fatalf("before restart: %s", s)
 	}
-	out, errs, code := cliEnv(t, ws, []string{"CAIRN_TEST_SECRET=" + secret}, "runtime", "s", "--restart", "web", "--timeout", "20s", "--json")
+	out, errs, code := cliEnv(t, ws, "", []string{"CAIRN_TEST_SECRET=" + secret}, "runtime", "s", "--restart", "web", "--timeout", "20s", "--json")
 	var res restartResult
 	if json.Unmarshal([]byte(out), &res) != nil || code != 0 || res.Outcome != "started" || res.PID == 0 {
 		t.Fatalf("restart web: exit %d %q %q", code, out, errs)

@@ -38,9 +38,15 @@ func TestMain(m *testing.M) {
 // daemon is found next to the cairn binary (CAIRN_DAEMON unset).
 func cli(t *testing.T, ws string, stdin string, args ...string) (string, string, int) {
 	t.Helper()
+	return cliEnv(t, ws, stdin, nil, args...)
+}
+
+// cliEnv is cli with extra environment variables.
+func cliEnv(t *testing.T, ws, stdin string, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(bin.cairn, args...)
 	cmd.Dir = ws
-	cmd.Env = append(os.Environ(), "CAIRN_DAEMON=")
+	cmd.Env = append(append(os.Environ(), "CAIRN_DAEMON="), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
