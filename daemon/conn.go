@@ -18,17 +18,19 @@ import (
 // connIDs numbers connections for the log.
 var connIDs atomic.Uint64
 
-// wsConn is one protocol connection. Its reader (serve, on the HTTP
-// handler's goroutine) decodes requests and starts one goroutine per
-// request, at most protocol.MaxInFlightPerConn at a time (hello and status,
-// which never block, are answered inline). Each request's goroutine writes
-// its own answer, one writer at a time (wmu); a pusher goroutine writes the
-// queued events. Neither Read nor Write ever gets a request's context: the
+// wsConn is one protocol connection. One reader goroutine at a time (first
+// serve's, on the HTTP handler's goroutine) decodes requests. It answers
+// hello and status, which never block, inline; for any other request it
+// starts the next reader and handles the request itself, so at most
+// protocol.MaxInFlightPerConn requests run at a time, each answered without
+// a goroutine hand-off. Each request's goroutine writes its own answer, one
+// writer at a time (wmu); a pusher goroutine writes the queued events. Neither Read nor Write ever gets a request's context: the
 // connection's own context ends only when the connection is being closed.
 type wsConn struct {
 	s   *Server
 	ws  *websocket.Conn
 	log hclog.Logger
+	act *activity // nil when the socket's reads never poll
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -40,12 +42,13 @@ type wsConn struct {
 	dropped atomic.Uint64     // events dropped since the last events.dropped push
 }
 
-func newWSConn(s *Server, ws *websocket.Conn) *wsConn {
+func newWSConn(s *Server, ws *websocket.Conn, act *activity) *wsConn {
 	ws.SetReadLimit(s.cfg.MaxMessageSize)
 	ctx, cancel := context.WithCancel(s.baseCtx)
 	return &wsConn{
 		s:      s,
 		ws:     ws,
+		act:    act,
 		log:    s.log.With("conn", connIDs.Add(1)),
 		ctx:    ctx,
 		cancel: cancel,
@@ -67,7 +70,9 @@ func (c *wsConn) serve() {
 		c.pushLoop()
 	}()
 	sem := make(chan struct{}, protocol.MaxInFlightPerConn)
-	err := c.readLoop(sem)
+	readErr := make(chan error, 1)
+	c.readLoop(sem, readErr)
+	err := <-readErr
 	// Wait for the requests still running (Close cancels their context),
 	// then stop the pusher.
 	for range cap(sem) {
@@ -86,15 +91,21 @@ func (c *wsConn) serve() {
 	}
 }
 
-// readLoop reads messages until the connection fails or closes.
-func (c *wsConn) readLoop(sem chan struct{}) error {
+// readLoop reads messages until the connection fails or closes, then
+// sends why on done. A request that may block is handled on the goroutine
+// that read it: reading moves to a new readLoop goroutine first. The
+// request's answer is then on the critical path of no goroutine hand-off,
+// and reading goes on meanwhile, so requests on one connection still run
+// concurrently.
+func (c *wsConn) readLoop(sem chan struct{}, done chan<- error) {
 	for {
 		typ, msg, err := c.ws.Read(c.ctx)
 		if err != nil {
 			if errors.Is(err, websocket.ErrMessageTooBig) {
 				c.log.Warn("closed connection: message over the size limit", "limit", c.s.cfg.MaxMessageSize)
 			}
-			return err
+			done <- err
+			return
 		}
 		if typ != websocket.MessageBinary {
 			c.fail(nil, "", protocol.ErrBadRequest, "text message; cairn.v1 messages are binary CBOR")
@@ -122,23 +133,26 @@ func (c *wsConn) readLoop(sem chan struct{}) error {
 			}
 			c.handle(h, req)
 			c.s.endRequest()
+			c.act.answer()
 			continue
 		}
 		select {
 		case sem <- struct{}{}:
 		case <-c.ctx.Done():
-			return c.ctx.Err()
+			done <- c.ctx.Err()
+			return
 		}
 		if !c.s.startRequest() {
 			<-sem
 			c.fail(req.ID, req.Method, protocol.ErrUnavailable, "cairnd is shutting down")
 			continue
 		}
-		go func() {
-			defer func() { <-sem }()
-			defer c.s.endRequest()
-			c.handle(h, req)
-		}()
+		go c.readLoop(sem, done)
+		c.handle(h, req)
+		c.s.endRequest()
+		c.act.answer()
+		<-sem
+		return
 	}
 }
 

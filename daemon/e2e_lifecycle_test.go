@@ -150,6 +150,27 @@ func TestE2ESecondDaemon(t *testing.T) {
 	}
 }
 
+// TestE2EPollWindow: a negative --poll-window is a usage error (exit 2);
+// --poll-window=0 turns the daemon's polling off, and calls back to back
+// (the client polling, the daemon not) all succeed.
+func TestE2EPollWindow(t *testing.T) {
+	bad := spawnCairnd(t, workspace(t), "--poll-window=-1ms")
+	if code := bad.wait(t, 10*time.Second); code != 2 || !strings.Contains(bad.logText(), "--poll-window") {
+		t.Fatalf("cairnd --poll-window=-1ms: exit %d, want 2 with a message; log:\n%s", code, bad.logText())
+	}
+	c := startCairnd(t, workspace(t), "--poll-window=0").dial(t)
+	ctx := context.Background()
+	for i := range 200 {
+		if _, err := c.Status(ctx); err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Save(ctx, engine.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{session.Value(`"m"`)}}})
+		if err != nil || res.Generation != uint64(i+1) {
+			t.Fatalf("save %d: generation %d, %v", i, res.Generation, err)
+		}
+	}
+}
+
 // TestE2ESigterm: SIGTERM stops cairnd with exit 0, closes clients with
 // 1001 and removes the socket; everything acknowledged is there after a
 // restart.

@@ -58,6 +58,11 @@ type Config struct {
 	// file.changed event; nil: the workspace is not tracked (changes
 	// answers unavailable).
 	Files *workspace.Tracker
+	// PollWindow is how long, after answering, a connection's reader
+	// polls the socket for the next request before it parks
+	// (internal/busypoll), while no request runs. 0 means
+	// DefaultPollWindow; negative disables polling.
+	PollWindow time.Duration
 }
 
 // Server serves the protocol on a listener. It owns the listener and every
@@ -75,6 +80,7 @@ type Server struct {
 	kill    context.CancelFunc
 
 	requests atomic.Uint64
+	running  atomic.Int32 // inFlight, read without mu by polling reads
 
 	mu       sync.Mutex // guards the fields below
 	conns    map[*wsConn]struct{}
@@ -106,6 +112,9 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
+	if cfg.PollWindow == 0 {
+		cfg.PollWindow = DefaultPollWindow
+	}
 	base, kill := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:     cfg,
@@ -123,6 +132,7 @@ func NewServer(cfg Config) (*Server, error) {
 		ReadHeaderTimeout: protocol.HandshakeTimeout,
 		ErrorLog:          s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		BaseContext:       func(net.Listener) context.Context { return base },
+		ConnContext:       connContext,
 	}
 	unsubEngine := cfg.Backend.Subscribe(s.events.publish)
 	s.unsub = unsubEngine
@@ -174,7 +184,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}()
 
-	err := s.httpSrv.Serve(&peerListener{Listener: ln, log: s.log})
+	err := s.httpSrv.Serve(&pollListener{Listener: &peerListener{Listener: ln, log: s.log}, window: s.cfg.PollWindow, busy: &s.running})
 	if errors.Is(err, http.ErrServerClosed) {
 		<-s.stopped
 		err = ErrServerClosed
@@ -306,11 +316,13 @@ func (s *Server) startRequest() bool {
 		return false
 	}
 	s.inFlight++
+	s.running.Add(1)
 	return true
 }
 
 func (s *Server) endRequest() {
 	s.requests.Add(1)
+	s.running.Add(-1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.inFlight--
@@ -435,7 +447,7 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("websocket upgrade failed", "error", err)
 		return
 	}
-	c := newWSConn(s, ws)
+	c := newWSConn(s, ws, activityOf(r.Context()))
 	if !s.addConn(c) {
 		ws.Close(websocket.StatusTryAgainLater, "cairnd: not accepting connections")
 		return

@@ -1,0 +1,96 @@
+package daemon
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/busypoll"
+)
+
+// DefaultPollWindow is the default Config.PollWindow. A client working in
+// a loop sends its next request within tens of microseconds of reading an
+// answer.
+const DefaultPollWindow = 100 * time.Microsecond
+
+// activity tells a connection's polling reads (internal/busypoll) when a
+// request is expected: within the poll window after an answer that came
+// soon after the previous one (pollWarm), while the server runs no request
+// at all. Polling pays while a client calls in a loop, both CPUs awake;
+// after a pause the wake-ups are paid anyway, and a busy server has work
+// for its CPUs.
+type activity struct {
+	conn     *busypoll.Conn
+	busy     *atomic.Int32 // the server's requests in flight
+	window   time.Duration
+	pollTo   atomic.Int64 // unix nanoseconds
+	answered atomic.Int64 // unix nanoseconds of the last answer
+}
+
+// pollWarm is how soon after the previous answer an answer must come for
+// the reader to poll after it.
+const pollWarm = time.Millisecond
+
+func (a *activity) expect() bool {
+	return a.busy.Load() == 0 && time.Now().UnixNano() < a.pollTo.Load()
+}
+
+// answer records an answer and, when the connection is warm, opens the
+// poll window and wakes the reader to poll in it. Call it once the
+// answered request no longer counts as in flight. A nil activity (polling
+// off) ignores it.
+func (a *activity) answer() {
+	if a == nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	if now-a.answered.Swap(now) >= int64(pollWarm) {
+		return
+	}
+	a.pollTo.Store(now + int64(a.window))
+	a.conn.Kick()
+}
+
+type activityKey struct{}
+
+// pollListener wraps each accepted Unix connection for polling reads.
+type pollListener struct {
+	net.Listener
+	window time.Duration
+	busy   *atomic.Int32
+}
+
+// pollConn is an accepted connection with its activity, which connContext
+// hands to the connection's requests.
+type pollConn struct {
+	*busypoll.Conn
+	act *activity
+}
+
+func (l *pollListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil || l.window <= 0 {
+		return c, err
+	}
+	a := &activity{busy: l.busy, window: l.window}
+	if a.conn = busypoll.Wrap(c, l.window, a.expect); a.conn == nil {
+		return c, nil
+	}
+	return pollConn{Conn: a.conn, act: a}, nil
+}
+
+// connContext is the http.Server's ConnContext: it records a polling
+// connection's activity in the context of its requests.
+func connContext(ctx context.Context, c net.Conn) context.Context {
+	if pc, ok := c.(pollConn); ok {
+		return context.WithValue(ctx, activityKey{}, pc.act)
+	}
+	return ctx
+}
+
+// activityOf returns the activity connContext recorded, or nil.
+func activityOf(ctx context.Context) *activity {
+	a, _ := ctx.Value(activityKey{}).(*activity)
+	return a
+}
