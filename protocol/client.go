@@ -43,9 +43,11 @@ type Options struct {
 	// for an answer before it parks in the runtime's network poller (see
 	// internal/busypoll): polling saves the wake-up of an idle CPU, tens
 	// of microseconds on a virtual machine, at the price of CPU time. It
-	// polls only while this is the process's one call waiting, for twice
-	// the method's recent latency. 0 means DefaultPollBudget; negative
-	// means never poll.
+	// polls only while this is the process's one call waiting and the call
+	// follows the previous answer within a millisecond, for twice the
+	// method's recent latency; a method that takes longer than half the
+	// budget is not polled for. 0 means DefaultPollBudget; negative means
+	// never poll.
 	PollBudget time.Duration
 	// EventBuffer is the buffer of each Subscription's channel; 0 means
 	// DefaultEventBuffer.
@@ -405,16 +407,19 @@ const minPoll = 20 * time.Microsecond
 const pollWarm = time.Millisecond
 
 // pollForLocked is how long the socket polls for the answer to method:
-// twice its recent latency, within [minPoll, budget]; the whole budget
-// while the latency is unknown. Polling longer than an answer usually
-// takes only burns CPU, and delays a daemon that the kernel woke on the
-// polling CPU. cn.mu is held.
+// twice its recent latency, at least minPoll; the whole budget while the
+// latency is unknown; not at all when twice the latency exceeds the budget.
+// Polling longer than an answer usually takes only burns CPU, and delays a
+// daemon that the kernel woke on the polling CPU. cn.mu is held.
 func (cn *conn) pollForLocked(method string) time.Duration {
 	l, ok := cn.latency[method]
 	if !ok {
 		return cn.budget
 	}
-	return min(max(2*l, minPoll), cn.budget)
+	if 2*l > cn.budget {
+		return 0
+	}
+	return max(2*l, minPoll)
 }
 
 // maxLatencies bounds the methods whose latency a connection remembers:
@@ -463,7 +468,9 @@ func (cn *conn) call(ctx context.Context, method string, params, result any) err
 	start := time.Now()
 	var until int64
 	if start.UnixNano()-cn.poll.answered.Load() < int64(pollWarm) {
-		until = start.Add(cn.pollForLocked(method)).UnixNano()
+		if d := cn.pollForLocked(method); d > 0 {
+			until = start.Add(d).UnixNano()
+		}
 	}
 	cn.poll.until.Store(until)
 	cn.mu.Unlock()
