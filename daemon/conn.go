@@ -100,6 +100,7 @@ func (c *wsConn) serve() {
 func (c *wsConn) readLoop(sem chan struct{}, done chan<- error) {
 	for {
 		typ, msg, err := c.ws.Read(c.ctx)
+		c.act.request()
 		if err != nil {
 			if errors.Is(err, websocket.ErrMessageTooBig) {
 				c.log.Warn("closed connection: message over the size limit", "limit", c.s.cfg.MaxMessageSize)

@@ -15,37 +15,53 @@ import (
 const DefaultPollWindow = 100 * time.Microsecond
 
 // activity tells a connection's polling reads (internal/busypoll) when a
-// request is expected: within the poll window after an answer that came
-// soon after the previous one (pollWarm), while the server runs no request
-// at all. Polling pays while a client calls in a loop, both CPUs awake;
-// after a pause the wake-ups are paid anyway, and a busy server has work
-// for its CPUs.
+// request is expected: for the poll window after an answer, when this
+// connection's client usually sends its next request within the window,
+// while the server runs no request at all. Polling pays only for a client
+// that calls in a tight loop; one that takes longer to turn around (after a
+// pause, or through a host's threads) would only find a CPU taken, and a
+// busy server has work for its CPUs.
 type activity struct {
 	conn     *busypoll.Conn
 	busy     *atomic.Int32 // the server's requests in flight
 	window   time.Duration
 	pollTo   atomic.Int64 // unix nanoseconds
-	answered atomic.Int64 // unix nanoseconds of the last answer
+	answered atomic.Int64 // unix nanoseconds of the last answer; 0: none yet
+	turn     atomic.Int64 // moving average of answer-to-next-request, ns; 0: unknown
 }
-
-// pollWarm is how soon after the previous answer an answer must come for
-// the reader to poll after it.
-const pollWarm = time.Millisecond
 
 func (a *activity) expect() bool {
 	return a.busy.Load() == 0 && time.Now().UnixNano() < a.pollTo.Load()
 }
 
-// answer records an answer and, when the connection is warm, opens the
-// poll window and wakes the reader to poll in it. Call it once the
-// answered request no longer counts as in flight. A nil activity (polling
-// off) ignores it.
+// request records a request's arrival: how long the client took to turn
+// around since the last answer. A nil activity (polling off) ignores it.
+func (a *activity) request() {
+	if a == nil {
+		return
+	}
+	last := a.answered.Load()
+	if last == 0 {
+		return
+	}
+	d := time.Now().UnixNano() - last
+	if old := a.turn.Load(); old > 0 {
+		d = (3*old + d) / 4
+	}
+	a.turn.Store(max(d, 1))
+}
+
+// answer records an answer and, when the client usually turns around within
+// the poll window, opens the window and wakes the reader to poll in it.
+// Call it once the answered request no longer counts as in flight. A nil
+// activity ignores it.
 func (a *activity) answer() {
 	if a == nil {
 		return
 	}
 	now := time.Now().UnixNano()
-	if now-a.answered.Swap(now) >= int64(pollWarm) {
+	a.answered.Store(now)
+	if t := a.turn.Load(); t == 0 || t >= int64(a.window) {
 		return
 	}
 	a.pollTo.Store(now + int64(a.window))
