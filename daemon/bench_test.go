@@ -29,14 +29,37 @@ func benchCommit(sid string, i int) engine.SaveRequest {
 }
 
 // BenchmarkStatusRoundTrip measures one status call over the socket of a
-// real cairnd: median and p99 latency.
-func BenchmarkStatusRoundTrip(b *testing.B) {
-	p := startCairnd(b, workspace(b), "--log-level", "warn")
-	c := p.dial(b)
+// real cairnd, calls back to back: median and p99 latency. The no-polling
+// variant turns polling off on both sides (cairnd --poll-window=0, client
+// PollBudget < 0): the baseline for internal/busypoll.
+func BenchmarkStatusRoundTrip(b *testing.B) { benchStatus(b, 0) }
+
+// BenchmarkStatusRoundTripSpaced is BenchmarkStatusRoundTrip with the
+// client asleep for a millisecond before each call, as an agent between
+// two steps: both processes, and their CPUs, are idle when the call starts.
+func BenchmarkStatusRoundTripSpaced(b *testing.B) { benchStatus(b, time.Millisecond) }
+
+func benchStatus(b *testing.B, gap time.Duration) {
+	for _, polling := range []bool{true, false} {
+		name, args, opts := "polling", []string{"--log-level", "warn"}, &protocol.Options{}
+		if !polling {
+			name, args, opts = "no-polling", append(args, "--poll-window=0"), &protocol.Options{PollBudget: -1}
+		}
+		b.Run(name, func(b *testing.B) {
+			p := startCairnd(b, workspace(b), args...)
+			benchStatusCalls(b, p.dialOpts(b, opts), gap)
+		})
+	}
+}
+
+func benchStatusCalls(b *testing.B, c *protocol.Client, gap time.Duration) {
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for range b.N {
+		if gap > 0 {
+			time.Sleep(gap)
+		}
 		t0 := time.Now()
 		if _, err := c.Status(ctx); err != nil {
 			b.Fatal(err)
@@ -104,6 +127,45 @@ func BenchmarkCommit(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkCommitOverhead measures the socket's cost per commit as a ratio:
+// each iteration makes one commit through an embedded engine (over fsstore,
+// in process) and one through a real cairnd over the socket, in alternating
+// order, on the same file system and without workspace tracking. Pairing
+// the two cancels most of the disk's drift over the run. Reported: the
+// median latency of each and the socket's overhead over the embedded
+// median, in percent.
+func BenchmarkCommitOverhead(b *testing.B) {
+	st, err := fsstore.Open(workspace(b), fsstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	eng := engine.New(st, engine.Options{})
+	defer eng.Close()
+	c := startCairnd(b, workspace(b), "--log-level", "warn", "--no-track-files").dial(b)
+	ctx := context.Background()
+	embedded := func(i int) error { _, err := eng.Save(ctx, benchCommit("bench", i)); return err }
+	socket := func(i int) error { _, err := c.Save(ctx, benchCommit("bench", i)); return err }
+	var lat [2][]time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range 2 {
+			which := (i + k) % 2
+			t0 := time.Now()
+			err := [2]func(int) error{embedded, socket}[which](i)
+			lat[which] = append(lat[which], time.Since(t0))
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.StopTimer()
+	med := func(l []time.Duration) time.Duration { slices.Sort(l); return l[len(l)/2] }
+	e, s := med(lat[0]), med(lat[1])
+	b.ReportMetric(float64(e.Microseconds()), "embedded-µs")
+	b.ReportMetric(float64(s.Microseconds()), "socket-µs")
+	b.ReportMetric(100*(float64(s)/float64(e)-1), "overhead-%")
 }
 
 // runCommits makes b.N commits split over clients goroutines, each with its

@@ -146,11 +146,14 @@ func (p *proc) wait(t *testing.T, within time.Duration) int {
 }
 
 // dial connects to p without auto-start.
-func (p *proc) dial(t testing.TB) *protocol.Client {
+func (p *proc) dial(t testing.TB) *protocol.Client { return p.dialOpts(t, nil) }
+
+// dialOpts is dial with client options.
+func (p *proc) dialOpts(t testing.TB, opts *protocol.Options) *protocol.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := protocol.Dial(ctx, p.sock, nil)
+	c, err := protocol.Dial(ctx, p.sock, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
