@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +36,8 @@ type wsConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	readers sync.WaitGroup    // the readLoop goroutines, reading or spare
+	turn    chan struct{}     // passes reading to a spare readLoop goroutine
 	wmu     chan struct{}     // write turn; holds one token while a message is written
 	closing atomic.Bool       // set once the close frame is being sent; later writes are dropped
 	done    chan struct{}     // closed when serve returns
@@ -52,6 +55,7 @@ func newWSConn(s *Server, ws *websocket.Conn, act *activity) *wsConn {
 		log:    s.log.With("conn", connIDs.Add(1)),
 		ctx:    ctx,
 		cancel: cancel,
+		turn:   make(chan struct{}),
 		wmu:    make(chan struct{}, 1),
 		done:   make(chan struct{}),
 		events: make(chan engine.Event, protocol.EventQueueLen),
@@ -71,14 +75,16 @@ func (c *wsConn) serve() {
 	}()
 	sem := make(chan struct{}, protocol.MaxInFlightPerConn)
 	readErr := make(chan error, 1)
-	c.readLoop(sem, readErr)
+	c.readers.Add(1)
+	go c.readLoop(sem, readErr)
 	err := <-readErr
 	// Wait for the requests still running (Close cancels their context),
-	// then stop the pusher.
+	// then stop the spare readers and the pusher.
 	for range cap(sem) {
 		sem <- struct{}{}
 	}
 	c.cancel()
+	c.readers.Wait()
 	<-pusherDone
 	c.ws.CloseNow()
 	switch cs := websocket.CloseStatus(err); {
@@ -93,11 +99,14 @@ func (c *wsConn) serve() {
 
 // readLoop reads messages until the connection fails or closes, then
 // sends why on done. A request that may block is handled on the goroutine
-// that read it: reading moves to a new readLoop goroutine first. The
-// request's answer is then on the critical path of no goroutine hand-off,
-// and reading goes on meanwhile, so requests on one connection still run
-// concurrently.
+// that read it: reading passes first to a spare readLoop goroutine, or a
+// new one. The request's answer is then on the critical path of no
+// goroutine hand-off, and reading goes on meanwhile, so requests on one
+// connection still run concurrently. Once it has answered, the goroutine
+// waits as a spare until reading passes back to it or the connection
+// ends: reusing it spares the next request growing a new stack.
 func (c *wsConn) readLoop(sem chan struct{}, done chan<- error) {
+	defer c.readers.Done()
 	for {
 		typ, msg, err := c.ws.Read(c.ctx)
 		c.act.request()
@@ -148,12 +157,21 @@ func (c *wsConn) readLoop(sem chan struct{}, done chan<- error) {
 			c.fail(req.ID, req.Method, protocol.ErrUnavailable, "cairnd is shutting down")
 			continue
 		}
-		go c.readLoop(sem, done)
+		select {
+		case c.turn <- struct{}{}:
+		default:
+			c.readers.Add(1)
+			go c.readLoop(sem, done)
+		}
 		c.handle(h, req)
 		c.s.endRequest()
 		c.act.answer()
 		<-sem
-		return
+		select {
+		case <-c.turn:
+		case <-c.ctx.Done():
+			return
+		}
 	}
 }
 
