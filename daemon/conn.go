@@ -19,14 +19,14 @@ import (
 // connIDs numbers connections for the log.
 var connIDs atomic.Uint64
 
-// wsConn is one protocol connection. One reader goroutine at a time (first
-// serve's, on the HTTP handler's goroutine) decodes requests. It answers
-// hello and status, which never block, inline; for any other request it
-// starts the next reader and handles the request itself, so at most
-// protocol.MaxInFlightPerConn requests run at a time, each answered without
-// a goroutine hand-off. Each request's goroutine writes its own answer, one
-// writer at a time (wmu); a pusher goroutine writes the queued events. Neither Read nor Write ever gets a request's context: the
-// connection's own context ends only when the connection is being closed.
+// wsConn is one protocol connection. One readLoop goroutine at a time
+// reads it (see readLoop): hello and status, which never block, are
+// answered inline; any other request runs on the goroutine that read it,
+// at most protocol.MaxInFlightPerConn at a time. Each request's goroutine
+// writes its own answer, one writer at a time (wmu); a pusher goroutine
+// writes the queued events. Neither Read nor Write ever gets a request's
+// context: the connection's own context ends only when the connection is
+// being closed.
 type wsConn struct {
 	s   *Server
 	ws  *websocket.Conn
@@ -109,7 +109,6 @@ func (c *wsConn) readLoop(sem chan struct{}, done chan<- error) {
 	defer c.readers.Done()
 	for {
 		typ, msg, err := c.ws.Read(c.ctx)
-		c.act.request()
 		if err != nil {
 			if errors.Is(err, websocket.ErrMessageTooBig) {
 				c.log.Warn("closed connection: message over the size limit", "limit", c.s.cfg.MaxMessageSize)
@@ -117,6 +116,7 @@ func (c *wsConn) readLoop(sem chan struct{}, done chan<- error) {
 			done <- err
 			return
 		}
+		c.act.request()
 		if typ != websocket.MessageBinary {
 			c.fail(nil, "", protocol.ErrBadRequest, "text message; cairn.v1 messages are binary CBOR")
 			continue
