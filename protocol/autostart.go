@@ -19,6 +19,10 @@ const DefaultStartTimeout = 5 * time.Second
 // executable.
 const DaemonEnv = "CAIRN_DAEMON"
 
+// ExitAlreadyRunning is cairnd's exit status when another process already
+// serves (holds the lock of) the workspace.
+const ExitAlreadyRunning = 3
+
 // DaemonLogName is the file in the workspace's StateDir that receives the
 // standard error of a daemon started by Connect.
 const DaemonLogName = "cairnd.log"
@@ -29,7 +33,10 @@ const DaemonLogName = "cairnd.log"
 //
 // Two clients racing to start a daemon both start one; the store's lock lets
 // exactly one of them serve and the other exits, and both clients keep
-// dialing until the survivor answers.
+// dialing until the survivor answers. When the daemon Connect started exits
+// because the workspace was taken, yet nothing answers (the holder was a
+// daemon on its way out), Connect starts another; when it exits for any
+// other reason, Connect fails at once, naming its status and log.
 //
 // The returned Client reconnects, auto-starting again, on the first call
 // after its connection is lost.
@@ -90,6 +97,21 @@ func (c *Client) connectLocked(ctx context.Context) (*conn, error) {
 		if err == nil || !errors.Is(err, ErrNoDaemon) {
 			return cn, err
 		}
+		if proc.exited() {
+			if proc.code() != ExitAlreadyRunning {
+				return nil, fmt.Errorf("protocol.Connect: started %s (pid %d) for workspace %s, but it %s; see %s: %w",
+					bin, proc.pid, c.workspace, proc.status(), proc.log, err)
+			}
+			// Another process held the workspace when ours started, yet
+			// nothing answers: it may have been exiting (a killed daemon
+			// keeps its lock until it is gone), or still starting. Start
+			// another, at most every restartGap.
+			if time.Since(proc.at) >= restartGap {
+				if next, serr := c.startDaemon(bin); serr == nil {
+					proc = next
+				}
+			}
+		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("protocol.Connect: started %s (pid %d, %s) for workspace %s but nothing answered at %s within %v; see %s: %w",
 				bin, proc.pid, proc.status(), c.workspace, c.socket, timeout, proc.log, err)
@@ -130,12 +152,39 @@ func FindDaemon(explicit string) (string, []string, error) {
 	return "", tried, fmt.Errorf("%w: cairnd executable not found; tried %s", ErrNoDaemon, strings.Join(tried, ", "))
 }
 
+// restartGap is the least time between two daemons Connect starts.
+const restartGap = 250 * time.Millisecond
+
 // started is a daemon process started by Connect.
 type started struct {
+	at   time.Time
 	pid  int
 	log  string
 	done chan struct{} // closed when the process has exited and was reaped
 	err  error         // its exit error, valid after done
+}
+
+// exited reports whether the process has exited.
+func (p *started) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// code is the exit status of an exited process; -1 when it was killed by
+// a signal or could not be waited for.
+func (p *started) code() int {
+	var ee *exec.ExitError
+	switch {
+	case p.err == nil:
+		return 0
+	case errors.As(p.err, &ee):
+		return ee.ExitCode()
+	}
+	return -1
 }
 
 func (p *started) status() string {
@@ -177,7 +226,7 @@ func (c *Client) startDaemon(bin string) (*started, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &started{pid: cmd.Process.Pid, log: logPath, done: make(chan struct{})}
+	p := &started{at: time.Now(), pid: cmd.Process.Pid, log: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)

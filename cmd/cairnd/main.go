@@ -93,7 +93,7 @@ func main() {
 	switch {
 	case errors.Is(err, daemon.ErrAlreadyRunning):
 		fmt.Fprintln(os.Stderr, "cairnd:", err)
-		os.Exit(3)
+		os.Exit(protocol.ExitAlreadyRunning)
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "cairnd:", err)
 		os.Exit(1)
