@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -97,7 +98,7 @@ func (s *Store) compact(sf *sessionFile) error {
 		return nil
 	}
 	final := filepath.Join(s.sessionsDir, sf.name)
-	old, err := os.OpenFile(final, os.O_RDONLY|openFlags, 0)
+	old, err := os.OpenFile(final, os.O_RDONLY|atomicfile.OpenFlags, 0)
 	size, gen := sf.size, sf.t.gen
 	sf.mu.Unlock()
 	if err != nil {
@@ -133,8 +134,8 @@ func (s *Store) compact(sf *sessionFile) error {
 		return err
 	}
 
-	tmp := tempName(final)
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|openFlags, 0o600)
+	tmp := atomicfile.TempName(final)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|atomicfile.OpenFlags, 0o600)
 	if err != nil {
 		return err
 	}
@@ -196,7 +197,7 @@ func (s *Store) compact(sf *sessionFile) error {
 	sf.f, sf.size, sf.t = f, newSize, next
 	err = s.fault(FaultCompactAfterRename)
 	if err == nil {
-		err = syncDir(s.sessionsDir)
+		err = atomicfile.SyncDir(s.sessionsDir)
 	}
 	if err != nil {
 		// The new log is complete and in place, but its name may not be

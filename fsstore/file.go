@@ -1,52 +1,23 @@
 package fsstore
 
 import (
-	"crypto/rand"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/session"
 )
 
-// syncDir fsyncs a directory so the names created, renamed or removed in it
-// are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-// ensureDir makes dir a real 0700 directory. It refuses a symlink or any
-// other kind of file in its place.
+// ensureDir makes dir a real 0700 directory (atomicfile.EnsureDir); a
+// symlink or other file in its place is invalid_argument.
 func ensureDir(dir string) error {
-	fi, err := os.Lstat(dir)
-	switch {
-	case os.IsNotExist(err):
-		if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
-			return fmt.Errorf("mkdir %s: %w", dir, err)
-		}
-		return syncDir(filepath.Dir(dir))
-	case err != nil:
-		return err
-	case fi.Mode()&os.ModeSymlink != 0:
-		return session.Errorf(session.CodeInvalidArgument, "%s is a symlink; the store refuses links out of .cairn", dir)
-	case !fi.IsDir():
-		return session.Errorf(session.CodeInvalidArgument, "%s is not a directory", dir)
-	case fi.Mode().Perm() != 0o700:
-		return os.Chmod(dir, 0o700)
+	err := atomicfile.EnsureDir(dir)
+	if errors.Is(err, atomicfile.ErrNotDir) {
+		return session.Errorf(session.CodeInvalidArgument, "%v; the store refuses links out of .cairn", err)
 	}
-	return nil
-}
-
-func tempName(final string) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return filepath.Join(filepath.Dir(final), tempPrefix+filepath.Base(final)+"."+hex.EncodeToString(b[:]))
+	return err
 }
 
 // createFile writes data to a new file at final crash-safely: a temp file in
@@ -54,8 +25,8 @@ func tempName(final string) string {
 // directory. On any error the temp file is removed and final is left as it
 // was. It returns the file, open for reading and writing at final.
 func (s *Store) createFile(final string, data []byte) (*os.File, error) {
-	tmp := tempName(final)
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|openFlags, 0o600)
+	tmp := atomicfile.TempName(final)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|atomicfile.OpenFlags, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", tmp, err)
 	}
@@ -87,14 +58,14 @@ func (s *Store) createFile(final string, data []byte) (*os.File, error) {
 	}
 	err = s.fault(FaultCreateAfterRename)
 	if err == nil {
-		err = syncDir(filepath.Dir(final))
+		err = atomicfile.SyncDir(filepath.Dir(final))
 	}
 	if err != nil {
 		// The name may or may not be durable; take it back so a failed
 		// create never surfaces later.
 		f.Close()
 		if rmErr := os.Remove(final); rmErr == nil {
-			_ = syncDir(filepath.Dir(final))
+			_ = atomicfile.SyncDir(filepath.Dir(final))
 		}
 		return nil, fmt.Errorf("sync dir of %s: %w", final, err)
 	}
@@ -112,7 +83,7 @@ func (s *Store) appendCommit(f *os.File, size int64, data []byte) (err error, br
 		}
 		terr := f.Truncate(size)
 		if terr == nil {
-			terr = fdatasync(f)
+			terr = atomicfile.Fdatasync(f)
 		}
 		if terr != nil {
 			broken = fmt.Errorf("rollback of a failed commit to %s failed (%v); reopen the store", f.Name(), terr)
@@ -130,7 +101,7 @@ func (s *Store) appendCommit(f *os.File, size int64, data []byte) (err error, br
 	}
 	err = s.fault(FaultCommitSync)
 	if err == nil {
-		err = fdatasync(f)
+		err = atomicfile.Fdatasync(f)
 	}
 	if err != nil {
 		return fmt.Errorf("fdatasync %s: %w", f.Name(), err), nil

@@ -51,15 +51,3 @@ func releaseLock(f *os.File) error {
 	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	return f.Close()
 }
-
-// fdatasync flushes f's data and the metadata needed to read it back.
-func fdatasync(f *os.File) error {
-	for {
-		err := syscall.Fdatasync(int(f.Fd()))
-		if err != syscall.EINTR {
-			return err
-		}
-	}
-}
-
-const openFlags = syscall.O_NOFOLLOW | syscall.O_CLOEXEC

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"github.com/cairn-dev/cairn/internal/atomicfile"
 )
 
 // maxPlainName bounds a readable escaped file name; longer ids are hashed so
@@ -44,6 +46,6 @@ func fileName(id string) string {
 
 const (
 	logSuffix     = ".log"
-	tempPrefix    = ".tmp-"
+	tempPrefix    = atomicfile.TempPrefix
 	deletedPrefix = ".del-"
 )

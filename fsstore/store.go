@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -246,7 +247,7 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 		}
 	}
 	if removed {
-		if err := syncDir(dir); err != nil {
+		if err := atomicfile.SyncDir(dir); err != nil {
 			return nil, err
 		}
 	}
@@ -259,7 +260,7 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 // a nil file, so one bad log does not take the whole store down.
 func (s *Store) openLog(dir, name string) (*os.File, []commitGroup, int64, error) {
 	path := filepath.Join(dir, name)
-	f, err := os.OpenFile(path, os.O_RDWR|openFlags, 0)
+	f, err := os.OpenFile(path, os.O_RDWR|atomicfile.OpenFlags, 0)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -289,7 +290,7 @@ func (s *Store) openLog(dir, name string) (*os.File, []commitGroup, int64, error
 		if err := os.Remove(path); err != nil {
 			return nil, nil, 0, err
 		}
-		return nil, nil, 0, syncDir(dir)
+		return nil, nil, 0, atomicfile.SyncDir(dir)
 	}
 	if valid < fi.Size() {
 		s.log.Warn("trimming torn or uncommitted log tail", "path", path, "bytes", fi.Size()-valid)
@@ -297,7 +298,7 @@ func (s *Store) openLog(dir, name string) (*os.File, []commitGroup, int64, error
 			f.Close()
 			return nil, nil, 0, err
 		}
-		if err := fdatasync(f); err != nil {
+		if err := atomicfile.Fdatasync(f); err != nil {
 			f.Close()
 			return nil, nil, 0, err
 		}
@@ -494,7 +495,7 @@ func (s *Store) Load(ctx context.Context, id string, at uint64) (*session.State,
 	case at != 0 && at < first:
 		err = session.Errorf(session.CodeNotFound, "session %q generation %d was compacted away (oldest kept is %d)", id, at, first)
 	default:
-		f, err = os.OpenFile(filepath.Join(s.sessionsDir, sf.name), os.O_RDONLY|openFlags, 0)
+		f, err = os.OpenFile(filepath.Join(s.sessionsDir, sf.name), os.O_RDONLY|atomicfile.OpenFlags, 0)
 	}
 	sf.mu.Unlock()
 	if err != nil {
@@ -666,7 +667,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := os.Rename(filepath.Join(s.sessionsDir, sf.name), filepath.Join(s.sessionsDir, tomb)); err != nil {
 		return session.Errorf(session.CodeInternal, "fsstore.Delete: %v", err)
 	}
-	if err := syncDir(s.sessionsDir); err != nil {
+	if err := atomicfile.SyncDir(s.sessionsDir); err != nil {
 		return session.Errorf(session.CodeInternal, "fsstore.Delete: sync dir: %v", err)
 	}
 	sf.gone = true
@@ -678,7 +679,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := os.Remove(filepath.Join(s.sessionsDir, tomb)); err != nil {
 		return session.Errorf(session.CodeInternal, "fsstore.Delete: %v", err)
 	}
-	if err := syncDir(s.sessionsDir); err != nil {
+	if err := atomicfile.SyncDir(s.sessionsDir); err != nil {
 		return session.Errorf(session.CodeInternal, "fsstore.Delete: sync dir: %v", err)
 	}
 	return nil
@@ -704,7 +705,7 @@ func (s *Store) deleteOwnedLocked(id string) error {
 		wf.mu.Unlock()
 	}
 	if removed {
-		return syncDir(s.flowsDir)
+		return atomicfile.SyncDir(s.flowsDir)
 	}
 	return nil
 }
@@ -730,7 +731,7 @@ func (s *Store) finishDelete(tomb string) error {
 	if err := os.Remove(path); err != nil {
 		return err
 	}
-	return syncDir(s.sessionsDir)
+	return atomicfile.SyncDir(s.sessionsDir)
 }
 
 // Close waits for background compactions, closes every file and releases

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -200,7 +201,7 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id string) error {
 	wf.gone = true
 	wf.f.Close()
 	delete(s.workflows, id)
-	if err := syncDir(s.flowsDir); err != nil {
+	if err := atomicfile.SyncDir(s.flowsDir); err != nil {
 		return session.Errorf(session.CodeInternal, "fsstore.DeleteWorkflow: sync dir: %v", err)
 	}
 	return nil

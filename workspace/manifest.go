@@ -152,7 +152,7 @@ func (ms *manifestStore) recover() error {
 			return err
 		}
 	}
-	f, err := os.OpenFile(lp, os.O_RDWR|openFlags, 0)
+	f, err := os.OpenFile(lp, os.O_RDWR|atomicfile.OpenFlags, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", lp, err)
 	}
@@ -176,7 +176,7 @@ func (ms *manifestStore) recover() error {
 		if err := f.Truncate(int64(valid)); err != nil {
 			return fmt.Errorf("truncate %s: %w", lp, err)
 		}
-		if err := fdatasync(f); err != nil {
+		if err := atomicfile.Fdatasync(f); err != nil {
 			return fmt.Errorf("sync %s: %w", lp, err)
 		}
 	}
@@ -341,10 +341,10 @@ func (ms *manifestStore) append(ops []mop) (uint64, error) {
 	frame := encodeDelta(seq, ops)
 	_, err := ms.cur.WriteAt(frame, ms.curSize)
 	if err == nil {
-		err = fdatasync(ms.cur)
+		err = atomicfile.Fdatasync(ms.cur)
 	}
 	if err != nil {
-		if terr := ms.cur.Truncate(ms.curSize); terr != nil || fdatasync(ms.cur) != nil {
+		if terr := ms.cur.Truncate(ms.curSize); terr != nil || atomicfile.Fdatasync(ms.cur) != nil {
 			ms.broken = fmt.Errorf("rollback of a failed manifest append to %s failed; reopen the tracker: %w", ms.cur.Name(), err)
 		}
 		return 0, fmt.Errorf("append %s: %w", ms.cur.Name(), err)
@@ -424,7 +424,7 @@ func (ms *manifestStore) startBase(seq uint64, m map[string]mrec) error {
 	if err := atomicfile.WriteFile(lp, []byte(logMagic), 0o600); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(lp, os.O_RDWR|openFlags, 0)
+	f, err := os.OpenFile(lp, os.O_RDWR|atomicfile.OpenFlags, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", lp, err)
 	}

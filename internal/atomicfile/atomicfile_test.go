@@ -1,6 +1,7 @@
 package atomicfile_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,5 +50,38 @@ func TestWriteFileRefusesSymlink(t *testing.T) {
 	}
 	if err := atomicfile.WriteFile(filepath.Join(dir, "missing", "f"), nil, 0o600); err == nil {
 		t.Fatal("wrote into a missing directory")
+	}
+}
+
+func TestEnsureDir(t *testing.T) {
+	root := t.TempDir()
+	made := filepath.Join(root, "made")
+	if err := atomicfile.EnsureDir(made); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(made); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("created dir: %v, %v", fi, err)
+	}
+	if err := os.Chmod(made, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := atomicfile.EnsureDir(made); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Lstat(made); fi.Mode().Perm() != 0o700 {
+		t.Errorf("mode %v after EnsureDir, want 0700", fi.Mode().Perm())
+	}
+	link := filepath.Join(root, "link")
+	file := filepath.Join(root, "file")
+	if err := os.Symlink(made, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{link, file} {
+		if err := atomicfile.EnsureDir(p); !errors.Is(err, atomicfile.ErrNotDir) {
+			t.Errorf("EnsureDir(%s) = %v, want ErrNotDir", filepath.Base(p), err)
+		}
 	}
 }
