@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -143,18 +144,8 @@ func (s *MemStore) List(ctx context.Context) ([]Summary, error) {
 	for _, ms := range s.sessions {
 		out = append(out, Summarize(ms.latest(), 0))
 	}
-	slices.SortFunc(out, func(a, b Summary) int { return cmpString(a.SessionID, b.SessionID) })
+	slices.SortFunc(out, func(a, b Summary) int { return strings.Compare(a.SessionID, b.SessionID) })
 	return out, nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Delete removes the session, its checkpoints and its workflows.

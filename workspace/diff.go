@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/cairn-dev/cairn/session"
 )
@@ -109,23 +110,13 @@ func (t *Tracker) RecordManifest(ctx context.Context) (session.ManifestRef, erro
 	if len(ops) == 0 && t.ms.last > 0 {
 		return session.ManifestRef{ID: t.ms.ref(t.ms.last), Clock: clock, Entries: int64(entries)}, nil
 	}
-	slices.SortFunc(ops, func(a, b mop) int { return cmpString(a.path, b.path) })
+	slices.SortFunc(ops, func(a, b mop) int { return strings.Compare(a.path, b.path) })
 	seq, err := t.ms.record(ops, entries, prev)
 	if err != nil {
 		restore()
 		return session.ManifestRef{}, fmt.Errorf("workspace.RecordManifest: %w", err)
 	}
 	return session.ManifestRef{ID: t.ms.ref(seq), Clock: clock, Entries: int64(entries)}, nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // reuseHashes takes a manifest's hash for every item whose stat still
