@@ -80,12 +80,11 @@ type Server struct {
 	kill    context.CancelFunc
 
 	requests atomic.Uint64
-	running  atomic.Int32 // inFlight, read without mu by polling reads
 
 	mu       sync.Mutex // guards the fields below
 	conns    map[*wsConn]struct{}
 	stopping bool
-	inFlight int
+	inFlight atomic.Int32  // changed under mu; read without it by polling reads
 	drained  chan struct{} // closed when stopping and inFlight == 0
 	idle     *time.Timer
 	served   bool
@@ -184,7 +183,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}()
 
-	err := s.httpSrv.Serve(&pollListener{Listener: &peerListener{Listener: ln, log: s.log}, window: s.cfg.PollWindow, busy: &s.running})
+	err := s.httpSrv.Serve(&pollListener{Listener: &peerListener{Listener: ln, log: s.log}, window: s.cfg.PollWindow, busy: &s.inFlight})
 	if errors.Is(err, http.ErrServerClosed) {
 		<-s.stopped
 		err = ErrServerClosed
@@ -290,7 +289,7 @@ func (s *Server) beginStop() {
 	if s.idle != nil {
 		s.idle.Stop()
 	}
-	if s.inFlight == 0 {
+	if s.inFlight.Load() == 0 {
 		close(s.drained)
 	}
 }
@@ -315,18 +314,15 @@ func (s *Server) startRequest() bool {
 	if s.stopping {
 		return false
 	}
-	s.inFlight++
-	s.running.Add(1)
+	s.inFlight.Add(1)
 	return true
 }
 
 func (s *Server) endRequest() {
 	s.requests.Add(1)
-	s.running.Add(-1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.inFlight--
-	if s.stopping && s.inFlight == 0 {
+	if s.inFlight.Add(-1) == 0 && s.stopping {
 		close(s.drained)
 	}
 }
@@ -359,7 +355,7 @@ func (s *Server) removeConn(c *wsConn) {
 
 func (s *Server) status() protocol.StatusResult {
 	s.mu.Lock()
-	conns, inFlight, stopping := len(s.conns), s.inFlight, s.stopping
+	conns, inFlight, stopping := len(s.conns), int(s.inFlight.Load()), s.stopping
 	s.mu.Unlock()
 	st := protocol.StateServing
 	if stopping {
