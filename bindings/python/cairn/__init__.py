@@ -16,29 +16,9 @@ does not survive ``fork()`` without ``exec()``; a client used in a forked
 child raises :class:`ForkedError`.
 """
 
+from . import errors as _errors
 from .client import Client, Step, StepLike, Subscription, connect, open_handles, version
-from .errors import (
-    ERRORS,
-    RETURN_CODES,
-    BadHandleError,
-    BadRequestError,
-    CairnError,
-    ConflictError,
-    ForkedError,
-    InternalError,
-    InvalidArgumentError,
-    LibraryNotFoundError,
-    LockedError,
-    MethodNotFoundError,
-    NoCheckpointError,
-    NotFoundError,
-    NotOwnerError,
-    SchemaUnsupportedError,
-    StepIdentityChangedError,
-    TooLargeError,
-    UnavailableError,
-    error_class,
-)
+from .errors import *  # noqa: F401,F403 -- every name in errors.__all__
 
 __version__ = "0.1.0"
 
@@ -50,24 +30,5 @@ __all__ = [
     "connect",
     "open_handles",
     "version",
-    "CairnError",
-    "InternalError",
-    "InvalidArgumentError",
-    "NotFoundError",
-    "ConflictError",
-    "SchemaUnsupportedError",
-    "TooLargeError",
-    "NoCheckpointError",
-    "NotOwnerError",
-    "StepIdentityChangedError",
-    "LockedError",
-    "UnavailableError",
-    "ForkedError",
-    "BadHandleError",
-    "MethodNotFoundError",
-    "BadRequestError",
-    "LibraryNotFoundError",
-    "ERRORS",
-    "RETURN_CODES",
-    "error_class",
+    *_errors.__all__,
 ]

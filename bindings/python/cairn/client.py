@@ -183,7 +183,8 @@ class Client:
     def closed(self) -> bool:
         return self._closed
 
-    def _call(self, method: bytes, req: Optional[bytes]) -> Any:
+    def _call(self, method: bytes, req: Optional[bytes], decode: bool = True) -> Any:
+        # decode=False: a call whose result ({}) is not needed.
         r = _c_void_p()
         n = _c_size_t()
         e = _c_void_p()
@@ -194,20 +195,9 @@ class Client:
         if not p:
             return None
         try:
-            return _loads(_string_at(p, n.value))
+            return _loads(_string_at(p, n.value)) if decode else None
         finally:
             self._free(p)
-
-    def _call0(self, method: bytes, req: Optional[bytes]) -> None:
-        # A call whose result ({}) is not needed.
-        r = _c_void_p()
-        n = _c_size_t()
-        e = _c_void_p()
-        rc = self._fn(self._h, method, req, len(req) if req else 0, _byref(r), _byref(n), _byref(e))
-        if rc:
-            raise _take_error(self._lib, rc, e)
-        if r.value:
-            self._free(r.value)
 
     def call(self, method: str, params: Optional[Mapping[str, Any]] = None) -> Any:
         """Calls any C-API method by name with JSON params; returns the decoded result."""
@@ -282,7 +272,7 @@ class Client:
         return r.get("sessions") or []
 
     def delete(self, session_id: str) -> None:
-        self._call0(b"delete", _dumps({"session_id": session_id}))
+        self._call(b"delete", _dumps({"session_id": session_id}), decode=False)
 
     def fork(self, session_id: str, new_id: str, at_generation: Optional[int] = None) -> ForkResult:
         """Copies a session (at a generation; default latest) to ``new_id``."""
@@ -382,10 +372,10 @@ class Client:
     ) -> None:
         """Records one successful step and its (JSON) result."""
         req = _params({"workflow_id": workflow_id, "step_id": step_id, "identity": identity}, result=result, session_id=session_id)
-        self._call0(b"completeStep", req)
+        self._call(b"completeStep", req, decode=False)
 
     def finish_workflow(self, workflow_id: str) -> None:
-        self._call0(b"finishWorkflow", _dumps({"workflow_id": workflow_id}))
+        self._call(b"finishWorkflow", _dumps({"workflow_id": workflow_id}), decode=False)
 
     def parallel_resumable(
         self,
@@ -535,7 +525,7 @@ class Subscription(Iterator[Event]):
             return
         self._closed = True
         try:
-            self._client._call0(b"unsubscribe", b'{"subscription":%d}' % self.id)
+            self._client._call(b"unsubscribe", b'{"subscription":%d}' % self.id, decode=False)
         except CairnError as e:
             if e.code not in ("not_found", "bad_handle", "forked"):
                 raise
