@@ -39,6 +39,7 @@ type wsConn struct {
 	readers sync.WaitGroup    // the readLoop goroutines, reading or spare
 	turn    chan struct{}     // passes reading to a spare readLoop goroutine
 	wmu     chan struct{}     // write turn; holds one token while a message is written
+	wd      *writeWatch       // cuts off a write that outlasts Config.WriteTimeout
 	closing atomic.Bool       // set once the close frame is being sent; later writes are dropped
 	done    chan struct{}     // closed when serve returns
 	events  chan engine.Event // queued pushes; see fanout
@@ -48,7 +49,7 @@ type wsConn struct {
 func newWSConn(s *Server, ws *websocket.Conn, act *activity) *wsConn {
 	ws.SetReadLimit(s.cfg.MaxMessageSize)
 	ctx, cancel := context.WithCancel(s.baseCtx)
-	return &wsConn{
+	c := &wsConn{
 		s:      s,
 		ws:     ws,
 		act:    act,
@@ -60,6 +61,11 @@ func newWSConn(s *Server, ws *websocket.Conn, act *activity) *wsConn {
 		done:   make(chan struct{}),
 		events: make(chan engine.Event, protocol.EventQueueLen),
 	}
+	c.wd = newWriteWatch(s.cfg.WriteTimeout, func() {
+		c.log.Warn("write timed out; closing connection", "timeout", s.cfg.WriteTimeout)
+		c.ws.CloseNow()
+	})
+	return c
 }
 
 // serve runs the connection until it closes. It owns the pusher goroutine
@@ -86,6 +92,7 @@ func (c *wsConn) serve() {
 	c.cancel()
 	c.readers.Wait()
 	<-pusherDone
+	c.wd.stop()
 	c.ws.CloseNow()
 	switch cs := websocket.CloseStatus(err); {
 	case cs == websocket.StatusNormalClosure || cs == websocket.StatusGoingAway:
@@ -245,7 +252,7 @@ func (c *wsConn) pushLoop() {
 	}
 }
 
-// write writes one message within protocol.WriteTimeout, waiting for its
+// write writes one message within Config.WriteTimeout, waiting for its
 // turn; on failure it closes the connection (the reader then ends) and
 // reports false. After closeGracefully began, messages are dropped.
 func (c *wsConn) write(msg []byte) bool {
@@ -258,9 +265,10 @@ func (c *wsConn) write(msg []byte) bool {
 	if c.closing.Load() {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, protocol.WriteTimeout)
-	defer cancel()
-	if err := c.ws.Write(ctx, websocket.MessageBinary, msg); err != nil {
+	c.wd.begin()
+	err := c.ws.Write(c.ctx, websocket.MessageBinary, msg)
+	c.wd.end()
+	if err != nil {
 		if c.ctx.Err() == nil {
 			c.log.Debug("write failed; closing connection", "error", err)
 		}

@@ -2,13 +2,16 @@ package daemon_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/cairn-dev/cairn/daemon"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/session"
 )
 
 // TestEventOverflow: a subscriber that does not read loses events, the
@@ -64,4 +67,78 @@ func TestEventOverflow(t *testing.T) {
 		t.Fatalf("status events_dropped %d, pushes said %d (%v)", st.EventsDropped, dropped, err)
 	}
 	t.Logf("%d delivered, %d dropped", seen, dropped)
+}
+
+// TestStalledReaderIsCutOff: a client that sends requests but stops
+// reading their answers is disconnected once an answer has waited
+// Config.WriteTimeout to be written; its requests stop holding the
+// daemon, and another client sees nothing of it.
+func TestStalledReaderIsCutOff(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	ip := startInproc(t, daemon.Config{WriteTimeout: timeout})
+	ctx := ctxT(t)
+	w := ip.dial(t)
+	big := session.Value(`"` + strings.Repeat("x", 256<<10) + `"`)
+	if _, err := w.Save(ctx, engine.SaveRequest{SessionID: "big", Change: &session.Change{AppendMessages: []session.Value{big}}}); err != nil {
+		t.Fatal(err)
+	}
+	ws, _, err := rawDial(ctx, ip.sock, []string{protocol.Subprotocol}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(1 << 20)
+	// 64 answers of 256 KiB each: far more than the socket buffers hold.
+	const requests = 64
+	for i := range requests {
+		if err := ws.Write(ctx, websocket.MessageBinary, mustReq(uint64(i+1), protocol.MethodResumeSession, protocol.SessionParams{SessionID: "big"})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The daemon registers the connection, has answers it cannot write,
+	// and cuts the connection off: its requests stop holding the daemon.
+	waitStatus(t, w, "the stalled reader connected, its requests in flight", func(st *protocol.StatusResult) bool {
+		return st.Connections == 2 && st.InFlight > 1
+	})
+	waitStatus(t, w, "the stalled reader cut off", func(st *protocol.StatusResult) bool {
+		return st.Connections == 1 && st.InFlight == 1 // w, and this status call
+	})
+	// Reading now yields what was written before the cut, then an error.
+	answers := 0
+	for {
+		_, _, err := ws.Read(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				t.Fatal("the stalled reader's connection was never closed")
+			}
+			break
+		}
+		answers++
+	}
+	if answers >= requests {
+		t.Fatalf("all %d answers arrived; the daemon never had to wait", answers)
+	}
+	if _, err := w.Save(ctx, msg("after")); err != nil {
+		t.Fatalf("the other client: %v", err)
+	}
+	t.Logf("%d of %d answers delivered before the cut", answers, requests)
+}
+
+// waitStatus polls c's status until ok holds, for at most 20 s.
+func waitStatus(t *testing.T, c *protocol.Client, what string, ok func(*protocol.StatusResult) bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := c.Status(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(&st) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not %s: %+v", what, st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -63,6 +63,10 @@ type Config struct {
 	// (internal/busypoll), while no request runs. 0 means
 	// DefaultPollWindow; negative disables polling.
 	PollWindow time.Duration
+	// WriteTimeout is how long one message may take to write before the
+	// connection is closed: a client that stops reading while the daemon
+	// has a message for it. 0 means protocol.WriteTimeout.
+	WriteTimeout time.Duration
 }
 
 // Server serves the protocol on a listener. It owns the listener and every
@@ -110,6 +114,9 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = protocol.WriteTimeout
 	}
 	if cfg.PollWindow == 0 {
 		cfg.PollWindow = DefaultPollWindow
