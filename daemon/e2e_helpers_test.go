@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 
 func runMain(m *testing.M) int {
 	if sock := os.Getenv("CAIRN_ECHO_SOCKET"); sock != "" {
-		return echoServer(sock) // the child of BenchmarkUnixSocketFloor
+		return echoServer(sock, os.Getenv("CAIRN_ECHO_LOG")) // the child of startEcho
 	}
 	dir, err := os.MkdirTemp("", "cairn-e2e-bin-")
 	if err != nil {
