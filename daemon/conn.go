@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -37,34 +38,44 @@ type wsConn struct {
 	cancel context.CancelFunc
 
 	readers sync.WaitGroup    // the readLoop goroutines, reading or spare
+	sem     chan struct{}     // one token per request in flight
+	readErr chan error        // why reading ended; the last reader sends it
 	turn    chan struct{}     // passes reading to a spare readLoop goroutine
+	running atomic.Int32      // requests whose handler runs
+	pace    pace              // whether requests arrive one at a time; the reading goroutine's
+	serial  atomic.Int32      // serialIdle, serialRunning or serialReleased
+	sw      *watch            // passes reading on from a request run serially past protocol.SerialLimit
 	wmu     chan struct{}     // write turn; holds one token while a message is written
-	wd      *writeWatch       // cuts off a write that outlasts Config.WriteTimeout
+	wd      *watch            // cuts off a write that outlasts Config.WriteTimeout
 	closing atomic.Bool       // set once the close frame is being sent; later writes are dropped
 	done    chan struct{}     // closed when serve returns
 	events  chan engine.Event // queued pushes; see fanout
 	dropped atomic.Uint64     // events dropped since the last events.dropped push
 }
 
-func newWSConn(s *Server, ws *websocket.Conn, act *activity) *wsConn {
+func newWSConn(s *Server, ws *websocket.Conn, act *activity, raw syscall.RawConn) *wsConn {
 	ws.SetReadLimit(s.cfg.MaxMessageSize)
 	ctx, cancel := context.WithCancel(s.baseCtx)
 	c := &wsConn{
-		s:      s,
-		ws:     ws,
-		act:    act,
-		log:    s.log.With("conn", connIDs.Add(1)),
-		ctx:    ctx,
-		cancel: cancel,
-		turn:   make(chan struct{}),
-		wmu:    make(chan struct{}, 1),
-		done:   make(chan struct{}),
-		events: make(chan engine.Event, protocol.EventQueueLen),
+		s:       s,
+		ws:      ws,
+		act:     act,
+		log:     s.log.With("conn", connIDs.Add(1)),
+		ctx:     ctx,
+		cancel:  cancel,
+		sem:     make(chan struct{}, protocol.MaxInFlightPerConn),
+		readErr: make(chan error, 1),
+		turn:    make(chan struct{}),
+		wmu:     make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		events:  make(chan engine.Event, protocol.EventQueueLen),
+		pace:    pace{raw: raw},
 	}
-	c.wd = newWriteWatch(s.cfg.WriteTimeout, func() {
+	c.wd = newWatch(s.cfg.WriteTimeout, func() {
 		c.log.Warn("write timed out; closing connection", "timeout", s.cfg.WriteTimeout)
 		c.ws.CloseNow()
 	})
+	c.sw = newWatch(protocol.SerialLimit, c.release)
 	return c
 }
 
@@ -79,19 +90,18 @@ func (c *wsConn) serve() {
 		defer close(pusherDone)
 		c.pushLoop()
 	}()
-	sem := make(chan struct{}, protocol.MaxInFlightPerConn)
-	readErr := make(chan error, 1)
 	c.readers.Add(1)
-	go c.readLoop(sem, readErr)
-	err := <-readErr
+	go c.readLoop()
+	err := <-c.readErr
 	// Wait for the requests still running (Close cancels their context),
 	// then stop the spare readers and the pusher.
-	for range cap(sem) {
-		sem <- struct{}{}
+	for range cap(c.sem) {
+		c.sem <- struct{}{}
 	}
 	c.cancel()
 	c.readers.Wait()
 	<-pusherDone
+	c.sw.stop()
 	c.wd.stop()
 	c.ws.CloseNow()
 	switch cs := websocket.CloseStatus(err); {
@@ -105,14 +115,19 @@ func (c *wsConn) serve() {
 }
 
 // readLoop reads messages until the connection fails or closes, then
-// sends why on done. A request that may block is handled on the goroutine
-// that read it: reading passes first to a spare readLoop goroutine, or a
-// new one. The request's answer is then on the critical path of no
-// goroutine hand-off, and reading goes on meanwhile, so requests on one
-// connection still run concurrently. Once it has answered, the goroutine
-// waits as a spare until reading passes back to it or the connection
-// ends: reusing it spares the next request growing a new stack.
-func (c *wsConn) readLoop(sem chan struct{}, done chan<- error) {
+// sends why on readErr. A request that may block is handled on the goroutine
+// that read it, so its answer is on the critical path of no goroutine
+// hand-off. Reading first passes to a spare readLoop goroutine (or a new
+// one), so requests on one connection run concurrently; once it has
+// answered, the goroutine waits as a spare until reading passes back to it
+// or the connection ends (reusing it spares the next request growing a new
+// stack). While the connection's requests arrive one at a time (see pace),
+// a short request (serialOK) runs serially, without passing reading on:
+// the hand-off wakes a second thread, and two threads trading the
+// connection at every request cost a one-at-a-time client a fifth of a
+// durable commit. Reading passes on after all when such a request runs
+// past protocol.SerialLimit (see release).
+func (c *wsConn) readLoop() {
 	defer c.readers.Done()
 	for {
 		typ, msg, err := c.ws.Read(c.ctx)
@@ -120,7 +135,7 @@ func (c *wsConn) readLoop(sem chan struct{}, done chan<- error) {
 			if errors.Is(err, websocket.ErrMessageTooBig) {
 				c.log.Warn("closed connection: message over the size limit", "limit", c.s.cfg.MaxMessageSize)
 			}
-			done <- err
+			c.readErr <- err
 			return
 		}
 		c.act.request()
@@ -148,32 +163,37 @@ func (c *wsConn) readLoop(sem chan struct{}, done chan<- error) {
 				c.fail(req.ID, req.Method, protocol.ErrUnavailable, "cairnd is shutting down")
 				continue
 			}
-			c.handle(h, req)
+			c.handle(h, req, false)
 			c.s.endRequest()
 			c.act.answer()
 			continue
 		}
+		serial := c.pace.arrived(c.running.Load() > 0) && serialOK[req.Method]
 		select {
-		case sem <- struct{}{}:
+		case c.sem <- struct{}{}:
 		case <-c.ctx.Done():
-			done <- c.ctx.Err()
+			c.readErr <- c.ctx.Err()
 			return
 		}
 		if !c.s.startRequest() {
-			<-sem
+			<-c.sem
 			c.fail(req.ID, req.Method, protocol.ErrUnavailable, "cairnd is shutting down")
 			continue
 		}
-		select {
-		case c.turn <- struct{}{}:
-		default:
-			c.readers.Add(1)
-			go c.readLoop(sem, done)
+		if serial {
+			c.s.serialRuns.Add(1)
+			c.serial.Store(serialRunning)
+			c.sw.begin()
+		} else {
+			c.passReading()
 		}
-		c.handle(h, req)
+		kept := c.handle(h, req, serial)
 		c.s.endRequest()
 		c.act.answer()
-		<-sem
+		<-c.sem
+		if kept {
+			continue
+		}
 		select {
 		case <-c.turn:
 		case <-c.ctx.Done():
@@ -182,10 +202,108 @@ func (c *wsConn) readLoop(sem chan struct{}, done chan<- error) {
 	}
 }
 
-// handle runs one request and queues its answer.
-func (c *wsConn) handle(h handler, req *protocol.Request) {
+// passReading hands reading to a spare readLoop goroutine, or a new one.
+func (c *wsConn) passReading() {
+	select {
+	case c.turn <- struct{}{}:
+	default:
+		c.readers.Add(1)
+		go c.readLoop()
+	}
+}
+
+// States of a connection's serial request (wsConn.serial).
+const (
+	serialIdle     = iota // none runs
+	serialRunning         // one runs, and reading waits for it
+	serialReleased        // one runs, and reading has passed on (release)
+)
+
+// release passes reading on from a serial request that has run for
+// protocol.SerialLimit. It runs on the watch's timer goroutine.
+func (c *wsConn) release() {
+	if c.serial.CompareAndSwap(serialRunning, serialReleased) {
+		c.s.releases.Add(1)
+		c.passReading()
+	}
+}
+
+// serialDone ends a serial request's run, once it has its result and
+// before its answer is written, and reports whether it still holds
+// reading: false when release passed reading on meanwhile.
+func (c *wsConn) serialDone() bool {
+	c.sw.end()
+	if !c.serial.CompareAndSwap(serialRunning, serialIdle) {
+		c.serial.Store(serialIdle) // was serialReleased
+		return false
+	}
+	c.pace.ran()
+	return true
+}
+
+// pace tells whether a connection's requests arrive one at a time: whether
+// any arrived while another request's handler ran. Only the goroutine that
+// reads the connection uses it.
+type pace struct {
+	raw   syscall.RawConn // the socket, to look for unread requests; nil: unknown
+	quiet int             // requests in a row that arrived alone
+}
+
+// serialAfter is how many requests in a row must arrive alone before the
+// connection's short requests run without passing reading on.
+const serialAfter = 16
+
+// arrived records a request's arrival, overlapping another or not, and
+// reports whether the connection's requests now arrive one at a time.
+func (p *pace) arrived(overlapping bool) bool {
+	switch {
+	case p.raw == nil || overlapping:
+		p.quiet = 0
+	case p.quiet < serialAfter:
+		p.quiet++
+	}
+	return p.quiet >= serialAfter
+}
+
+// ran is called when a request that ran without passing reading on has
+// its result, before the answer is written: a request that arrived
+// meanwhile waits unread in the socket, and would have run concurrently
+// had reading passed on. A sequential client sends nothing before it has
+// the answer.
+func (p *pace) ran() {
+	if pending, ok := pendingInput(p.raw); pending || !ok {
+		p.quiet = 0
+	}
+}
+
+// serialOK lists the methods a one-at-a-time connection runs without
+// passing reading on: each is one bounded engine operation. A request
+// that arrives meanwhile waits for it; the connection then passes reading
+// on again until its requests arrive alone for serialAfter in a row.
+// Export, import, changes, handoff and the runtime methods can take long,
+// and always pass reading on.
+var serialOK = map[string]bool{
+	protocol.MethodSave: true, protocol.MethodResumeSession: true,
+	protocol.MethodBeginRun: true, protocol.MethodCheckpoint: true,
+	protocol.MethodCompleteRun: true, protocol.MethodResumeRun: true,
+	protocol.MethodBeginWorkflow: true, protocol.MethodCompleteStep: true,
+	protocol.MethodFinishWorkflow: true, protocol.MethodList: true,
+	protocol.MethodDelete: true, protocol.MethodFork: true,
+}
+
+// handle runs one request and queues its answer. serial: it runs on the
+// connection's reading goroutine without passing reading on; handle then
+// reports whether that goroutine still holds reading (see serialDone).
+func (c *wsConn) handle(h handler, req *protocol.Request, serial bool) (kept bool) {
 	start := time.Now()
+	c.running.Add(1)
 	res, err := h(c.ctx, c, req.Params)
+	if serial {
+		// Before running drops: a request read meanwhile may run serially
+		// only once this one has left the serial state and its watch.
+		kept = c.serialDone()
+	}
+	c.running.Add(-1)
 	var msg []byte
 	if err == nil {
 		msg, err = protocol.EncodeResult(*req.ID, res)
@@ -196,10 +314,11 @@ func (c *wsConn) handle(h handler, req *protocol.Request) {
 	if err != nil {
 		c.fail(req.ID, req.Method, err, "")
 		c.log.Trace("request", "method", req.Method, "code", protocol.CodeOf(err), "duration", time.Since(start))
-		return
+		return kept
 	}
 	c.log.Trace("request", "method", req.Method, "bytes", len(msg), "duration", time.Since(start))
 	c.write(msg)
+	return kept
 }
 
 // inline lists the methods answered on the reader goroutine: they never

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/busypoll"
@@ -96,13 +97,27 @@ func (l *pollListener) Accept() (net.Conn, error) {
 	return pollConn{Conn: a.conn, act: a}, nil
 }
 
-// connContext is the http.Server's ConnContext: it records a polling
-// connection's activity in the context of its requests.
+type rawConnKey struct{}
+
+// connContext is the http.Server's ConnContext: it records in the context
+// of a connection's requests the socket itself (for pace) and, when its
+// reads poll, its activity.
 func connContext(ctx context.Context, c net.Conn) context.Context {
+	if sc, ok := c.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			ctx = context.WithValue(ctx, rawConnKey{}, raw)
+		}
+	}
 	if pc, ok := c.(pollConn); ok {
 		return context.WithValue(ctx, activityKey{}, pc.act)
 	}
 	return ctx
+}
+
+// rawConnOf returns the socket connContext recorded, or nil.
+func rawConnOf(ctx context.Context) syscall.RawConn {
+	raw, _ := ctx.Value(rawConnKey{}).(syscall.RawConn)
+	return raw
 }
 
 // activityOf returns the activity connContext recorded, or nil.

@@ -85,16 +85,18 @@ type Server struct {
 
 	requests atomic.Uint64
 
-	mu       sync.Mutex // guards the fields below
-	conns    map[*wsConn]struct{}
-	stopping bool
-	inFlight atomic.Int32  // changed under mu; read without it by polling reads
-	drained  chan struct{} // closed when stopping and inFlight == 0
-	idle     *time.Timer
-	served   bool
-	stopped  chan struct{} // closed when shutdown completes
-	stopOnce sync.Once
-	connWG   sync.WaitGroup
+	mu         sync.Mutex // guards the fields below
+	conns      map[*wsConn]struct{}
+	stopping   bool
+	inFlight   atomic.Int32  // changed under mu; read without it by polling reads
+	serialRuns atomic.Uint64 // requests run without passing reading on (see wsConn.readLoop)
+	releases   atomic.Uint64 // of those, the ones that passed reading on after protocol.SerialLimit
+	drained    chan struct{} // closed when stopping and inFlight == 0
+	idle       *time.Timer
+	served     bool
+	stopped    chan struct{} // closed when shutdown completes
+	stopOnce   sync.Once
+	connWG     sync.WaitGroup
 }
 
 // NewServer returns a server for cfg. It subscribes to the backend's events
@@ -450,7 +452,7 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("websocket upgrade failed", "error", err)
 		return
 	}
-	c := newWSConn(s, ws, activityOf(r.Context()))
+	c := newWSConn(s, ws, activityOf(r.Context()), rawConnOf(r.Context()))
 	if !s.addConn(c) {
 		ws.Close(websocket.StatusTryAgainLater, "cairnd: not accepting connections")
 		return

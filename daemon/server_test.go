@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,8 @@ import (
 )
 
 // fakeBackend is an engine over a MemStore whose Save misbehaves on
-// request: session "block" waits for release; "err:<code>" fails with that
+// request: session "block" waits for release; "slow" takes twice
+// protocol.SerialLimit; "err:<code>" fails with that
 // code (a *session.LockedError for locked, a plain error for internal).
 type fakeBackend struct {
 	*engine.Engine
@@ -44,6 +46,8 @@ func (f *fakeBackend) Save(ctx context.Context, req engine.SaveRequest) (engine.
 		case <-ctx.Done():
 			return engine.SaveResult{}, ctx.Err()
 		}
+	case req.SessionID == "slow":
+		time.Sleep(2 * protocol.SerialLimit)
 	case req.SessionID == "err:locked":
 		return engine.SaveResult{}, &session.LockedError{Path: "/x/.cairn/LOCK", PID: 4242}
 	case req.SessionID == "err:internal":
@@ -279,4 +283,94 @@ func TestNoLeaksAfterShutdown(t *testing.T) {
 	for _, c := range clients {
 		c.Close()
 	}
+}
+
+// TestSerialRequestPassesReadingOn: on a connection whose requests arrive
+// one at a time, a save runs without passing reading on; once it has run
+// for long (here: blocked in the backend), reading passes on, and calls
+// made meanwhile are answered before it ends. Those calls overlapped it,
+// so the connection then passes reading on at once again.
+func TestSerialRequestPassesReadingOn(t *testing.T) {
+	ip := startInproc(t, daemon.Config{})
+	c := ip.dial(t)
+	ctx := ctxT(t)
+	for i := range 40 { // one at a time: the connection turns serial
+		if _, err := c.Save(ctx, msg(fmt.Sprint("one-", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs, released := daemon.SerialRuns(ip.srv)
+	if runs == 0 || released != 0 {
+		t.Fatalf("after 40 saves one at a time: %d serial runs, %d released", runs, released)
+	}
+	blocked := make(chan error, 1)
+	go func() { _, err := c.Save(ctx, msg("block")); blocked <- err }()
+	<-ip.be.blocked
+	for i := range 3 {
+		if _, err := c.Status(ctx); err != nil {
+			t.Fatalf("status %d while a serial save blocks: %v", i, err)
+		}
+		if _, err := c.Save(ctx, msg("beside")); err != nil {
+			t.Fatalf("save %d while a serial save blocks: %v", i, err)
+		}
+	}
+	select {
+	case err := <-blocked:
+		t.Fatalf("the blocked save returned before its release: %v", err)
+	default:
+	}
+	if r, rel := daemon.SerialRuns(ip.srv); r != runs+1 || rel != 1 {
+		t.Fatalf("the blocked save: %d serial runs (%d before), %d released", r, runs, rel)
+	}
+	ip.be.release <- struct{}{}
+	if err := <-blocked; err != nil {
+		t.Fatalf("blocked save: %v", err)
+	}
+	// The next save that blocks passes reading on from the start.
+	go func() { _, err := c.Save(ctx, msg("block")); blocked <- err }()
+	<-ip.be.blocked
+	if _, err := c.Save(ctx, msg("beside")); err != nil {
+		t.Fatal(err)
+	}
+	close(ip.be.release)
+	if err := <-blocked; err != nil {
+		t.Fatalf("second blocked save: %v", err)
+	}
+	if r, rel := daemon.SerialRuns(ip.srv); r != runs+1 || rel != 1 {
+		t.Fatalf("after requests overlapped: %d serial runs (%d before), %d released", r, runs+1, rel)
+	}
+}
+
+// TestSerialReleaseRace mixes, on one connection, saves that run serially
+// and end in time, saves that run past protocol.SerialLimit (reading
+// passes on mid-run), and calls from a second goroutine that overlap them;
+// run under -race. Every call is answered: reading is never lost between
+// goroutines.
+func TestSerialReleaseRace(t *testing.T) {
+	ip := startInproc(t, daemon.Config{})
+	c := ip.dial(t)
+	ctx := ctxT(t)
+	side := make(chan error, 1)
+	for i := range 300 {
+		sid := fmt.Sprint("quick-", i%7)
+		if i%10 == 9 {
+			sid = "slow"
+		}
+		if i%50 == 25 {
+			go func() { _, err := c.Status(ctx); side <- err }()
+		}
+		if _, err := c.Save(ctx, msg(sid)); err != nil {
+			t.Fatalf("save %d (%s): %v", i, sid, err)
+		}
+		if i%50 == 25 {
+			if err := <-side; err != nil {
+				t.Fatalf("status beside save %d: %v", i, err)
+			}
+		}
+	}
+	runs, released := daemon.SerialRuns(ip.srv)
+	if runs == 0 || released == 0 {
+		t.Fatalf("%d serial runs, %d released: the test did not exercise serial mode", runs, released)
+	}
+	t.Logf("%d serial runs, %d released", runs, released)
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// expiries records the calls of a writeWatch's expire function.
+// expiries records the calls of a watch's expire function.
 type expiries struct {
 	mu    sync.Mutex
 	times []time.Time
@@ -42,10 +42,10 @@ func (e *expiries) wait(t *testing.T) time.Time {
 	return e.times[len(e.times)-1]
 }
 
-func TestWriteWatchExpiresAStuckWrite(t *testing.T) {
+func TestWatchExpiresAStuckWrite(t *testing.T) {
 	const timeout = 100 * time.Millisecond
 	e := newExpiries()
-	w := newWriteWatch(timeout, e.expire)
+	w := newWatch(timeout, e.expire)
 	defer w.stop()
 	// Writes that finish, over several timeouts: the timer fires and is
 	// re-armed or disarmed, and nothing expires.
@@ -69,10 +69,10 @@ func TestWriteWatchExpiresAStuckWrite(t *testing.T) {
 	}
 }
 
-func TestWriteWatchTimesEachWriteFromItsStart(t *testing.T) {
+func TestWatchTimesEachWriteFromItsStart(t *testing.T) {
 	const timeout = 40 * time.Millisecond
 	e := newExpiries()
-	w := newWriteWatch(timeout, e.expire)
+	w := newWatch(timeout, e.expire)
 	defer w.stop()
 	// The first write arms the timer; the second starts later and hangs.
 	// When the timer fires for the first write's start, the second is
@@ -87,14 +87,14 @@ func TestWriteWatchTimesEachWriteFromItsStart(t *testing.T) {
 	}
 }
 
-// TestWriteWatchRace has writes begin and end while the timer fires at
+// TestWatchRace has writes begin and end while the timer fires at
 // every point between them; run under -race. A last stuck write must still
 // be caught: the watch was never left disarmed while a write ran.
-func TestWriteWatchRace(t *testing.T) {
+func TestWatchRace(t *testing.T) {
 	const timeout = time.Millisecond
 	e := newExpiries()
 	var last atomic.Bool // short writes may expire here too; only the last counts
-	w := newWriteWatch(timeout, func() {
+	w := newWatch(timeout, func() {
 		if last.Load() {
 			e.expire()
 		}
@@ -110,9 +110,9 @@ func TestWriteWatchRace(t *testing.T) {
 	e.wait(t)
 }
 
-func TestWriteWatchStop(t *testing.T) {
+func TestWatchStop(t *testing.T) {
 	e := newExpiries()
-	w := newWriteWatch(5*time.Millisecond, e.expire)
+	w := newWatch(5*time.Millisecond, e.expire)
 	w.begin()
 	w.stop()
 	time.Sleep(30 * time.Millisecond)

@@ -35,6 +35,9 @@ const (
 	// MaxConnections is how many protocol connections a daemon serves at
 	// once; further upgrades are answered 503.
 	MaxConnections = 1024
+	// SerialLimit bounds how long a message waits to be read behind a
+	// request the daemon runs before reading on (PROTOCOL.md section 3).
+	SerialLimit = 5 * time.Millisecond
 	// WriteTimeout bounds how long the daemon waits to write one message to
 	// a client before it disconnects that client.
 	WriteTimeout = 30 * time.Second
