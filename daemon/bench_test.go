@@ -148,13 +148,21 @@ func BenchmarkCommitOverhead(b *testing.B) {
 	ctx := context.Background()
 	embedded := func(i int) error { _, err := eng.Save(ctx, benchCommit("bench", i)); return err }
 	socket := func(i int) error { _, err := c.Save(ctx, benchCommit("bench", i)); return err }
+	alternate(b, "embedded-µs", embedded, "socket-µs", socket)
+}
+
+// alternate runs base and other once per iteration, in alternating order
+// so that both see the same drift of the machine, then reports the median
+// latency of each and other's overhead over base in percent.
+func alternate(b *testing.B, baseName string, base func(i int) error, otherName string, other func(i int) error) {
+	fns := [2]func(int) error{base, other}
 	var lat [2][]time.Duration
 	b.ResetTimer()
 	for i := range b.N {
 		for k := range 2 {
 			which := (i + k) % 2
 			t0 := time.Now()
-			err := [2]func(int) error{embedded, socket}[which](i)
+			err := fns[which](i)
 			lat[which] = append(lat[which], time.Since(t0))
 			if err != nil {
 				b.Fatal(err)
@@ -162,16 +170,10 @@ func BenchmarkCommitOverhead(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	reportPair(b, lat, "embedded-µs", "socket-µs")
-}
-
-// reportPair reports the median of each of two latency samples, the
-// baseline first, and the second's overhead over the first in percent.
-func reportPair(b *testing.B, lat [2][]time.Duration, base, other string) {
 	med := func(l []time.Duration) time.Duration { slices.Sort(l); return l[len(l)/2] }
 	e, s := med(lat[0]), med(lat[1])
-	b.ReportMetric(float64(e.Microseconds()), base)
-	b.ReportMetric(float64(s.Microseconds()), other)
+	b.ReportMetric(float64(e.Microseconds()), baseName)
+	b.ReportMetric(float64(s.Microseconds()), otherName)
 	b.ReportMetric(100*(float64(s)/float64(e)-1), "overhead-%")
 }
 
@@ -332,27 +334,13 @@ func BenchmarkCommitFloor(b *testing.B) {
 	c := startEcho(b, filepath.Join(dir, "remote.log"))
 	rec := make([]byte, 165)
 	buf := make([]byte, len(rec))
-	inProcess := func() error { return local.append(rec) }
-	overSocket := func() error {
+	inProcess := func(int) error { return local.append(rec) }
+	overSocket := func(int) error {
 		if _, err := c.Write(rec); err != nil {
 			return err
 		}
 		_, err := io.ReadFull(c, buf)
 		return err
 	}
-	var lat [2][]time.Duration
-	b.ResetTimer()
-	for i := range b.N {
-		for k := range 2 {
-			which := (i + k) % 2
-			t0 := time.Now()
-			err := [2]func() error{inProcess, overSocket}[which]()
-			lat[which] = append(lat[which], time.Since(t0))
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	b.StopTimer()
-	reportPair(b, lat, "in-process-µs", "socket-µs")
+	alternate(b, "in-process-µs", inProcess, "socket-µs", overSocket)
 }
