@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -369,6 +370,10 @@ func (cn *conn) readLoop() {
 			cn.mu.Unlock()
 			if ok {
 				ch <- reply{result: in.Result, err: in.Error}
+				// The caller is now next to run on this thread; let it run
+				// before this goroutine reads again (a read that finds
+				// nothing and parks is on the answer's critical path).
+				runtime.Gosched()
 			}
 		}
 	}
