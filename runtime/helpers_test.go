@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/proc"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -98,28 +98,10 @@ func reapOnCleanup(t *testing.T, pid int) {
 	})
 }
 
-// gone reports whether pid no longer runs: no such process, or a zombie
-// that is not ours to reap (a grandchild reparented to init).
-func gone(pid int) bool {
-	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return errors.Is(err, os.ErrNotExist)
-	}
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == ')' {
-			return i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X')
-		}
-	}
-	return false
-}
-
 // waitGone polls until pid is gone, up to within.
 func waitGone(pid int, within time.Duration) bool {
 	deadline := time.Now().Add(within)
-	for !gone(pid) {
+	for !proc.Gone(pid) {
 		if time.Now().After(deadline) {
 			return false
 		}

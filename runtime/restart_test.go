@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/proc"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -104,7 +105,7 @@ func TestRestartTimeoutKillsGroup(t *testing.T) {
 			}
 			grandchild := readPID(t, pidFile, time.Second)
 			t.Cleanup(func() { syscall.Kill(grandchild, syscall.SIGKILL) })
-			if !gone(res.PID) {
+			if !proc.Gone(res.PID) {
 				t.Errorf("started process %d still exists after Restart returned", res.PID)
 			}
 			if !waitGone(grandchild, 5*time.Second) {
@@ -141,7 +142,7 @@ func TestRestartCanceled(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	if res.PID > 0 && !gone(res.PID) {
+	if res.PID > 0 && !proc.Gone(res.PID) {
 		t.Errorf("process %d left running after a cancelled restart", res.PID)
 	}
 }

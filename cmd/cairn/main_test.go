@@ -9,9 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/proc"
 )
 
 var bin struct{ cairn, cairnd string }
@@ -173,19 +174,15 @@ func TestCLI(t *testing.T) {
 	}
 }
 
-// gone reports whether pid has exited (a zombie counts: the daemon was
+// gone waits up to 5 s for pid to exit (a zombie counts: the daemon was
 // started by a cairn process that has exited, so init reaps it).
 func gone(pid int) bool {
 	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-			return true
-		}
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if i := bytes.LastIndexByte(b, ')'); i > 0 && i+2 < len(b) && b[i+2] == 'Z' {
-			return true
+	for !proc.Gone(pid) {
+		if time.Now().After(deadline) {
+			return false
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return false
+	return true
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/internal/proc"
 	"github.com/cairn-dev/cairn/internal/version"
 	"github.com/cairn-dev/cairn/protocol"
 )
@@ -63,7 +64,7 @@ func (e *env) daemonStop() error {
 		return fmt.Errorf("daemon stop: signal pid %d: %w", pid, err)
 	}
 	deadline := time.Now().Add(stopWait)
-	for !processGone(pid) {
+	for !proc.Gone(pid) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("daemon stop: cairnd pid %d still running %v after SIGTERM", pid, stopWait)
 		}
@@ -78,24 +79,6 @@ func (e *env) daemonStop() error {
 	}
 	fmt.Fprintf(e.stdout, "cairnd (pid %d) stopped\n", pid)
 	return nil
-}
-
-// processGone reports whether pid has exited (a zombie counts as exited).
-func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return errors.Is(err, os.ErrNotExist)
-	}
-	// The state follows the parenthesised command name.
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == ')' {
-			return i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X')
-		}
-	}
-	return false
 }
 
 func (e *env) daemonStatus() error {
