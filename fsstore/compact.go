@@ -10,10 +10,6 @@ import (
 	"github.com/cairn-dev/cairn/session"
 )
 
-// maxCompactRounds bounds the compactions one trigger runs back to back, in
-// case commits keep outpacing them (the next commit triggers again).
-const maxCompactRounds = 8
-
 // overGrownLocked reports whether sf's log holds more dead bytes than live
 // ones, and at least CompactMinBytes of them. sf.mu is held.
 func (s *Store) overGrownLocked(sf *sessionFile) bool {
@@ -26,9 +22,11 @@ func (s *Store) overGrownLocked(sf *sessionFile) bool {
 //
 // Commits go on while a compaction runs, and the ones that land meanwhile
 // are copied into the new log, so it can come out overgrown already; the
-// compaction then runs again, until the log is within bounds or the
-// session is gone (at most maxCompactRounds times). That keeps the bound true once commits pause, Close
-// included (Close waits for the loop; a closed store takes no commits).
+// compaction then runs again, until the log is within bounds, a
+// compaction fails, or the session is gone. Once commits pause the loop
+// ends within bounds, so the bound holds then, Close included (Close waits
+// for the loop; a closed store takes no commits). While commits outpace
+// it, it keeps running, as a retrigger by each commit would.
 func (s *Store) maybeCompactLocked(sf *sessionFile) {
 	if sf.compacting || !s.overGrownLocked(sf) {
 		return
@@ -47,13 +45,13 @@ func (s *Store) maybeCompactLocked(sf *sessionFile) {
 	sf.compacting = true
 	go func() {
 		defer s.compactions.Done()
-		for round := 1; ; round++ {
+		for {
 			err := s.compact(sf)
 			if err != nil {
 				s.log.Warn("compaction failed; the old log stays in use", "session_file", sf.name, "error", err)
 			}
 			sf.mu.Lock()
-			again := err == nil && round < maxCompactRounds && !sf.gone && sf.broken == nil && s.overGrownLocked(sf)
+			again := err == nil && !sf.gone && sf.broken == nil && s.overGrownLocked(sf)
 			sf.compacting = again
 			sf.mu.Unlock()
 			if !again {
