@@ -45,15 +45,9 @@ var envelopeKeys = map[string]bool{
 // results) are written byte for byte as they were saved, so Import gives
 // them back identical.
 func (e *Engine) Export(ctx context.Context, sessionID string) ([]byte, error) {
-	if err := e.check(); err != nil {
-		return nil, err
-	}
-	if err := session.ValidateID("session", sessionID); err != nil {
-		return nil, err
-	}
-	st, err := e.store.Load(ctx, sessionID, 0)
+	st, err := e.loadLatest(ctx, "Export", sessionID)
 	if err != nil {
-		return nil, wrapStore("Export", err)
+		return nil, err
 	}
 	s := st.Snapshot
 	env := Envelope{

@@ -32,15 +32,9 @@ type HandoffResult struct {
 // prove is printed as unverified. Missing lists the required parts the
 // handoff lacks (see handoff.Check).
 func (e *Engine) Handoff(ctx context.Context, req HandoffRequest) (HandoffResult, error) {
-	if err := e.check(); err != nil {
-		return HandoffResult{}, err
-	}
-	if err := session.ValidateID("session", req.SessionID); err != nil {
-		return HandoffResult{}, err
-	}
-	st, err := e.store.Load(ctx, req.SessionID, 0)
+	st, err := e.loadLatest(ctx, "Handoff", req.SessionID)
 	if err != nil {
-		return HandoffResult{}, wrapStore("Handoff", err)
+		return HandoffResult{}, err
 	}
 	snap := st.Snapshot
 	files := e.sessionFiles(ctx, req.SessionID, snap)

@@ -16,11 +16,8 @@ const maxRunIDAttempts = 16
 // in the store already records is conflict; a session that does not exist
 // is not_found.
 func (e *Engine) BeginRun(ctx context.Context, req BeginRunRequest) (BeginRunResult, error) {
-	if err := e.check(); err != nil {
-		return BeginRunResult{}, err
-	}
 	sid := req.SessionID
-	if err := session.ValidateID("session", sid); err != nil {
+	if err := e.checkSession(sid); err != nil {
 		return BeginRunResult{}, err
 	}
 	if req.RunID != "" {

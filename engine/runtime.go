@@ -51,10 +51,7 @@ func clampTimeout(ms int64) (time.Duration, error) {
 // latestRuntime returns the runtime record of the session's latest
 // generation, rooted at the engine's workspace.
 func (e *Engine) latestRuntime(ctx context.Context, sessionID string) (*session.Runtime, error) {
-	if err := e.check(); err != nil {
-		return nil, err
-	}
-	if err := session.ValidateID("session", sessionID); err != nil {
+	if err := e.checkSession(sessionID); err != nil {
 		return nil, err
 	}
 	// The engine's cache of recent sessions answers without reading the

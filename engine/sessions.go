@@ -25,11 +25,8 @@ import (
 // longer lists as running or interrupted and of boundaries past its last
 // message.
 func (e *Engine) Save(ctx context.Context, req SaveRequest) (SaveResult, error) {
-	if err := e.check(); err != nil {
-		return SaveResult{}, err
-	}
 	sid := req.SessionID
-	if err := session.ValidateID("session", sid); err != nil {
+	if err := e.checkSession(sid); err != nil {
 		return SaveResult{}, err
 	}
 	var c *session.Change
@@ -134,21 +131,16 @@ func (e *Engine) saveSnapshot(ctx context.Context, sid string, replace *session.
 // with the reason, when the engine has no workspace tracker or the
 // generation has no usable manifest: the engine never claims "no drift"
 // when it does not know.
+//
 // InterruptedRuns lists, in the snapshot's run order, every run that still
 // has a loop checkpoint: runs left running (a crashed or still-working
 // host), and runs already resumed whose successor has not checkpointed yet
 // (Status interrupted, ResumedAs naming the successor); both are resumed
 // with ResumeRun on the listed run id.
 func (e *Engine) ResumeSession(ctx context.Context, sessionID string) (*ResumeSessionResult, error) {
-	if err := e.check(); err != nil {
-		return nil, err
-	}
-	if err := session.ValidateID("session", sessionID); err != nil {
-		return nil, err
-	}
-	st, err := e.store.Load(ctx, sessionID, 0)
+	st, err := e.loadLatest(ctx, "ResumeSession", sessionID)
 	if err != nil {
-		return nil, wrapStore("ResumeSession", err)
+		return nil, err
 	}
 	if err := session.CheckSchema("snapshot", st.Snapshot.SchemaVersion); err != nil {
 		return nil, err
@@ -206,10 +198,7 @@ func (e *Engine) List(ctx context.Context) ([]session.Summary, error) {
 // generations, its runs' loop checkpoints and the workflows it owns.
 // not_found when there is no such session.
 func (e *Engine) Delete(ctx context.Context, sessionID string) error {
-	if err := e.check(); err != nil {
-		return err
-	}
-	if err := session.ValidateID("session", sessionID); err != nil {
+	if err := e.checkSession(sessionID); err != nil {
 		return err
 	}
 	unlock := e.sessions.lock(sessionID)
@@ -232,10 +221,7 @@ func (e *Engine) Delete(ctx context.Context, sessionID string) error {
 // in the fork, so a run id keeps resolving to the session that is actually
 // running it. The fork's created_at is the time of the fork.
 func (e *Engine) Fork(ctx context.Context, req ForkRequest) (ForkResult, error) {
-	if err := e.check(); err != nil {
-		return ForkResult{}, err
-	}
-	if err := session.ValidateID("session", req.SessionID); err != nil {
+	if err := e.checkSession(req.SessionID); err != nil {
 		return ForkResult{}, err
 	}
 	if err := session.ValidateID("session", req.NewID); err != nil {
