@@ -79,29 +79,23 @@ func TestRenderGolden(t *testing.T) {
 	}
 }
 
-// section returns the text of the "## title" section of a rendered file.
-func section(md []byte, title string) string {
-	s := string(md)
-	i := strings.Index(s, "\n## "+title+"\n")
-	if i < 0 {
-		return ""
-	}
-	s = s[i+1:]
-	if j := strings.Index(s[1:], "\n## "); j >= 0 {
-		s = s[:j+1]
-	}
-	return s
-}
+// section returns the text of the "## title" section of a rendered file,
+// its subsections included.
+func section(md []byte, title string) string { return part(md, "## "+title, "\n## ") }
 
 // subsection returns the text of the "### title" subsection.
-func subsection(md []byte, title string) string {
+func subsection(md []byte, title string) string { return part(md, "### "+title, "\n#") }
+
+// part returns the text from the line heading up to the next line that
+// starts with end (end begins with a newline), or "" without that heading.
+func part(md []byte, heading, end string) string {
 	s := string(md)
-	i := strings.Index(s, "\n### "+title+"\n")
+	i := strings.Index(s, "\n"+heading+"\n")
 	if i < 0 {
 		return ""
 	}
 	s = s[i+1:]
-	if j := strings.Index(s[1:], "\n#"); j >= 0 {
+	if j := strings.Index(s[1:], end); j >= 0 {
 		s = s[:j+1]
 	}
 	return s
