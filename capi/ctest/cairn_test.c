@@ -10,6 +10,7 @@
 // non-zero at the first failure.
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,66 +73,45 @@ static void *saver(void *arg) {
 	return NULL;
 }
 
-static void basic(uint64_t h, const char *mode) {
+// expect calls method with params and checks that it returns want and that
+// its response (or error) holds each substring of the NULL-terminated
+// list; the check is named "<mode> <label>".
+static void expect(uint64_t h, const char *mode, const char *label, const char *method, const char *params, int want, ...) {
 	char *out;
 	char name[64];
-	int rc = call(h, "status", NULL, &out);
-	snprintf(name, sizeof name, "%s status", mode);
-	CHECK(rc == CAIRN_OK && strstr(out, mode), name, "%d %s", rc, out);
+	int rc = call(h, method, params, &out);
+	snprintf(name, sizeof name, "%s %s", mode, label);
+	int ok = rc == want;
+	va_list subs;
+	va_start(subs, want);
+	for (const char *sub; ok && (sub = va_arg(subs, const char *)) != NULL;)
+		ok = strstr(out, sub) != NULL;
+	va_end(subs);
+	CHECK(ok, name, "%d %s", rc, out);
 	free(out);
+}
 
-	rc = call(h, "save", "{\"session_id\":\"s1\",\"snapshot\":{\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9llo \\u2713\"},\"two\"],"
-	                     "\"artifacts\":[{\"id\":\"bin\",\"data\":\"AAEC/w==\"}]}}", &out);
-	snprintf(name, sizeof name, "%s save snapshot", mode);
-	CHECK(rc == CAIRN_OK && strstr(out, "\"generation\":1"), name, "%d %s", rc, out);
-	free(out);
-
-	rc = call(h, "save", "{\"session_id\":\"s1\",\"change\":{\"append_messages\":[3]},\"expect_generation\":1}", &out);
-	snprintf(name, sizeof name, "%s save delta", mode);
-	CHECK(rc == CAIRN_OK && strstr(out, "\"generation\":2"), name, "%d %s", rc, out);
-	free(out);
-
-	rc = call(h, "resumeSession", "{\"session_id\":\"s1\"}", &out);
-	snprintf(name, sizeof name, "%s resumeSession", mode);
-	CHECK(rc == CAIRN_OK && strstr(out, "\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9llo \\u2713\"},\"two\",3]") &&
-	          strstr(out, "\"data\":\"AAEC/w==\"") && strstr(out, "\"generation\":2"),
-	      name, "%d %s", rc, out);
-	free(out);
-
-	rc = call(h, "save", "{\"session_id\":\"s1\",\"change\":{},\"expect_generation\":1}", &out);
-	snprintf(name, sizeof name, "%s conflict", mode);
-	CHECK(rc == CAIRN_E_CONFLICT && strstr(out, "\"code\":\"conflict\""), name, "%d %s", rc, out);
-	free(out);
-
-	rc = call(h, "resumeSession", "{\"session_id\":\"missing\"}", &out);
-	snprintf(name, sizeof name, "%s not_found", mode);
-	CHECK(rc == CAIRN_E_NOT_FOUND && strstr(out, "\"code\":\"not_found\""), name, "%d %s", rc, out);
-	free(out);
-
-	rc = call(h, "resumeRun", "{\"run_id\":\"nope\"}", &out);
-	snprintf(name, sizeof name, "%s no_checkpoint", mode);
-	CHECK(rc == CAIRN_E_NO_CHECKPOINT, name, "%d %s", rc, out);
-	free(out);
-
-	rc = call(h, "nosuchmethod", NULL, &out);
-	snprintf(name, sizeof name, "%s method_not_found", mode);
-	CHECK(rc == CAIRN_E_METHOD_NOT_FOUND && strstr(out, "method_not_found"), name, "%d %s", rc, out);
-	free(out);
-
-	rc = call(h, "save", "{not json", &out);
-	snprintf(name, sizeof name, "%s bad json", mode);
-	CHECK(rc == CAIRN_E_INVALID_ARGUMENT, name, "%d %s", rc, out);
-	free(out);
-
-	rc = call(h, "save", "{\"session_id\":\"s1\",\"chnage\":{}}", &out);
-	snprintf(name, sizeof name, "%s unknown field", mode);
-	CHECK(rc == CAIRN_E_INVALID_ARGUMENT && strstr(out, "chnage"), name, "%d %s", rc, out);
-	free(out);
-
-	rc = call(h, "save", "{\"session_id\":\"s2\",\"snapshot\":{\"schema_version\":2}}", &out);
-	snprintf(name, sizeof name, "%s schema_unsupported", mode);
-	CHECK(rc == CAIRN_E_SCHEMA_UNSUPPORTED, name, "%d %s", rc, out);
-	free(out);
+static void basic(uint64_t h, const char *mode) {
+	expect(h, mode, "status", "status", NULL, CAIRN_OK, mode, NULL);
+	expect(h, mode, "save snapshot", "save",
+	       "{\"session_id\":\"s1\",\"snapshot\":{\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9llo \\u2713\"},\"two\"],"
+	       "\"artifacts\":[{\"id\":\"bin\",\"data\":\"AAEC/w==\"}]}}",
+	       CAIRN_OK, "\"generation\":1", NULL);
+	expect(h, mode, "save delta", "save", "{\"session_id\":\"s1\",\"change\":{\"append_messages\":[3]},\"expect_generation\":1}",
+	       CAIRN_OK, "\"generation\":2", NULL);
+	expect(h, mode, "resumeSession", "resumeSession", "{\"session_id\":\"s1\"}", CAIRN_OK,
+	       "\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9llo \\u2713\"},\"two\",3]", "\"data\":\"AAEC/w==\"",
+	       "\"generation\":2", NULL);
+	expect(h, mode, "conflict", "save", "{\"session_id\":\"s1\",\"change\":{},\"expect_generation\":1}",
+	       CAIRN_E_CONFLICT, "\"code\":\"conflict\"", NULL);
+	expect(h, mode, "not_found", "resumeSession", "{\"session_id\":\"missing\"}", CAIRN_E_NOT_FOUND,
+	       "\"code\":\"not_found\"", NULL);
+	expect(h, mode, "no_checkpoint", "resumeRun", "{\"run_id\":\"nope\"}", CAIRN_E_NO_CHECKPOINT, NULL);
+	expect(h, mode, "method_not_found", "nosuchmethod", NULL, CAIRN_E_METHOD_NOT_FOUND, "method_not_found", NULL);
+	expect(h, mode, "bad json", "save", "{not json", CAIRN_E_INVALID_ARGUMENT, NULL);
+	expect(h, mode, "unknown field", "save", "{\"session_id\":\"s1\",\"chnage\":{}}", CAIRN_E_INVALID_ARGUMENT, "chnage", NULL);
+	expect(h, mode, "schema_unsupported", "save", "{\"session_id\":\"s2\",\"snapshot\":{\"schema_version\":2}}",
+	       CAIRN_E_SCHEMA_UNSUPPORTED, NULL);
 }
 
 static void submit_path(uint64_t h) {
