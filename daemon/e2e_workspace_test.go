@@ -10,20 +10,10 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
 )
-
-func writeFile(t *testing.T, dir, rel, content string) {
-	t.Helper()
-	p := filepath.Join(dir, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestE2EDriftAcrossDaemonKill saves a session through a real cairnd, kills
 // the daemon with SIGKILL, changes files while nothing watches, starts a
@@ -31,9 +21,9 @@ func writeFile(t *testing.T, dir, rel, content string) {
 func TestE2EDriftAcrossDaemonKill(t *testing.T) {
 	ctx := context.Background()
 	ws := t.TempDir()
-	writeFile(t, ws, "main.go", "package main")
-	writeFile(t, ws, "doc/old.md", "old")
-	writeFile(t, ws, "node_modules/dep/index.js", "ignored")
+	testkit.WriteFile(t, ws, "main.go", "package main")
+	testkit.WriteFile(t, ws, "doc/old.md", "old")
+	testkit.WriteFile(t, ws, "node_modules/dep/index.js", "ignored")
 	p := startCairnd(t, ws)
 	c := p.dial(t)
 	if _, err := c.Save(ctx, engine.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{session.Value(`1`)}}}); err != nil {
@@ -45,12 +35,12 @@ func TestE2EDriftAcrossDaemonKill(t *testing.T) {
 	}
 	<-p.done
 
-	writeFile(t, ws, "main.go", "package main // edited while the daemon was down")
+	testkit.WriteFile(t, ws, "main.go", "package main // edited while the daemon was down")
 	if err := os.Remove(filepath.Join(ws, "doc/old.md")); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, ws, "doc/new.md", "new")
-	writeFile(t, ws, "node_modules/dep/index.js", "ignored, changed")
+	testkit.WriteFile(t, ws, "doc/new.md", "new")
+	testkit.WriteFile(t, ws, "node_modules/dep/index.js", "ignored, changed")
 
 	p2 := startCairnd(t, ws)
 	c2 := p2.dial(t)
@@ -86,7 +76,7 @@ func TestE2EChangesAndFileEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Close(ctx)
-	writeFile(t, ws, "a/b/c/f.txt", "burst")
+	testkit.WriteFile(t, ws, "a/b/c/f.txt", "burst")
 	select {
 	case ev := <-sub.C:
 		if ev.Type != protocol.EventFileChanged || ev.Data["path"] != "a/b/c/f.txt" || ev.Data["kind"] != "added" {

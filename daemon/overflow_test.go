@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-dev/cairn/daemon"
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -20,7 +21,7 @@ import (
 func TestEventOverflow(t *testing.T) {
 	const commits = 4000
 	ip := startInproc(t, daemon.Config{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	ws, _, err := rawDial(ctx, ip.sock, []string{protocol.Subprotocol}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +77,7 @@ func TestEventOverflow(t *testing.T) {
 func TestStalledReaderIsCutOff(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	ip := startInproc(t, daemon.Config{WriteTimeout: timeout})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	w := ip.dial(t)
 	big := session.Value(`"` + strings.Repeat("x", 256<<10) + `"`)
 	if _, err := w.Save(ctx, engine.SaveRequest{SessionID: "big", Change: &session.Change{AppendMessages: []session.Value{big}}}); err != nil {
@@ -129,7 +130,7 @@ func waitStatus(t *testing.T, c *protocol.Client, what string, ok func(*protocol
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		st, err := c.Status(ctxT(t))
+		st, err := c.Status(testkit.Context(t))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-dev/cairn/daemon"
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -106,12 +107,6 @@ func (ip *inproc) dial(t *testing.T) *protocol.Client {
 	return c
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func msg(s string) engine.SaveRequest {
 	return engine.SaveRequest{SessionID: s, Change: &session.Change{AppendMessages: []session.Value{session.Value(`{"m":1}`)}}}
 }
@@ -121,7 +116,7 @@ func msg(s string) engine.SaveRequest {
 func TestEveryErrorCodeOnTheWire(t *testing.T) {
 	ip := startInproc(t, daemon.Config{})
 	c := ip.dial(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	for _, code := range session.Codes() {
 		_, err := c.Save(ctx, msg("err:"+string(code)))
 		var re *protocol.RemoteError
@@ -154,7 +149,7 @@ func TestEveryErrorCodeOnTheWire(t *testing.T) {
 func TestCancelledCallKeepsConnection(t *testing.T) {
 	ip := startInproc(t, daemon.Config{})
 	c := ip.dial(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { _, err := c.Save(cctx, msg("block")); done <- err }()
@@ -177,7 +172,7 @@ func TestCancelledCallKeepsConnection(t *testing.T) {
 func TestShutdownDrainsAndRefuses(t *testing.T) {
 	ip := startInproc(t, daemon.Config{})
 	c := ip.dial(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	saved := make(chan error, 1)
 	go func() { _, err := c.Save(ctx, msg("block")); saved <- err }()
 	<-ip.be.blocked
@@ -218,7 +213,7 @@ func TestIdleTimeout(t *testing.T) {
 	ip := startInproc(t, daemon.Config{IdleTimeout: 200 * time.Millisecond})
 	c := ip.dial(t)
 	time.Sleep(400 * time.Millisecond)
-	if _, err := c.Status(ctxT(t)); err != nil {
+	if _, err := c.Status(testkit.Context(t)); err != nil {
 		t.Fatalf("daemon went idle with a client connected: %v", err)
 	}
 	c.Close()
@@ -249,7 +244,7 @@ func TestNoLeaksAfterShutdown(t *testing.T) {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background(), ln) }()
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	var clients []*protocol.Client
 	for range 4 {
 		c, err := protocol.Dial(ctx, filepath.Join(dir, "s.sock"), nil)
@@ -293,7 +288,7 @@ func TestNoLeaksAfterShutdown(t *testing.T) {
 func TestSerialRequestPassesReadingOn(t *testing.T) {
 	ip := startInproc(t, daemon.Config{})
 	c := ip.dial(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	for i := range 40 { // one at a time: the connection turns serial
 		if _, err := c.Save(ctx, msg(fmt.Sprint("one-", i))); err != nil {
 			t.Fatal(err)
@@ -349,7 +344,7 @@ func TestSerialRequestPassesReadingOn(t *testing.T) {
 func TestSerialReleaseRace(t *testing.T) {
 	ip := startInproc(t, daemon.Config{})
 	c := ip.dial(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	side := make(chan error, 1)
 	for i := range 300 {
 		sid := fmt.Sprint("quick-", i%7)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -16,7 +17,7 @@ func TestConcurrentSaversWithExpectGeneration(t *testing.T) {
 	const writers, attempts = 16, 12
 	forEachStore(t, func(t *testing.T, f storeFactory) {
 		e := newEngine(t, f)
-		ctx := ctxT(t)
+		ctx := testkit.Context(t)
 		var (
 			mu     sync.Mutex
 			won    []uint64
@@ -79,7 +80,7 @@ func TestConcurrentRuns(t *testing.T) {
 	const runs, turns = 8, 10
 	forEachStore(t, func(t *testing.T, f storeFactory) {
 		e := newEngine(t, f)
-		ctx := ctxT(t)
+		ctx := testkit.Context(t)
 		saveDelta(t, e, "s", msg("u", 0))
 		var wg sync.WaitGroup
 		errs := make(chan error, runs*(turns+2))

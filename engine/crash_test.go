@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -172,7 +173,7 @@ func TestCrashResumeRun(t *testing.T) {
 		noErr(t, err)
 		return engine.New(st, engine.Options{})
 	}
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	e := open()
 	saveDelta(t, e, crashSession, session.Value(`{"role":"user","content":"go"}`))
 	noErr(t, e.Close())

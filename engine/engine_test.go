@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -20,7 +21,7 @@ func TestCapabilitiesAndClose(t *testing.T) {
 		if e.Capabilities() != st.Capabilities() {
 			t.Fatalf("capabilities %+v, store %+v", e.Capabilities(), st.Capabilities())
 		}
-		ctx := ctxT(t)
+		ctx := testkit.Context(t)
 		saveDelta(t, e, "s", msg("u", 1))
 		calls := 0
 		e.Subscribe(func(engine.Event) { calls++ })
@@ -51,7 +52,7 @@ func TestStoreErrorsPassThrough(t *testing.T) {
 	noErr(t, err)
 	e := engine.New(st, engine.Options{})
 	t.Cleanup(func() { _ = e.Close() })
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	saveDelta(t, e, "s", msg("u", 1))
 	big := session.Value(`"` + strings.Repeat("x", 8<<10) + `"`)
 	_, err = e.Save(ctx, engine.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{big}}})
@@ -79,7 +80,7 @@ func TestOutsideWriters(t *testing.T) {
 		e1 := engine.New(st, engine.Options{})
 		e2 := engine.New(st, engine.Options{}) // shares the store; closed by e1
 		t.Cleanup(func() { _ = e1.Close() })
-		ctx := ctxT(t)
+		ctx := testkit.Context(t)
 		saveDelta(t, e1, "s", msg("u", 0))
 		r, err := e1.BeginRun(ctx, engine.BeginRunRequest{SessionID: "s"})
 		noErr(t, err)

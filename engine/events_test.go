@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/session"
 )
 
 func TestEvents(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f storeFactory) {
 		e := newEngine(t, f)
-		ctx := ctxT(t)
+		ctx := testkit.Context(t)
 		var mu sync.Mutex
 		var got []string
 		cancel := e.Subscribe(func(ev engine.Event) {

@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/session"
 )
 
 func TestExportEnvelopeShape(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f storeFactory) {
 		e := newEngine(t, f)
-		ctx := ctxT(t)
+		ctx := testkit.Context(t)
 		_, err := e.Save(ctx, engine.SaveRequest{SessionID: "s", Snapshot: fullSnapshot()})
 		noErr(t, err)
 		doc, err := e.Export(ctx, "s")
@@ -77,7 +78,7 @@ func TestImport(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				e := newEngine(t, f)
-				ctx := ctxT(t)
+				ctx := testkit.Context(t)
 				saveDelta(t, e, "exists", msg("u", 1))
 				res, err := e.Import(ctx, []byte(tc.doc))
 				wantCode(t, err, tc.code)

@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -79,13 +79,6 @@ func newEngine(t *testing.T, f storeFactory) *engine.Engine {
 	return e
 }
 
-func ctxT(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // wantCode fails the test unless err carries code ("" means no error).
 func wantCode(t *testing.T, err error, code session.Code) {
 	t.Helper()
@@ -116,7 +109,7 @@ func msg(role string, n int) session.Value {
 // saveDelta saves a delta appending messages and returns the generation.
 func saveDelta(t *testing.T, e *engine.Engine, sid string, m ...session.Value) uint64 {
 	t.Helper()
-	res, err := e.Save(ctxT(t), engine.SaveRequest{SessionID: sid, Change: &session.Change{AppendMessages: m}})
+	res, err := e.Save(testkit.Context(t), engine.SaveRequest{SessionID: sid, Change: &session.Change{AppendMessages: m}})
 	noErr(t, err)
 	return res.Generation
 }

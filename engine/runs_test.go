@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -14,7 +15,7 @@ import (
 // with completed run "done" and never-checkpointed run "fresh".
 func runFixture(t *testing.T, e *engine.Engine) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	saveDelta(t, e, "s", msg("user", 0))
 	_, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "s", RunID: "r"})
 	noErr(t, err)
@@ -170,7 +171,7 @@ func TestRunErrors(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				e := newEngine(t, f)
 				runFixture(t, e)
-				ctx := ctxT(t)
+				ctx := testkit.Context(t)
 				before, err := e.ResumeSession(ctx, "s")
 				noErr(t, err)
 				err = tc.op(ctx, e)
@@ -192,7 +193,7 @@ func TestCheckpointCommitsMessagesAndBoundaryTogether(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f storeFactory) {
 		e := newEngine(t, f)
 		runFixture(t, e)
-		ctx := ctxT(t)
+		ctx := testkit.Context(t)
 		before, err := e.ResumeSession(ctx, "s")
 		noErr(t, err)
 		res, err := e.Checkpoint(ctx, engine.CheckpointRequest{RunID: "r", Turn: 3, NewMessages: []session.Value{msg("tool", 3), msg("a", 4)},
@@ -219,7 +220,7 @@ func TestCompleteRunDeletesCheckpoint(t *testing.T) {
 			t.Run(status, func(t *testing.T) {
 				e := newEngine(t, f)
 				runFixture(t, e)
-				ctx := ctxT(t)
+				ctx := testkit.Context(t)
 				final := session.Usage{TotalTokens: 99}
 				n := int64(9)
 				res, err := e.CompleteRun(ctx, engine.CompleteRunRequest{RunID: "r", Status: status, Usage: &final, ToolCallsCount: &n})
@@ -262,7 +263,7 @@ func TestSaveOfEndedRunDropsCheckpoint(t *testing.T) {
 			t.Run(mode, func(t *testing.T) {
 				e := newEngine(t, f)
 				runFixture(t, e)
-				ctx := ctxT(t)
+				ctx := testkit.Context(t)
 				cur, err := e.ResumeSession(ctx, "s")
 				noErr(t, err)
 				run := cur.Snapshot.Runs[0]
@@ -286,7 +287,7 @@ func TestResumeRun(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f storeFactory) {
 		e := newEngine(t, f)
 		runFixture(t, e)
-		ctx := ctxT(t)
+		ctx := testkit.Context(t)
 		// A message saved after the boundary (a half-finished turn) is not
 		// handed back.
 		saveDelta(t, e, "s", msg("partial", 9))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -54,7 +55,7 @@ func TestSave(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				e := newEngine(t, f)
-				ctx := ctxT(t)
+				ctx := testkit.Context(t)
 				if tc.setup != nil {
 					tc.setup(t, e)
 				}
@@ -81,7 +82,7 @@ func TestSaveDoesNotModifyRequest(t *testing.T) {
 		e := newEngine(t, f)
 		agent := map[string]session.Value{"model": session.Value(`"m"`), "API_KEY": session.Value(`"sk"`)}
 		c := &session.Change{Agent: agent}
-		_, err := e.Save(ctxT(t), engine.SaveRequest{SessionID: "s", Change: c})
+		_, err := e.Save(testkit.Context(t), engine.SaveRequest{SessionID: "s", Change: c})
 		noErr(t, err)
 		if len(agent) != 2 {
 			t.Fatalf("Save scrubbed the caller's map: %v", agent)
@@ -107,24 +108,24 @@ func TestSecretKeysNeverStored(t *testing.T) {
 			do   func(t *testing.T, e *engine.Engine) string // returns the session to inspect
 		}{
 			{"delta", func(t *testing.T, e *engine.Engine) string {
-				_, err := e.Save(ctxT(t), engine.SaveRequest{SessionID: "s", Change: &session.Change{Agent: withKeep(), Metadata: withKeep()}})
+				_, err := e.Save(testkit.Context(t), engine.SaveRequest{SessionID: "s", Change: &session.Change{Agent: withKeep(), Metadata: withKeep()}})
 				noErr(t, err)
 				return "s"
 			}},
 			{"snapshot", func(t *testing.T, e *engine.Engine) string {
-				_, err := e.Save(ctxT(t), engine.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{Agent: withKeep(), Metadata: withKeep()}})
+				_, err := e.Save(testkit.Context(t), engine.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{Agent: withKeep(), Metadata: withKeep()}})
 				noErr(t, err)
 				return "s"
 			}},
 			{"import bare", func(t *testing.T, e *engine.Engine) string {
 				doc := mustJSON(t, &session.Snapshot{SessionID: "imp", Agent: withKeep(), Metadata: withKeep()})
-				_, err := e.Import(ctxT(t), []byte(doc))
+				_, err := e.Import(testkit.Context(t), []byte(doc))
 				noErr(t, err)
 				return "imp"
 			}},
 			{"import envelope", func(t *testing.T, e *engine.Engine) string {
 				doc := mustJSON(t, map[string]any{"schema_version": 1, "session": &session.Snapshot{SessionID: "imp", Agent: withKeep(), Metadata: withKeep()}})
-				_, err := e.Import(ctxT(t), []byte(doc))
+				_, err := e.Import(testkit.Context(t), []byte(doc))
 				noErr(t, err)
 				return "imp"
 			}},
@@ -133,14 +134,14 @@ func TestSecretKeysNeverStored(t *testing.T) {
 			t.Run(p.name, func(t *testing.T) {
 				e := newEngine(t, f)
 				sid := p.do(t, e)
-				res, err := e.ResumeSession(ctxT(t), sid)
+				res, err := e.ResumeSession(testkit.Context(t), sid)
 				noErr(t, err)
 				for _, m := range []map[string]session.Value{res.Snapshot.Agent, res.Snapshot.Metadata} {
 					if len(m) != 1 || string(m["keep"]) != `"yes"` {
 						t.Fatalf("stored map = %v, want only keep", m)
 					}
 				}
-				exp, err := e.Export(ctxT(t), sid)
+				exp, err := e.Export(testkit.Context(t), sid)
 				noErr(t, err)
 				for _, v := range secrets {
 					if bytes.Contains(exp, v) {
@@ -257,7 +258,7 @@ func sameContent(t *testing.T, got, want *session.Snapshot) {
 func TestRoundTripByteIdentical(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f storeFactory) {
 		e := newEngine(t, f)
-		ctx := ctxT(t)
+		ctx := testkit.Context(t)
 		want := fullSnapshot()
 		// Normalize fills in digests; compare against the normalised form.
 		norm := &session.Change{Replace: session.CloneSnapshot(want)}
@@ -327,7 +328,7 @@ func TestRoundTripByteIdentical(t *testing.T) {
 func TestResumeSession(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f storeFactory) {
 		e := newEngine(t, f)
-		ctx := ctxT(t)
+		ctx := testkit.Context(t)
 		_, err := e.ResumeSession(ctx, "nope")
 		wantCode(t, err, session.CodeNotFound)
 		_, err = e.ResumeSession(ctx, "")
@@ -381,7 +382,7 @@ func TestResumeSession(t *testing.T) {
 func TestListAndDelete(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f storeFactory) {
 		e := newEngine(t, f)
-		ctx := ctxT(t)
+		ctx := testkit.Context(t)
 		l, err := e.List(ctx)
 		noErr(t, err)
 		if l == nil || len(l) != 0 {
@@ -440,7 +441,7 @@ func TestListAndDelete(t *testing.T) {
 func TestFork(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f storeFactory) {
 		e := newEngine(t, f)
-		ctx := ctxT(t)
+		ctx := testkit.Context(t)
 		saveDelta(t, e, "src", msg("u", 1))                                 // gen 1
 		saveDelta(t, e, "src", msg("u", 2))                                 // gen 2
 		r, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "src"}) // gen 3

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -13,7 +14,7 @@ func TestWorkflows(t *testing.T) {
 	// "free" has no owner.
 	fixture := func(t *testing.T, e *engine.Engine) {
 		t.Helper()
-		ctx := ctxT(t)
+		ctx := testkit.Context(t)
 		saveDelta(t, e, "s", msg("u", 1))
 		saveDelta(t, e, "other", msg("u", 1))
 		noErr(t, e.CompleteStep(ctx, engine.CompleteStepRequest{WorkflowID: "wf", SessionID: "s", StepID: "test", Identity: "t1", Result: session.Value(`{"passed":  true}`)}))
@@ -43,7 +44,7 @@ func TestWorkflows(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				e := newEngine(t, f)
 				fixture(t, e)
-				res, err := e.BeginWorkflow(ctxT(t), tc.req)
+				res, err := e.BeginWorkflow(testkit.Context(t), tc.req)
 				wantCode(t, err, tc.code)
 				if tc.code != "" {
 					return
@@ -65,7 +66,7 @@ func TestWorkflows(t *testing.T) {
 		t.Run("complete step errors", func(t *testing.T) {
 			e := newEngine(t, f)
 			fixture(t, e)
-			ctx := ctxT(t)
+			ctx := testkit.Context(t)
 			for _, c := range []struct {
 				req  engine.CompleteStepRequest
 				code session.Code
@@ -89,7 +90,7 @@ func TestWorkflows(t *testing.T) {
 		t.Run("finish", func(t *testing.T) {
 			e := newEngine(t, f)
 			fixture(t, e)
-			ctx := ctxT(t)
+			ctx := testkit.Context(t)
 			// A changed spec fails closed until the workflow is finished.
 			changed := []engine.StepSpec{{StepID: "fetch", Identity: "f9"}}
 			_, err := e.BeginWorkflow(ctx, engine.BeginWorkflowRequest{WorkflowID: "wf", Steps: changed})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/session"
 	"github.com/cairn-dev/cairn/workspace"
 )
@@ -33,25 +34,14 @@ func tracked(t *testing.T, dir string) (e *engine.Engine, closeAll func()) {
 	}
 }
 
-func write(t *testing.T, dir, rel, content string) {
-	t.Helper()
-	p := filepath.Join(dir, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestDriftAcrossRestart saves a session, stops everything, changes files,
 // starts again, and checks that resume names exactly those changes.
 func TestDriftAcrossRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	write(t, dir, "keep.go", "package keep")
-	write(t, dir, "edit.go", "package edit")
-	write(t, dir, "gone/old.txt", "old")
+	testkit.WriteFile(t, dir, "keep.go", "package keep")
+	testkit.WriteFile(t, dir, "edit.go", "package edit")
+	testkit.WriteFile(t, dir, "gone/old.txt", "old")
 	e, closeAll := tracked(t, dir)
 	if _, err := e.Save(ctx, engine.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{session.Value(`1`)}}}); err != nil {
 		t.Fatal(err)
@@ -66,11 +56,11 @@ func TestDriftAcrossRestart(t *testing.T) {
 	closeAll()
 
 	// While nothing runs: one file modified, one deleted, one added.
-	write(t, dir, "edit.go", "package edit // changed")
+	testkit.WriteFile(t, dir, "edit.go", "package edit // changed")
 	if err := os.Remove(filepath.Join(dir, "gone/old.txt")); err != nil {
 		t.Fatal(err)
 	}
-	write(t, dir, "new/added.md", "# new")
+	testkit.WriteFile(t, dir, "new/added.md", "# new")
 
 	e, closeAll = tracked(t, dir)
 	defer closeAll()
@@ -89,7 +79,7 @@ func TestDriftAcrossRestart(t *testing.T) {
 func TestRunAttribution(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	write(t, dir, "src/a.go", "package a")
+	testkit.WriteFile(t, dir, "src/a.go", "package a")
 	e, closeAll := tracked(t, dir)
 	defer closeAll()
 	if _, err := e.Save(ctx, engine.SaveRequest{SessionID: "s", Change: &session.Change{}}); err != nil {
@@ -99,12 +89,12 @@ func TestRunAttribution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, dir, "src/before.go", "written before the checkpoint")
+	testkit.WriteFile(t, dir, "src/before.go", "written before the checkpoint")
 	if _, err := e.Checkpoint(ctx, engine.CheckpointRequest{RunID: run.RunID, Turn: 1, NewMessages: []session.Value{session.Value(`"t1"`)}}); err != nil {
 		t.Fatal(err)
 	}
-	write(t, dir, "src/a.go", "package a // half-rewritten")
-	write(t, dir, "out/report.txt", "partial")
+	testkit.WriteFile(t, dir, "src/a.go", "package a // half-rewritten")
+	testkit.WriteFile(t, dir, "out/report.txt", "partial")
 	res, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: run.RunID})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/testkit"
 )
 
 // TestWatchLimitFallback simulates fs.inotify.max_user_watches running out
@@ -17,7 +19,7 @@ import (
 func TestWatchLimitFallback(t *testing.T) {
 	root := t.TempDir()
 	for i := range 10 {
-		writeT(t, root, fmt.Sprintf("d%d/f.txt", i), "x")
+		testkit.WriteFile(t, root, fmt.Sprintf("d%d/f.txt", i), "x")
 	}
 	tr := openT(t, root, Options{WatchLimit: 4, PollInterval: 20 * time.Millisecond})
 	st := tr.Status()
@@ -34,8 +36,8 @@ func TestWatchLimitFallback(t *testing.T) {
 		mu.Unlock()
 	})
 	defer cancel()
-	writeT(t, root, "d3/new.txt", "n")
-	writeT(t, root, "d4/f.txt", "changed")
+	testkit.WriteFile(t, root, "d3/new.txt", "n")
+	testkit.WriteFile(t, root, "d4/f.txt", "changed")
 	os.Remove(filepath.Join(root, "d5/f.txt"))
 	// The poll alone notices, without anyone calling Sync.
 	deadline := time.Now().Add(10 * time.Second)
@@ -61,13 +63,13 @@ func TestWatchLimitFallback(t *testing.T) {
 // TestForcePolling covers inotify being unavailable altogether.
 func TestForcePolling(t *testing.T) {
 	root := t.TempDir()
-	writeT(t, root, "a.txt", "a")
+	testkit.WriteFile(t, root, "a.txt", "a")
 	tr := openT(t, root, Options{ForcePolling: true, PollInterval: time.Hour})
 	if st := tr.Status(); st.Mode != ModePolling {
 		t.Fatalf("mode = %s", st.Mode)
 	}
 	since := tr.Clock()
-	writeT(t, root, "b/c.txt", "c")
+	testkit.WriteFile(t, root, "b/c.txt", "c")
 	// Sync rescans in polling mode, so Changes is exact without waiting
 	// for the (hour-long) poll.
 	wantChanges(t, changesT(t, tr, since), []string{"b/c.txt"}, nil, nil)

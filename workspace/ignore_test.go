@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn/internal/testkit"
 )
 
 func TestIgnoreMatcher(t *testing.T) {
@@ -89,7 +91,7 @@ func FuzzIgnoreMatcher(f *testing.F) {
 // on a real tree, and that ignored directories get no watch.
 func TestIgnoreRulesInTree(t *testing.T) {
 	root := t.TempDir()
-	writeT(t, root, ".gitignore", "*.log\n!keep.log\nbuild/\n/dist\n")
+	testkit.WriteFile(t, root, ".gitignore", "*.log\n!keep.log\nbuild/\n/dist\n")
 	files := map[string]bool{
 		"src/main.go":             true,
 		"src/x.log":               false,
@@ -109,7 +111,7 @@ func TestIgnoreRulesInTree(t *testing.T) {
 		".cairn/sessions/ignored": false,
 	}
 	for f := range files {
-		writeT(t, root, f, f)
+		testkit.WriteFile(t, root, f, f)
 	}
 	tr := openT(t, root, Options{Ignore: []string{"secrets/", "notes/*", "!notes/public.md"}})
 	for f, want := range files {
@@ -136,15 +138,15 @@ func TestIgnoreRulesInTree(t *testing.T) {
 	}
 	// Changes inside ignored directories are not reported.
 	since := tr.Clock()
-	writeT(t, root, "node_modules/lib/new.js", "x")
-	writeT(t, root, "build/new.bin", "x")
-	writeT(t, root, "src/y.log", "x")
-	writeT(t, root, "src/z.go", "x")
+	testkit.WriteFile(t, root, "node_modules/lib/new.js", "x")
+	testkit.WriteFile(t, root, "build/new.bin", "x")
+	testkit.WriteFile(t, root, "src/y.log", "x")
+	testkit.WriteFile(t, root, "src/z.go", "x")
 	wantChanges(t, changesT(t, tr, since), []string{"src/z.go"}, nil, nil)
 
 	// Editing .gitignore applies the new rules to the index.
 	since = tr.Clock()
-	writeT(t, root, ".gitignore", "*.log\n!keep.log\n/dist\n")
+	testkit.WriteFile(t, root, ".gitignore", "*.log\n!keep.log\n/dist\n")
 	cs := changesT(t, tr, since)
 	wantChanges(t, cs, []string{"build/new.bin", "build/out.bin", "src/build/out.bin"}, []string{".gitignore"}, nil)
 	if err := os.RemoveAll(filepath.Join(root, "build")); err != nil {

@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -9,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"go.uber.org/goleak"
 )
 
@@ -33,34 +32,16 @@ func openT(t *testing.T, root string, opts Options) *Tracker {
 	return tr
 }
 
-func ctxT(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func writeT(t *testing.T, root, rel, content string) {
-	t.Helper()
-	p := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func syncT(t *testing.T, tr *Tracker) {
 	t.Helper()
-	if err := tr.Sync(ctxT(t)); err != nil {
+	if err := tr.Sync(testkit.Context(t)); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
 }
 
 func changesT(t *testing.T, tr *Tracker, since string) ChangeSet {
 	t.Helper()
-	cs, err := tr.Changes(ctxT(t), since)
+	cs, err := tr.Changes(testkit.Context(t), since)
 	if err != nil {
 		t.Fatalf("Changes(%q): %v", since, err)
 	}

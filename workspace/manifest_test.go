@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -19,13 +20,13 @@ import (
 func TestDriftAcrossRestart(t *testing.T) {
 	root := t.TempDir()
 	for _, f := range []string{"keep.txt", "edit.txt", "drop.txt", "touch.txt", "dir/deep.txt"} {
-		writeT(t, root, f, "original "+f)
+		testkit.WriteFile(t, root, f, "original "+f)
 	}
 	tr, err := Open(root, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := tr.RecordManifest(ctxT(t))
+	ref, err := tr.RecordManifest(testkit.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,14 +37,14 @@ func TestDriftAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	writeT(t, root, "edit.txt", "edited while the daemon was down")
+	testkit.WriteFile(t, root, "edit.txt", "edited while the daemon was down")
 	os.Remove(filepath.Join(root, "drop.txt"))
-	writeT(t, root, "dir/new.txt", "new")
+	testkit.WriteFile(t, root, "dir/new.txt", "new")
 	later := time.Now().Add(time.Hour)
 	os.Chtimes(filepath.Join(root, "touch.txt"), later, later) // same content
 
 	tr = openT(t, root, Options{})
-	d, err := tr.Diff(ctxT(t), ref, nil)
+	d, err := tr.Diff(testkit.Context(t), ref, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,11 +55,11 @@ func TestDriftAcrossRestart(t *testing.T) {
 		t.Fatalf("changes since a clock from before the restart: %+v, want fresh instance", cs)
 	}
 	// A manifest recorded now diffs against the old one the same way.
-	ref2, err := tr.RecordManifest(ctxT(t))
+	ref2, err := tr.RecordManifest(testkit.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err = tr.Diff(ctxT(t), ref, &ref2)
+	d, err = tr.Diff(testkit.Context(t), ref, &ref2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,33 +72,33 @@ func TestDriftAcrossRestart(t *testing.T) {
 func TestAttribution(t *testing.T) {
 	root := t.TempDir()
 	for i := range 50 {
-		writeT(t, root, fmt.Sprintf("pkg%d/file%d.go", i%5, i), fmt.Sprint("package p", i))
+		testkit.WriteFile(t, root, fmt.Sprintf("pkg%d/file%d.go", i%5, i), fmt.Sprint("package p", i))
 	}
 	tr := openT(t, root, Options{})
-	checkpoint, err := tr.RecordManifest(ctxT(t))
+	checkpoint, err := tr.RecordManifest(testkit.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeT(t, root, "pkg1/file1.go", "package p // rewritten by the tool call")
-	writeT(t, root, "pkg3/generated.go", "package p // created by the tool call")
-	d, err := tr.Diff(ctxT(t), checkpoint, nil)
+	testkit.WriteFile(t, root, "pkg1/file1.go", "package p // rewritten by the tool call")
+	testkit.WriteFile(t, root, "pkg3/generated.go", "package p // created by the tool call")
+	d, err := tr.Diff(testkit.Context(t), checkpoint, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantDiff(t, d, []string{"pkg3/generated.go"}, []string{"pkg1/file1.go"}, nil)
-	end, err := tr.RecordManifest(ctxT(t))
+	end, err := tr.RecordManifest(testkit.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if end.ID == checkpoint.ID || end.Entries != 51 {
 		t.Fatalf("end ref = %+v (checkpoint %+v)", end, checkpoint)
 	}
-	if d, err = tr.Diff(ctxT(t), checkpoint, &end); err != nil {
+	if d, err = tr.Diff(testkit.Context(t), checkpoint, &end); err != nil {
 		t.Fatal(err)
 	}
 	wantDiff(t, d, []string{"pkg3/generated.go"}, []string{"pkg1/file1.go"}, nil)
 	// Nothing changed since: the same manifest id comes back, nothing written.
-	again, err := tr.RecordManifest(ctxT(t))
+	again, err := tr.RecordManifest(testkit.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,14 +119,14 @@ func TestManifestDeltas(t *testing.T) {
 	const files = 1000
 	model := map[string]string{} // what the tree holds, kept beside it
 	write := func(rel, content string) {
-		writeT(t, root, rel, content)
+		testkit.WriteFile(t, root, rel, content)
 		model[rel] = content
 	}
 	for i := range files {
 		write(fmt.Sprintf("d%02d/f%04d", i%50, i), fmt.Sprint(i))
 	}
 	tr := openT(t, root, Options{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	var refs []session.ManifestRef
 	var states []map[string]string
 	for i := range 100 {
@@ -201,8 +202,8 @@ func TestManifestDeltas(t *testing.T) {
 
 func writeAndRecord(t *testing.T, tr *Tracker, root, rel, content string) session.ManifestRef {
 	t.Helper()
-	writeT(t, root, rel, content)
-	ref, err := tr.RecordManifest(ctxT(t))
+	testkit.WriteFile(t, root, rel, content)
+	ref, err := tr.RecordManifest(testkit.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,12 +263,12 @@ func dirSize(t *testing.T, dir string) int64 {
 // leave, and checks Open trims it and every acknowledged manifest loads.
 func TestManifestTornTail(t *testing.T) {
 	root := t.TempDir()
-	writeT(t, root, "a", "1")
+	testkit.WriteFile(t, root, "a", "1")
 	tr, err := Open(root, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r1, err := tr.RecordManifest(ctxT(t))
+	r1, err := tr.RecordManifest(testkit.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,13 +288,13 @@ func TestManifestTornTail(t *testing.T) {
 	if after, _ := os.Stat(logPath); after.Size() != before.Size() {
 		t.Fatalf("log size %d after reopen, want the torn tail trimmed to %d", after.Size(), before.Size())
 	}
-	d, err := tr.Diff(ctxT(t), r1, &r2)
+	d, err := tr.Diff(testkit.Context(t), r1, &r2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantDiff(t, d, []string{"b"}, nil, nil)
 	r3 := writeAndRecord(t, tr, root, "c", "3")
-	if d, err = tr.Diff(ctxT(t), r2, &r3); err != nil {
+	if d, err = tr.Diff(testkit.Context(t), r2, &r3); err != nil {
 		t.Fatal(err)
 	}
 	wantDiff(t, d, []string{"c"}, nil, nil)
@@ -303,7 +304,7 @@ func TestManifestTornTail(t *testing.T) {
 func TestManifestRefErrors(t *testing.T) {
 	root := t.TempDir()
 	tr := openT(t, root, Options{})
-	ref, err := tr.RecordManifest(ctxT(t))
+	ref, err := tr.RecordManifest(testkit.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +320,7 @@ func TestManifestRefErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := tr.Diff(ctxT(t), tc.ref, nil); !errors.Is(err, tc.want) {
+			if _, err := tr.Diff(testkit.Context(t), tc.ref, nil); !errors.Is(err, tc.want) {
 				t.Fatalf("Diff(%q) = %v, want %v", tc.ref.ID, err, tc.want)
 			}
 		})
@@ -333,8 +334,8 @@ func TestManifestRefErrors(t *testing.T) {
 // clocks, and a path deleted then recreated.
 func TestClocks(t *testing.T) {
 	root := t.TempDir()
-	writeT(t, root, "a", "1")
-	writeT(t, root, "b", "1")
+	testkit.WriteFile(t, root, "a", "1")
+	testkit.WriteFile(t, root, "b", "1")
 	tr := openT(t, root, Options{})
 	cs := changesT(t, tr, "")
 	if !cs.FreshInstance || !eqList(cs.Added, []string{"a", "b"}) {
@@ -343,15 +344,15 @@ func TestClocks(t *testing.T) {
 	if cs := changesT(t, tr, "c:0000000000000000:1"); !cs.FreshInstance {
 		t.Fatalf("foreign clock: %+v", cs)
 	}
-	if _, err := tr.Changes(ctxT(t), "yesterday"); !errors.Is(err, ErrBadClock) {
+	if _, err := tr.Changes(testkit.Context(t), "yesterday"); !errors.Is(err, ErrBadClock) {
 		t.Fatalf("malformed clock: %v", err)
 	}
 	c1 := cs.Clock
 	wantChanges(t, changesT(t, tr, c1), nil, nil, nil)
 	os.Remove(filepath.Join(root, "a"))
 	c2 := changesT(t, tr, c1).Clock
-	writeT(t, root, "a", "2")
-	writeT(t, root, "tmp", "x")
+	testkit.WriteFile(t, root, "a", "2")
+	testkit.WriteFile(t, root, "tmp", "x")
 	os.Remove(filepath.Join(root, "tmp"))
 	wantChanges(t, changesT(t, tr, c1), nil, []string{"a"}, nil)
 	wantChanges(t, changesT(t, tr, c2), []string{"a"}, nil, nil)

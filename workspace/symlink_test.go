@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/cairn-dev/cairn/internal/testkit"
 )
 
 // TestSymlinksNotFollowed checks that symlinks, to directories and files
@@ -14,8 +16,8 @@ import (
 func TestSymlinksNotFollowed(t *testing.T) {
 	root := t.TempDir()
 	outside := t.TempDir()
-	writeT(t, outside, "secret/data.txt", "outside")
-	writeT(t, root, "in/real.txt", "inside")
+	testkit.WriteFile(t, outside, "secret/data.txt", "outside")
+	testkit.WriteFile(t, root, "in/real.txt", "inside")
 	links := map[string]string{
 		"out-dir":  filepath.Join(outside, "secret"),
 		"out-file": filepath.Join(outside, "secret/data.txt"),
@@ -47,16 +49,16 @@ func TestSymlinksNotFollowed(t *testing.T) {
 		t.Errorf("watches = %d, want 3 (root, in, .cairn): a symlinked directory was watched", st.Watches)
 	}
 	sameIndex(t, tr)
-	ref, err := tr.RecordManifest(ctxT(t))
+	ref, err := tr.RecordManifest(testkit.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	since := tr.Clock()
-	writeT(t, outside, "secret/data.txt", "changed outside")
-	writeT(t, outside, "secret/new.txt", "new outside")
+	testkit.WriteFile(t, outside, "secret/data.txt", "changed outside")
+	testkit.WriteFile(t, outside, "secret/new.txt", "new outside")
 	wantChanges(t, changesT(t, tr, since), nil, nil, nil)
-	d, err := tr.Diff(ctxT(t), ref, nil)
+	d, err := tr.Diff(testkit.Context(t), ref, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +68,7 @@ func TestSymlinksNotFollowed(t *testing.T) {
 	os.Remove(filepath.Join(root, "out-file"))
 	os.Symlink("/etc/hostname", filepath.Join(root, "out-file"))
 	wantChanges(t, changesT(t, tr, since), nil, []string{"out-file"}, nil)
-	if d, err = tr.Diff(ctxT(t), ref, nil); err != nil {
+	if d, err = tr.Diff(testkit.Context(t), ref, nil); err != nil {
 		t.Fatal(err)
 	}
 	wantDiff(t, d, nil, []string{"out-file"}, nil)

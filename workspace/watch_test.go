@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/testkit"
 )
 
 // TestEditorSavePatterns saves a file the ways editors do and checks that
@@ -33,7 +35,7 @@ func TestEditorSavePatterns(t *testing.T) {
 		{
 			name: "write temp and rename over",
 			save: func(t *testing.T, root string) {
-				writeT(t, root, "src/.main.go.swp.tmp", "package main // via temp\n")
+				testkit.WriteFile(t, root, "src/.main.go.swp.tmp", "package main // via temp\n")
 				if err := os.Rename(filepath.Join(root, "src/.main.go.swp.tmp"), filepath.Join(root, "src/main.go")); err != nil {
 					t.Fatal(err)
 				}
@@ -46,7 +48,7 @@ func TestEditorSavePatterns(t *testing.T) {
 				if err := os.Remove(filepath.Join(root, "src/main.go")); err != nil {
 					t.Fatal(err)
 				}
-				writeT(t, root, "src/main.go", "package main // recreated\n")
+				testkit.WriteFile(t, root, "src/main.go", "package main // recreated\n")
 			},
 			modified: []string{"src/main.go"},
 		},
@@ -57,7 +59,7 @@ func TestEditorSavePatterns(t *testing.T) {
 				if err := os.Rename(p, p+"~"); err != nil {
 					t.Fatal(err)
 				}
-				writeT(t, root, "src/main.go", "package main // written by vim\n")
+				testkit.WriteFile(t, root, "src/main.go", "package main // written by vim\n")
 				if err := os.Remove(p + "~"); err != nil {
 					t.Fatal(err)
 				}
@@ -78,12 +80,12 @@ func TestEditorSavePatterns(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			writeT(t, root, "src/main.go", "package main\n")
-			writeT(t, root, "src/util.go", "package main // util\n")
-			writeT(t, root, "src/deep/x.txt", "x\n")
-			writeT(t, root, "README", "readme\n")
+			testkit.WriteFile(t, root, "src/main.go", "package main\n")
+			testkit.WriteFile(t, root, "src/util.go", "package main // util\n")
+			testkit.WriteFile(t, root, "src/deep/x.txt", "x\n")
+			testkit.WriteFile(t, root, "README", "readme\n")
 			tr := openT(t, root, Options{})
-			ref, err := tr.RecordManifest(ctxT(t))
+			ref, err := tr.RecordManifest(testkit.Context(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +93,7 @@ func TestEditorSavePatterns(t *testing.T) {
 			tc.save(t, root)
 			wantChanges(t, changesT(t, tr, since), tc.added, tc.modified, tc.deleted)
 			sameIndex(t, tr)
-			d, err := tr.Diff(ctxT(t), ref, nil)
+			d, err := tr.Diff(testkit.Context(t), ref, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,19 +108,19 @@ func TestEditorSavePatterns(t *testing.T) {
 // subdirectory's watch, issue #694).
 func TestRenamedDirectoryKeepsWatching(t *testing.T) {
 	root := t.TempDir()
-	writeT(t, root, "old/sub/a.txt", "a")
+	testkit.WriteFile(t, root, "old/sub/a.txt", "a")
 	tr := openT(t, root, Options{})
 	if err := os.Rename(filepath.Join(root, "old"), filepath.Join(root, "new")); err != nil {
 		t.Fatal(err)
 	}
 	since := changesT(t, tr, "").Clock
-	writeT(t, root, "new/sub/b.txt", "b")
-	writeT(t, root, "new/sub/a.txt", "a2")
+	testkit.WriteFile(t, root, "new/sub/b.txt", "b")
+	testkit.WriteFile(t, root, "new/sub/a.txt", "a2")
 	wantChanges(t, changesT(t, tr, since), []string{"new/sub/b.txt"}, []string{"new/sub/a.txt"}, nil)
 	// The old name, recreated, is a new directory with its own watch.
-	writeT(t, root, "old/sub/c.txt", "c")
+	testkit.WriteFile(t, root, "old/sub/c.txt", "c")
 	since2 := changesT(t, tr, since).Clock
-	writeT(t, root, "old/sub/c.txt", "c2")
+	testkit.WriteFile(t, root, "old/sub/c.txt", "c2")
 	wantChanges(t, changesT(t, tr, since2), nil, []string{"old/sub/c.txt"}, nil)
 	sameIndex(t, tr)
 }
@@ -158,7 +160,7 @@ func TestMkdirPBurst(t *testing.T) {
 // scan whether or not an overflow happened.
 func TestManyFilesIndexMatchesScan(t *testing.T) {
 	root := t.TempDir()
-	writeT(t, root, "seed.txt", "seed")
+	testkit.WriteFile(t, root, "seed.txt", "seed")
 	tr := openT(t, root, Options{})
 	const n = 20000
 	var wg sync.WaitGroup
@@ -227,7 +229,7 @@ func TestForcedOverflow(t *testing.T) {
 // TestSubscribe checks file.changed delivery and cancellation.
 func TestSubscribe(t *testing.T) {
 	root := t.TempDir()
-	writeT(t, root, "gone.txt", "x")
+	testkit.WriteFile(t, root, "gone.txt", "x")
 	tr := openT(t, root, Options{})
 	var mu sync.Mutex
 	got := map[string]bool{}
@@ -239,7 +241,7 @@ func TestSubscribe(t *testing.T) {
 		seen <- struct{}{}
 	})
 	defer cancel()
-	writeT(t, root, "new.txt", "n")
+	testkit.WriteFile(t, root, "new.txt", "n")
 	os.Remove(filepath.Join(root, "gone.txt"))
 	deadline := time.After(10 * time.Second)
 	for {
