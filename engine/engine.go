@@ -194,13 +194,13 @@ func (e *Engine) update(ctx context.Context, sid string, mayCreate bool,
 		if err != nil || c == nil {
 			return res, false, err
 		}
-		// Every engine commit passes through Normalize here (and again in
-		// the store): validation and secret scrubbing do not depend on
-		// each caller remembering them.
+		// Every engine commit passes through Normalize here: validation and
+		// secret scrubbing do not depend on each caller remembering them.
+		// The store is told, and does not scan the change again.
 		if err := normalize(c); err != nil {
 			return res, false, err
 		}
-		var opts session.CommitOptions
+		opts := session.CommitOptions{Normalized: true}
 		if cas {
 			opts.ExpectGeneration = session.Expect(gen)
 		}

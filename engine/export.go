@@ -130,7 +130,7 @@ func (e *Engine) Import(ctx context.Context, doc []byte) (ImportResult, error) {
 	unlock := e.sessions.lock(sid)
 	defer unlock()
 	e.cache.drop(sid)
-	res, err := e.store.Commit(ctx, sid, c, session.CommitOptions{MustNotExist: true})
+	res, err := e.store.Commit(ctx, sid, c, session.CommitOptions{MustNotExist: true, Normalized: true})
 	if err != nil {
 		return ImportResult{}, wrapStore("Import", err)
 	}

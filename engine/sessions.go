@@ -68,7 +68,7 @@ func (e *Engine) Save(ctx context.Context, req SaveRequest) (SaveResult, error) 
 	unlock := e.sessions.lock(sid)
 	defer unlock()
 	e.stamp(ctx, c)
-	res, err := e.store.Commit(ctx, sid, c, session.CommitOptions{ExpectGeneration: req.ExpectGeneration})
+	res, err := e.store.Commit(ctx, sid, c, session.CommitOptions{ExpectGeneration: req.ExpectGeneration, Normalized: true})
 	if err != nil {
 		return SaveResult{}, wrapStore("Save", err)
 	}
@@ -247,7 +247,7 @@ func (e *Engine) Fork(ctx context.Context, req ForkRequest) (ForkResult, error) 
 	unlock := e.sessions.lock(req.NewID)
 	defer unlock()
 	e.cache.drop(req.NewID)
-	res, err := e.store.Commit(ctx, req.NewID, c, session.CommitOptions{MustNotExist: true})
+	res, err := e.store.Commit(ctx, req.NewID, c, session.CommitOptions{MustNotExist: true, Normalized: true})
 	if err != nil {
 		return ForkResult{}, wrapStore("Fork", err)
 	}

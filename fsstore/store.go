@@ -382,7 +382,8 @@ func (s *Store) lockSession(id string) (*sessionFile, error) {
 }
 
 // Commit applies c as the session's next generation, durably. It
-// normalises c in place first (see session.Normalize).
+// normalises c in place first (see session.Normalize), unless
+// opts.Normalized says that is done.
 //
 // Lock order, here and everywhere: s.mu before a session's or workflow's mu,
 // never the reverse; s.bgMu is a leaf.
@@ -390,8 +391,10 @@ func (s *Store) Commit(ctx context.Context, id string, c *session.Change, opts s
 	if err := session.ValidateID("session", id); err != nil {
 		return session.CommitResult{}, err
 	}
-	if err := session.Normalize(c); err != nil {
-		return session.CommitResult{}, err
+	if !opts.Normalized {
+		if err := session.Normalize(c); err != nil {
+			return session.CommitResult{}, err
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return session.CommitResult{}, err

@@ -48,6 +48,11 @@ type CommitOptions struct {
 	// MustNotExist makes the commit fail with ErrConflict when the session
 	// already exists (used by fork and import).
 	MustNotExist bool
+	// Normalized says the caller has passed c through Normalize and not
+	// changed it since, beyond adding records it vouches for (the engine
+	// stamps the workspace manifest): the store does not normalise it
+	// again, which on a whole snapshot would scan every value twice.
+	Normalized bool
 }
 
 // Expect returns a pointer to g, for CommitOptions.ExpectGeneration.

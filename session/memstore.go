@@ -42,13 +42,16 @@ func (s *MemStore) Capabilities() Capabilities {
 	return Capabilities{AtomicGenerations: true, DeltaCommits: true, CompareAndSwap: true, History: true}
 }
 
-// Commit applies c as the session's next generation.
+// Commit applies c as the session's next generation, normalised first
+// unless opts.Normalized says that is done.
 func (s *MemStore) Commit(ctx context.Context, id string, c *Change, opts CommitOptions) (CommitResult, error) {
 	if err := ValidateID("session", id); err != nil {
 		return CommitResult{}, err
 	}
-	if err := Normalize(c); err != nil {
-		return CommitResult{}, err
+	if !opts.Normalized {
+		if err := Normalize(c); err != nil {
+			return CommitResult{}, err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
