@@ -95,17 +95,7 @@ func startInproc(t *testing.T, cfg daemon.Config) *inproc {
 	return ip
 }
 
-func (ip *inproc) dial(t *testing.T) *protocol.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := protocol.Dial(ctx, ip.sock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+func (ip *inproc) dial(t *testing.T) *protocol.Client { return dialSocket(t, ip.sock, nil) }
 
 func msg(s string) engine.SaveRequest {
 	return engine.SaveRequest{SessionID: s, Change: &session.Change{AppendMessages: []session.Value{session.Value(`{"m":1}`)}}}
