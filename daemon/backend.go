@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/runtime"
+	"github.com/cairn-dev/cairn/procs"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -28,7 +28,7 @@ type Backend interface {
 	Import(ctx context.Context, envelope []byte) (engine.ImportResult, error)
 	Handoff(ctx context.Context, req engine.HandoffRequest) (engine.HandoffResult, error)
 	RuntimeCheck(ctx context.Context, req engine.RuntimeCheckRequest) (engine.RuntimeCheckResult, error)
-	RuntimeRestart(ctx context.Context, req engine.RuntimeRestartRequest) (runtime.Result, error)
+	RuntimeRestart(ctx context.Context, req engine.RuntimeRestartRequest) (procs.Result, error)
 	Subscribe(fn func(engine.Event)) (cancel func())
 	Capabilities() session.Capabilities
 }

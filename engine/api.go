@@ -8,7 +8,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/cairn-dev/cairn/runtime"
+	"github.com/cairn-dev/cairn/procs"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -64,7 +64,7 @@ type ResumeSessionResult struct {
 	// Processes is the live state of each recorded runtime process, from
 	// its health check run now (bounded by Options.ProbeTimeout):
 	// not_running, healthy, unhealthy or unknown. Nothing is restarted.
-	Processes []runtime.ProcessState `json:"processes"`
+	Processes []procs.ProcessState `json:"processes"`
 }
 
 // BeginRunRequest starts a run in a session. RunID is optional; the engine
@@ -241,6 +241,6 @@ type Workspace interface {
 //	Subscribe(fn func(Event)) (cancel func())
 //	Handoff(ctx, HandoffRequest) (HandoffResult, error)
 //	RuntimeCheck(ctx, RuntimeCheckRequest) (RuntimeCheckResult, error)
-//	RuntimeRestart(ctx, RuntimeRestartRequest) (runtime.Result, error)
+//	RuntimeRestart(ctx, RuntimeRestartRequest) (procs.Result, error)
 //	Capabilities() session.Capabilities
 //	Close() error                                    // closes the store

@@ -53,7 +53,7 @@ type Options struct {
 	// or empty cwd are probed there.
 	Root string
 	// ProbeTimeout bounds the health checks ResumeSession runs on recorded
-	// processes (0: runtime.DefaultProbeTimeout; negative: do not probe,
+	// processes (0: procs.DefaultProbeTimeout; negative: do not probe,
 	// report every process as unknown).
 	ProbeTimeout time.Duration
 }

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/cairn-dev/cairn/runtime"
+	"github.com/cairn-dev/cairn/procs"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -26,8 +26,8 @@ type PreviewState struct {
 // RuntimeCheckResult is the live state of the recorded processes and
 // previews.
 type RuntimeCheckResult struct {
-	Processes []runtime.ProcessState `json:"processes"`
-	Previews  []PreviewState         `json:"previews"`
+	Processes []procs.ProcessState `json:"processes"`
+	Previews  []PreviewState       `json:"previews"`
 }
 
 // RuntimeRestartRequest asks to bring one recorded process back.
@@ -67,7 +67,7 @@ func (e *Engine) latestRuntime(ctx context.Context, sessionID string) (*session.
 	if rt == nil {
 		rt = &session.Runtime{}
 	}
-	rt = runtime.Rooted(rt, e.root)
+	rt = procs.Rooted(rt, e.root)
 	unlock()
 	return rt, nil
 }
@@ -84,13 +84,13 @@ func (e *Engine) RuntimeCheck(ctx context.Context, req RuntimeCheckRequest) (Run
 	if err != nil {
 		return RuntimeCheckResult{}, err
 	}
-	res := RuntimeCheckResult{Processes: runtime.Probe(ctx, rt, timeout), Previews: []PreviewState{}}
+	res := RuntimeCheckResult{Processes: procs.Probe(ctx, rt, timeout), Previews: []PreviewState{}}
 	state := map[string]string{}
 	for _, p := range res.Processes {
 		state[p.Name] = p.State
 	}
 	for _, pv := range rt.Previews {
-		s := runtime.StateUnknown
+		s := procs.StateUnknown
 		if v, ok := state[pv.Process]; ok {
 			s = v
 		}
@@ -106,23 +106,23 @@ func (e *Engine) RuntimeCheck(ctx context.Context, req RuntimeCheckRequest) (Run
 // the timeout ends, when it kills what it started. A failure to come up is
 // reported in the result (outcome "failed", error), not as an error: only
 // an unknown session or process (not_found) or bad input is.
-func (e *Engine) RuntimeRestart(ctx context.Context, req RuntimeRestartRequest) (runtime.Result, error) {
+func (e *Engine) RuntimeRestart(ctx context.Context, req RuntimeRestartRequest) (procs.Result, error) {
 	timeout, err := clampTimeout(req.TimeoutMS)
 	if err != nil {
-		return runtime.Result{}, err
+		return procs.Result{}, err
 	}
 	if e.root == "" {
-		return runtime.Result{}, session.Errorf(session.CodeInvalidArgument, "this engine has no workspace directory to restart processes in")
+		return procs.Result{}, session.Errorf(session.CodeInvalidArgument, "this engine has no workspace directory to restart processes in")
 	}
 	rt, err := e.latestRuntime(ctx, req.SessionID)
 	if err != nil {
-		return runtime.Result{}, err
+		return procs.Result{}, err
 	}
-	p, ok := runtime.Find(rt, req.Name)
+	p, ok := procs.Find(rt, req.Name)
 	if !ok {
-		return runtime.Result{}, session.Errorf(session.CodeNotFound, "session %q records no process %q", req.SessionID, req.Name)
+		return procs.Result{}, session.Errorf(session.CodeNotFound, "session %q records no process %q", req.SessionID, req.Name)
 	}
-	res, err := runtime.Restart(ctx, p, runtime.Options{LogDir: filepath.Join(e.root, ".cairn", "logs"), Timeout: timeout})
+	res, err := procs.Restart(ctx, p, procs.Options{LogDir: filepath.Join(e.root, ".cairn", "logs"), Timeout: timeout})
 	if err != nil && session.CodeOf(err) == session.CodeInvalidArgument {
 		return res, err
 	}

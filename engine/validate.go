@@ -2,7 +2,7 @@ package engine
 
 import (
 	"github.com/cairn-dev/cairn/handoff"
-	"github.com/cairn-dev/cairn/runtime"
+	"github.com/cairn-dev/cairn/procs"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -24,5 +24,5 @@ func normalize(c *session.Change) error {
 	if c.Replace != nil {
 		rt = c.Replace.Runtime
 	}
-	return runtime.Validate(rt)
+	return procs.Validate(rt)
 }

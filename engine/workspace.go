@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/cairn-dev/cairn/runtime"
+	"github.com/cairn-dev/cairn/procs"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -57,19 +57,19 @@ func touched(d Drift) []string {
 // probeProcesses runs the health check of every recorded process, now and
 // concurrently, bounded by the probe timeout. A process that was running
 // when the session was saved is never assumed to be running still.
-func (e *Engine) probeProcesses(ctx context.Context, rt *session.Runtime) []runtime.ProcessState {
+func (e *Engine) probeProcesses(ctx context.Context, rt *session.Runtime) []procs.ProcessState {
 	if rt == nil || len(rt.Processes) == 0 {
-		return []runtime.ProcessState{}
+		return []procs.ProcessState{}
 	}
 	if e.probe < 0 {
-		out := make([]runtime.ProcessState, len(rt.Processes))
+		out := make([]procs.ProcessState, len(rt.Processes))
 		for i, p := range rt.Processes {
-			out[i] = runtime.ProcessState{Name: p.Name, State: runtime.StateUnknown, Detail: "health checks are off"}
+			out[i] = procs.ProcessState{Name: p.Name, State: procs.StateUnknown, Detail: "health checks are off"}
 		}
 		return out
 	}
 	if e.root != "" {
-		rt = runtime.Rooted(rt, e.root)
+		rt = procs.Rooted(rt, e.root)
 	}
-	return runtime.Probe(ctx, rt, e.probe)
+	return procs.Probe(ctx, rt, e.probe)
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/handoff"
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/procs"
 	"github.com/cairn-dev/cairn/protocol"
-	rt "github.com/cairn-dev/cairn/runtime"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -106,11 +106,11 @@ func (e *env) runtimeCmd(id string) error {
 	if recorded == nil {
 		recorded = &session.Runtime{}
 	}
-	p, ok := rt.Find(rt.Rooted(recorded, root), e.restart)
+	p, ok := procs.Find(procs.Rooted(recorded, root), e.restart)
 	if !ok {
 		return session.Errorf(session.CodeNotFound, "session %q records no process %q", id, e.restart)
 	}
-	res, rerr := rt.Restart(e.ctx, p, rt.Options{LogDir: filepath.Join(root, ".cairn", "logs"), Timeout: e.timeout})
+	res, rerr := procs.Restart(e.ctx, p, procs.Options{LogDir: filepath.Join(root, ".cairn", "logs"), Timeout: e.timeout})
 	if e.json {
 		if err := e.printJSON(res); err != nil {
 			return err
@@ -140,11 +140,11 @@ func renderRuntime(e *env, res engine.RuntimeCheckResult) {
 	}
 }
 
-func renderRestart(e *env, r rt.Result) {
+func renderRestart(e *env, r procs.Result) {
 	switch r.Outcome {
-	case rt.OutcomeAlreadyHealthy:
+	case procs.OutcomeAlreadyHealthy:
 		fmt.Fprintf(e.stdout, "%s is already healthy; nothing started (%s)\n", r.Name, r.Detail)
-	case rt.OutcomeStarted:
+	case procs.OutcomeStarted:
 		fmt.Fprintf(e.stdout, "%s started (pid %d) and is %s after %s: %s\n", r.Name, r.PID, r.State, time.Duration(r.TookMS)*time.Millisecond, r.Detail)
 	default:
 		fmt.Fprintf(e.stdout, "%s did not come up: %s\n", r.Name, orDash(r.Error))

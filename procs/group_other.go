@@ -1,6 +1,6 @@
 //go:build !unix
 
-package runtime
+package procs
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 
 const logOpenFlags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 
-var errNoGroups = errors.New("runtime: process groups are not supported on this platform")
+var errNoGroups = errors.New("procs: process groups are not supported on this platform")
 
 func setGroup(*exec.Cmd)    {}
 func setDetached(*exec.Cmd) {}

@@ -1,4 +1,4 @@
-package runtime
+package procs
 
 import (
 	"context"
@@ -111,7 +111,7 @@ func Restart(ctx context.Context, p session.Process, opts Options) (Result, erro
 		return fail(err)
 	}
 	if opts.LogDir == "" {
-		return fail(invalid(nil, "runtime.Restart: no log directory given"))
+		return fail(invalid(nil, "procs.Restart: no log directory given"))
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultRestartTimeout
@@ -136,14 +136,14 @@ func Restart(ctx context.Context, p session.Process, opts Options) (Result, erro
 		return res, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return fail(fmt.Errorf("runtime.Restart %q: %w", p.Name, err))
+		return fail(fmt.Errorf("procs.Restart %q: %w", p.Name, err))
 	}
 	if p.Port > 0 {
 		pctx, cancel := context.WithTimeout(ctx, opts.CheckTimeout)
 		open, _ := portOpen(pctx, p.Port)
 		cancel()
 		if open {
-			return fail(fmt.Errorf("runtime.Restart %q: %w: port %d accepts connections but the health check does not pass (%s); stop whatever listens there first", p.Name, ErrPortBusy, p.Port, detail))
+			return fail(fmt.Errorf("procs.Restart %q: %w: port %d accepts connections but the health check does not pass (%s); stop whatever listens there first", p.Name, ErrPortBusy, p.Port, detail))
 		}
 	}
 
@@ -151,7 +151,7 @@ func Restart(ctx context.Context, p session.Process, opts Options) (Result, erro
 	res.Log = logPath
 	logf, err := openLog(opts.LogDir, logPath)
 	if err != nil {
-		return fail(fmt.Errorf("runtime.Restart %q: %w", p.Name, err))
+		return fail(fmt.Errorf("procs.Restart %q: %w", p.Name, err))
 	}
 	fmt.Fprintf(logf, "--- cairn: restarting %q at %s ---\n", p.Name, time.Now().UTC().Format(time.RFC3339))
 	cmd := exec.Command(p.Command[0], p.Command[1:]...)
@@ -164,7 +164,7 @@ func Restart(ctx context.Context, p session.Process, opts Options) (Result, erro
 	logf.Close() // the child has its own descriptor
 	if err != nil {
 		res.State = StateNotRunning
-		return fail(fmt.Errorf("runtime.Restart %q: start: %w", p.Name, err))
+		return fail(fmt.Errorf("procs.Restart %q: start: %w", p.Name, err))
 	}
 	pid := cmd.Process.Pid
 	res.PID = pid
@@ -191,10 +191,10 @@ func Restart(ctx context.Context, p session.Process, opts Options) (Result, erro
 		select {
 		case <-exited:
 			if waitErr != nil {
-				return giveUp(fmt.Errorf("runtime.Restart %q: %w (%v); see %s", p.Name, ErrExited, waitErr, logPath))
+				return giveUp(fmt.Errorf("procs.Restart %q: %w (%v); see %s", p.Name, ErrExited, waitErr, logPath))
 			}
 		case <-ctx.Done():
-			return giveUp(fmt.Errorf("runtime.Restart %q: %w", p.Name, ctx.Err()))
+			return giveUp(fmt.Errorf("procs.Restart %q: %w", p.Name, ctx.Err()))
 		case <-time.After(min(noCheckSettle, opts.Timeout)):
 		}
 		took()
@@ -242,17 +242,17 @@ func Restart(ctx context.Context, p session.Process, opts Options) (Result, erro
 		case <-watch:
 			timer.Stop()
 			if waitErr != nil {
-				return giveUp(fmt.Errorf("runtime.Restart %q: %w (%v); last health check: %s; see %s", p.Name, ErrExited, waitErr, last, logPath))
+				return giveUp(fmt.Errorf("procs.Restart %q: %w (%v); last health check: %s; see %s", p.Name, ErrExited, waitErr, last, logPath))
 			}
 			watch = nil // exit 0: a command that daemonizes; keep polling
 		case <-ctx.Done():
 			timer.Stop()
-			return giveUp(fmt.Errorf("runtime.Restart %q: %w; last health check: %s", p.Name, ctx.Err(), last))
+			return giveUp(fmt.Errorf("procs.Restart %q: %w; last health check: %s", p.Name, ctx.Err(), last))
 		case <-timer.C:
 		}
 		delay = min(delay*2, pollMax)
 	}
-	return giveUp(fmt.Errorf("runtime.Restart %q: %w within %v; last failure: %s; process group %d killed; see %s", p.Name, ErrTimeout, opts.Timeout, last, pid, logPath))
+	return giveUp(fmt.Errorf("procs.Restart %q: %w within %v; last failure: %s; process group %d killed; see %s", p.Name, ErrTimeout, opts.Timeout, last, pid, logPath))
 }
 
 // stopGroup ends process group pgid: SIGTERM, up to grace for the group to

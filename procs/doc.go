@@ -1,4 +1,4 @@
-// Package runtime probes and restarts the processes a session recorded
+// Package procs probes and restarts the processes a session recorded
 // (session.Runtime): dev servers, watchers, databases the work depended on.
 // A recorded process is a way to bring something back, never a claim that
 // it is alive: cairn keeps the command, cwd, environment variable names,
@@ -46,4 +46,4 @@
 //   - Restart keeps one goroutine per started process waiting for it, so it
 //     is reaped when it exits; if the caller exits first, the process lives
 //     on (it is in its own session) and init reaps it.
-package runtime
+package procs

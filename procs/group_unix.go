@@ -1,6 +1,6 @@
 //go:build unix
 
-package runtime
+package procs
 
 import (
 	"errors"
@@ -28,7 +28,7 @@ func termGroup(pgid int) error { return signalGroup(pgid, syscall.SIGTERM) }
 
 func signalGroup(pgid int, sig syscall.Signal) error {
 	if pgid <= 0 {
-		return errors.New("runtime: no process group")
+		return errors.New("procs: no process group")
 	}
 	if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err

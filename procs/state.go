@@ -1,4 +1,4 @@
-package runtime
+package procs
 
 import "errors"
 
@@ -29,15 +29,15 @@ var (
 	// ErrNotLoopback is returned (wrapped in an invalid_argument error)
 	// for an HTTP health check whose URL is not on loopback. Nothing is
 	// dialled.
-	ErrNotLoopback = errors.New("runtime: health check URL is not on loopback")
+	ErrNotLoopback = errors.New("procs: health check URL is not on loopback")
 	// ErrTimeout is returned by Restart when the started process's health
 	// check did not pass in time; the process group was killed.
-	ErrTimeout = errors.New("runtime: health check did not pass in time")
+	ErrTimeout = errors.New("procs: health check did not pass in time")
 	// ErrExited is returned by Restart when the started process exited with
 	// a failure before its health check passed.
-	ErrExited = errors.New("runtime: process exited before its health check passed")
+	ErrExited = errors.New("procs: process exited before its health check passed")
 	// ErrPortBusy is returned by Restart when the recorded port already
 	// accepts connections but the health check does not pass: starting a
 	// second copy would only collide. Nothing was started.
-	ErrPortBusy = errors.New("runtime: recorded port already in use")
+	ErrPortBusy = errors.New("procs: recorded port already in use")
 )
