@@ -9,12 +9,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/coder/websocket"
-	"github.com/hashicorp/go-hclog"
-
-	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
+	"github.com/coder/websocket"
+	"github.com/hashicorp/go-hclog"
 )
 
 // connIDs numbers connections for the log.
@@ -37,20 +36,20 @@ type wsConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	readers sync.WaitGroup    // the readLoop goroutines, reading or spare
-	sem     chan struct{}     // one token per request in flight
-	readErr chan error        // why reading ended; the last reader sends it
-	turn    chan struct{}     // passes reading to a spare readLoop goroutine
-	running atomic.Int32      // requests whose handler runs
-	pace    pace              // whether requests arrive one at a time; the reading goroutine's
-	serial  atomic.Int32      // serialIdle, serialRunning or serialReleased
-	sw      *watch            // passes reading on from a request run serially past protocol.SerialLimit
-	wmu     chan struct{}     // write turn; holds one token while a message is written
-	wd      *watch            // cuts off a write that outlasts Config.WriteTimeout
-	closing atomic.Bool       // set once the close frame is being sent; later writes are dropped
-	done    chan struct{}     // closed when serve returns
-	events  chan engine.Event // queued pushes; see fanout
-	dropped atomic.Uint64     // events dropped since the last events.dropped push
+	readers sync.WaitGroup // the readLoop goroutines, reading or spare
+	sem     chan struct{}  // one token per request in flight
+	readErr chan error     // why reading ended; the last reader sends it
+	turn    chan struct{}  // passes reading to a spare readLoop goroutine
+	running atomic.Int32   // requests whose handler runs
+	pace    pace           // whether requests arrive one at a time; the reading goroutine's
+	serial  atomic.Int32   // serialIdle, serialRunning or serialReleased
+	sw      *watch         // passes reading on from a request run serially past protocol.SerialLimit
+	wmu     chan struct{}  // write turn; holds one token while a message is written
+	wd      *watch         // cuts off a write that outlasts Config.WriteTimeout
+	closing atomic.Bool    // set once the close frame is being sent; later writes are dropped
+	done    chan struct{}  // closed when serve returns
+	events  chan api.Event // queued pushes; see fanout
+	dropped atomic.Uint64  // events dropped since the last events.dropped push
 }
 
 func newWSConn(s *Server, ws *websocket.Conn, act *activity, raw syscall.RawConn) *wsConn {
@@ -68,7 +67,7 @@ func newWSConn(s *Server, ws *websocket.Conn, act *activity, raw syscall.RawConn
 		turn:    make(chan struct{}),
 		wmu:     make(chan struct{}, 1),
 		done:    make(chan struct{}),
-		events:  make(chan engine.Event, protocol.EventQueueLen),
+		events:  make(chan api.Event, protocol.EventQueueLen),
 		pace:    pace{raw: raw},
 	}
 	c.wd = newWatch(s.cfg.WriteTimeout, func() {
@@ -283,12 +282,12 @@ func (p *pace) ran() {
 // Export, import, changes, handoff and the runtime methods can take long,
 // and always pass reading on.
 var serialOK = map[string]bool{
-	protocol.MethodSave: true, protocol.MethodResumeSession: true,
-	protocol.MethodBeginRun: true, protocol.MethodCheckpoint: true,
-	protocol.MethodCompleteRun: true, protocol.MethodResumeRun: true,
-	protocol.MethodBeginWorkflow: true, protocol.MethodCompleteStep: true,
-	protocol.MethodFinishWorkflow: true, protocol.MethodList: true,
-	protocol.MethodDelete: true, protocol.MethodFork: true,
+	api.Save.Name: true, api.ResumeSession.Name: true,
+	api.BeginRun.Name: true, api.Checkpoint.Name: true,
+	api.CompleteRun.Name: true, api.ResumeRun.Name: true,
+	api.BeginWorkflow.Name: true, api.CompleteStep.Name: true,
+	api.FinishWorkflow.Name: true, api.List.Name: true,
+	api.Delete.Name: true, api.Fork.Name: true,
 }
 
 // handle runs one request and queues its answer. serial: it runs on the
@@ -323,7 +322,7 @@ func (c *wsConn) handle(h handler, req *protocol.Request, serial bool) (kept boo
 
 // inline lists the methods answered on the reader goroutine: they never
 // block, so a goroutine would only add latency.
-var inline = map[string]bool{protocol.MethodHello: true, protocol.MethodStatus: true}
+var inline = map[string]bool{api.Hello.Name: true, api.Status.Name: true}
 
 // fail queues an error answer. message, when set, replaces err's text.
 func (c *wsConn) fail(id *uint64, method string, err error, message string) {
@@ -331,7 +330,7 @@ func (c *wsConn) fail(id *uint64, method string, err error, message string) {
 	if message != "" {
 		we.Message = message
 	}
-	if protocol.CodeOf(err) == protocol.CodeMethodNotFound {
+	if protocol.CodeOf(err) == api.CodeMethodNotFound {
 		we.Data = map[string]any{"method": truncate(method, 64)}
 	}
 	if we.Code == string(session.CodeInternal) {
@@ -360,7 +359,7 @@ func (c *wsConn) pushLoop() {
 			}
 			if n := c.dropped.Swap(0); n > 0 {
 				c.log.Warn("events dropped: subscriber too slow", "dropped", n)
-				msg, _ := protocol.EncodePush(protocol.EventDropped, map[string]any{"dropped": n})
+				msg, _ := protocol.EncodePush(api.EventDropped, map[string]any{"dropped": n})
 				if !c.write(msg) {
 					return
 				}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/session"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,10 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/fsstore"
-	"github.com/cairn-dev/cairn/protocol"
-	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/api"
 )
 
 // TestE2EKill9DuringCommits: SIGKILL cairnd while a client streams
@@ -46,7 +46,7 @@ func TestE2EKill9DuringCommits(t *testing.T) {
 				return
 			default:
 			}
-			_, err := c.Save(ctx, engine.SaveRequest{SessionID: "stream", Change: &session.Change{AppendMessages: []session.Value{session.Value(strconv.Itoa(i))}}})
+			_, err := c.Save(ctx, api.SaveRequest{SessionID: "stream", Change: &session.Change{AppendMessages: []session.Value{session.Value(strconv.Itoa(i))}}})
 			if err != nil {
 				streamErr <- err
 				return
@@ -219,7 +219,7 @@ func TestE2EPollWindow(t *testing.T) {
 		if _, err := c.Status(ctx); err != nil {
 			t.Fatal(err)
 		}
-		res, err := c.Save(ctx, engine.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{session.Value(`"m"`)}}})
+		res, err := c.Save(ctx, api.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{session.Value(`"m"`)}}})
 		if err != nil || res.Generation != uint64(i+1) {
 			t.Fatalf("save %d: generation %d, %v", i, res.Generation, err)
 		}

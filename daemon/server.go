@@ -12,12 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
-	"github.com/hashicorp/go-hclog"
-
-	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/workspace"
+	"github.com/coder/websocket"
+	"github.com/hashicorp/go-hclog"
 )
 
 // Sentinel errors of this package.
@@ -146,7 +145,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.unsub = unsubEngine
 	if cfg.Files != nil {
 		unsubFiles := cfg.Files.Subscribe(func(path, kind string) {
-			s.events.publish(engine.Event{Type: protocol.EventFileChanged, Data: map[string]any{"path": path, "kind": kind}})
+			s.events.publish(api.NewEvent(api.EventFileChanged, api.FileChangedData{Path: path, Kind: kind}))
 		})
 		s.unsub = func() { unsubEngine(); unsubFiles() }
 	}
@@ -362,17 +361,17 @@ func (s *Server) removeConn(c *wsConn) {
 	s.connWG.Done()
 }
 
-func (s *Server) status() protocol.StatusResult {
+func (s *Server) status() api.StatusResult {
 	s.mu.Lock()
 	conns, inFlight, stopping := len(s.conns), int(s.inFlight.Load()), s.stopping
 	s.mu.Unlock()
-	st := protocol.StateServing
+	st := api.StateServing
 	if stopping {
-		st = protocol.StateStopping
+		st = api.StateStopping
 	}
-	return protocol.StatusResult{
+	return api.StatusResult{
 		ServerVersion:   s.cfg.Version,
-		ProtocolVersion: protocol.ProtocolVersion,
+		ProtocolVersion: api.ProtocolVersion,
 		Workspace:       s.cfg.Workspace,
 		Socket:          s.socket,
 		PID:             os.Getpid(),
@@ -388,7 +387,7 @@ func (s *Server) status() protocol.StatusResult {
 	}
 }
 
-func (s *Server) filesStatus() *workspace.Status {
+func (s *Server) filesStatus() *api.FilesStatus {
 	if s.cfg.Files == nil {
 		return nil
 	}
@@ -415,7 +414,7 @@ func (s *Server) health(w http.ResponseWriter) {
 	st := s.status()
 	code := http.StatusOK
 	body := map[string]any{"status": "ok", "pid": st.PID, "version": st.ServerVersion, "workspace": st.Workspace, "connections": st.Connections}
-	if st.State == protocol.StateStopping {
+	if st.State == api.StateStopping {
 		code, body["status"] = http.StatusServiceUnavailable, "stopping"
 	}
 	w.Header().Set("Content-Type", "application/json")

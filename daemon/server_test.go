@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/daemon"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/internal/testkit"
@@ -38,23 +39,23 @@ func newFakeBackend() *fakeBackend {
 	}
 }
 
-func (f *fakeBackend) Save(ctx context.Context, req engine.SaveRequest) (engine.SaveResult, error) {
+func (f *fakeBackend) Save(ctx context.Context, req api.SaveRequest) (api.SaveResult, error) {
 	switch {
 	case req.SessionID == "block":
 		f.blocked <- struct{}{}
 		select {
 		case <-f.release:
 		case <-ctx.Done():
-			return engine.SaveResult{}, ctx.Err()
+			return api.SaveResult{}, ctx.Err()
 		}
 	case req.SessionID == "slow":
 		time.Sleep(2 * protocol.SerialLimit)
 	case req.SessionID == "err:locked":
-		return engine.SaveResult{}, &session.LockedError{Path: "/x/.cairn/LOCK", PID: 4242}
+		return api.SaveResult{}, &session.LockedError{Path: "/x/.cairn/LOCK", PID: 4242}
 	case req.SessionID == "err:internal":
-		return engine.SaveResult{}, errors.New("disk on fire")
+		return api.SaveResult{}, errors.New("disk on fire")
 	case strings.HasPrefix(req.SessionID, "err:"):
-		return engine.SaveResult{}, session.Errorf(session.Code(strings.TrimPrefix(req.SessionID, "err:")), "injected")
+		return api.SaveResult{}, session.Errorf(session.Code(strings.TrimPrefix(req.SessionID, "err:")), "injected")
 	}
 	return f.Engine.Save(ctx, req)
 }
@@ -97,8 +98,8 @@ func startInproc(t *testing.T, cfg daemon.Config) *inproc {
 
 func (ip *inproc) dial(t *testing.T) *protocol.Client { return dialSocket(t, ip.sock, nil) }
 
-func msg(s string) engine.SaveRequest {
-	return engine.SaveRequest{SessionID: s, Change: &session.Change{AppendMessages: []session.Value{session.Value(`{"m":1}`)}}}
+func msg(s string) api.SaveRequest {
+	return api.SaveRequest{SessionID: s, Change: &session.Change{AppendMessages: []session.Value{session.Value(`{"m":1}`)}}}
 }
 
 // TestEveryErrorCodeOnTheWire checks that each code, with its data, reaches
@@ -117,15 +118,15 @@ func TestEveryErrorCodeOnTheWire(t *testing.T) {
 			t.Errorf("locked: data %v, want pid 4242", re.Data)
 		}
 	}
-	err := c.Call(ctx, "noSuchMethod", protocol.Empty{}, nil)
-	if protocol.CodeOf(err) != protocol.CodeMethodNotFound || !errors.Is(err, protocol.ErrMethodNotFound) {
+	err := c.Call(ctx, "noSuchMethod", api.Empty{}, nil)
+	if protocol.CodeOf(err) != api.CodeMethodNotFound || !errors.Is(err, protocol.ErrMethodNotFound) {
 		t.Errorf("unknown method: %v", err)
 	}
-	err = c.Call(ctx, protocol.MethodSave, map[string]any{"session_id": 7}, nil)
-	if protocol.CodeOf(err) != protocol.CodeBadRequest || !errors.Is(err, protocol.ErrBadRequest) {
+	err = c.Call(ctx, api.Save.Name, map[string]any{"session_id": 7}, nil)
+	if protocol.CodeOf(err) != api.CodeBadRequest || !errors.Is(err, protocol.ErrBadRequest) {
 		t.Errorf("wrong param type: %v", err)
 	}
-	err = c.Call(ctx, protocol.MethodSubscribe, protocol.SubscribeParams{Events: []string{"nope"}}, nil)
+	err = c.Call(ctx, api.Subscribe.Name, api.SubscribeParams{Events: []string{"nope"}}, nil)
 	if protocol.CodeOf(err) != session.CodeInvalidArgument {
 		t.Errorf("unknown event: %v", err)
 	}
@@ -172,12 +173,12 @@ func TestShutdownDrainsAndRefuses(t *testing.T) {
 	for {
 		st, err := c.Status(ctx)
 		if err != nil {
-			if protocol.CodeOf(err) != protocol.CodeUnavailable {
+			if protocol.CodeOf(err) != api.CodeUnavailable {
 				t.Fatalf("status during shutdown: %v", err)
 			}
 			break
 		}
-		if st.State == protocol.StateStopping {
+		if st.State == api.StateStopping {
 			t.Fatalf("status answered while stopping")
 		}
 		time.Sleep(time.Millisecond)

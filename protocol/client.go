@@ -12,12 +12,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/coder/websocket"
-	"github.com/fxamacker/cbor/v2"
-
-	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/internal/busypoll"
 	"github.com/cairn-dev/cairn/session"
+	"github.com/coder/websocket"
+	"github.com/fxamacker/cbor/v2"
 )
 
 // Options configure a Client. The zero value is ready to use.
@@ -113,11 +112,11 @@ func (c *Client) Socket() string { return c.socket }
 
 // Hello returns what the daemon said about itself on the current
 // connection (or the last one).
-func (c *Client) Hello() HelloResult {
+func (c *Client) Hello() api.HelloResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur == nil {
-		return HelloResult{}
+		return api.HelloResult{}
 	}
 	return c.cur.hello
 }
@@ -197,8 +196,8 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		return nil, fmt.Errorf("protocol.Dial %s: daemon did not accept subprotocol %s", path, Subprotocol)
 	}
 	cn := newConn(ws, c.opts, ps, poller)
-	var h HelloResult
-	if err := cn.call(ctx, MethodHello, HelloParams{ProtocolVersion: ProtocolVersion, Client: c.opts.ClientName}, &h); err != nil {
+	var h api.HelloResult
+	if err := cn.call(ctx, api.Hello.Name, api.HelloParams{ProtocolVersion: api.ProtocolVersion, Client: c.opts.ClientName}, &h); err != nil {
 		cn.close(ErrClosed)
 		return nil, fmt.Errorf("protocol.Dial %s: hello: %w", path, err)
 	}
@@ -240,7 +239,7 @@ type conn struct {
 	ws      *websocket.Conn
 	maxSize int64
 	evBuf   int
-	hello   HelloResult
+	hello   api.HelloResult
 
 	ctx    context.Context // connection lifetime
 	cancel context.CancelFunc
@@ -531,7 +530,7 @@ func (cn *conn) deliver(event string, raw cbor.RawMessage) {
 			return
 		}
 	}
-	ev := engine.Event{Type: event, Data: data}
+	ev := api.Event{Type: event, Data: data}
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
 	for s := range cn.subs {

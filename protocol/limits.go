@@ -1,15 +1,16 @@
 package protocol
 
-import "time"
+import (
+	"time"
+
+	"github.com/cairn-dev/cairn/api"
+)
 
 // Subprotocol is the WebSocket subprotocol a client must offer; it names the
 // protocol version.
 const Subprotocol = "cairn.v1"
 
-// ProtocolVersion is the version of the protocol this package speaks.
-const ProtocolVersion = 1
-
-// Limits of the protocol. PROTOCOL.md §8 says what happens when each is
+// api.Limits of the protocol. PROTOCOL.md §8 says what happens when each is
 // exceeded.
 const (
 	// DefaultMaxMessageSize is the default largest WebSocket message, in
@@ -44,3 +45,16 @@ const (
 	// HandshakeTimeout bounds reading an HTTP request's headers.
 	HandshakeTimeout = 10 * time.Second
 )
+
+// DefaultLimits returns the limits a daemon with the message size limit
+// maxMessageSize enforces, as hello reports them.
+func DefaultLimits(maxMessageSize int64) api.Limits {
+	return api.Limits{
+		MaxMessageSize:     maxMessageSize,
+		MaxNestedLevels:    MaxNestedLevels,
+		MaxArrayElements:   MaxArrayElements,
+		MaxMapPairs:        MaxMapPairs,
+		MaxInFlightPerConn: MaxInFlightPerConn,
+		EventQueueLen:      EventQueueLen,
+	}
+}
