@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 	"time"
 
@@ -66,8 +65,6 @@ func main() {
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "cairnd", Level: lvl, Output: os.Stderr})
 
-	raiseProcs()
-
 	// Files the daemon creates are private; the socket's directory is 0700
 	// anyway, this closes the window between bind and chmod.
 	syscall.Umask(0o077)
@@ -91,20 +88,5 @@ func main() {
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "cairnd:", err)
 		os.Exit(1)
-	}
-}
-
-// minProcs is the fewest Ps cairnd runs with.
-const minProcs = 8
-
-// raiseProcs gives the runtime at least minProcs Ps, unless GOMAXPROCS is
-// set. A goroutine in fdatasync keeps its P until the runtime's monitor
-// takes it back, 20 µs to 10 ms later; with one P per CPU on a small
-// machine, a few commits waiting on the disk would hold every P and stall
-// the goroutines that are ready to run (the next request, the other
-// commits). Spare Ps let them run; the kernel still shares the CPUs.
-func raiseProcs() {
-	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < minProcs {
-		runtime.GOMAXPROCS(minProcs)
 	}
 }
