@@ -90,10 +90,7 @@ func openInstance(raw string) (*instance, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
 	defer cancel()
-	// The client does not poll for answers in a host process: the host's
-	// own threads (an event loop, a worker, an interpreter) need the CPUs,
-	// and polling measured slower from Node.js (docs/PERFORMANCE.md).
-	popts := &protocol.Options{DaemonPath: o.Daemon, DaemonArgs: o.DaemonArgs, ClientName: "libcairn " + version.Version, PollBudget: -1}
+	popts := &protocol.Options{DaemonPath: o.Daemon, DaemonArgs: o.DaemonArgs, ClientName: "libcairn " + version.Version}
 	if o.AutoStart != nil && !*o.AutoStart {
 		popts.NoAutoStart = true
 	}

@@ -31,9 +31,7 @@ func benchCommit(sid string, i int) api.SaveRequest {
 }
 
 // BenchmarkStatusRoundTrip measures one status call over the socket of a
-// real cairnd, calls back to back: median and p99 latency. The no-polling
-// variant turns polling off on both sides (cairnd --poll-window=0, client
-// PollBudget < 0): the baseline for internal/busypoll.
+// real cairnd, calls back to back: median and p99 latency.
 func BenchmarkStatusRoundTrip(b *testing.B) { benchStatus(b, 0) }
 
 // BenchmarkStatusRoundTripSpaced is BenchmarkStatusRoundTrip with the
@@ -42,16 +40,8 @@ func BenchmarkStatusRoundTrip(b *testing.B) { benchStatus(b, 0) }
 func BenchmarkStatusRoundTripSpaced(b *testing.B) { benchStatus(b, time.Millisecond) }
 
 func benchStatus(b *testing.B, gap time.Duration) {
-	for _, polling := range []bool{true, false} {
-		name, args, opts := "polling", []string{"--log-level", "warn"}, &protocol.Options{}
-		if !polling {
-			name, args, opts = "no-polling", append(args, "--poll-window=0"), &protocol.Options{PollBudget: -1}
-		}
-		b.Run(name, func(b *testing.B) {
-			p := startCairnd(b, workspace(b), args...)
-			benchStatusCalls(b, p.dialOpts(b, opts), gap)
-		})
-	}
+	p := startCairnd(b, workspace(b), "--log-level", "warn")
+	benchStatusCalls(b, p.dial(b), gap)
 }
 
 func benchStatusCalls(b *testing.B, c *protocol.Client, gap time.Duration) {

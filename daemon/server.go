@@ -12,11 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/workspace"
 	"github.com/coder/websocket"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/cairn-dev/cairn/api"
 )
 
 // Sentinel errors of this package.
@@ -57,11 +58,6 @@ type Config struct {
 	// file.changed event; nil: the workspace is not tracked (changes
 	// answers unavailable).
 	Files *workspace.Tracker
-	// PollWindow is how long, after answering, a connection's reader
-	// polls the socket for the next request before it parks
-	// (internal/busypoll), while no request runs. 0 means
-	// DefaultPollWindow; negative disables polling.
-	PollWindow time.Duration
 	// WriteTimeout is how long one message may take to write before the
 	// connection is closed: a client that stops reading while the daemon
 	// has a message for it. 0 means protocol.WriteTimeout.
@@ -84,18 +80,16 @@ type Server struct {
 
 	requests atomic.Uint64
 
-	mu         sync.Mutex // guards the fields below
-	conns      map[*wsConn]struct{}
-	stopping   bool
-	inFlight   atomic.Int32  // changed under mu; read without it by polling reads
-	serialRuns atomic.Uint64 // requests run without passing reading on (see wsConn.readLoop)
-	releases   atomic.Uint64 // of those, the ones that passed reading on after protocol.SerialLimit
-	drained    chan struct{} // closed when stopping and inFlight == 0
-	idle       *time.Timer
-	served     bool
-	stopped    chan struct{} // closed when shutdown completes
-	stopOnce   sync.Once
-	connWG     sync.WaitGroup
+	mu       sync.Mutex // guards the fields below
+	conns    map[*wsConn]struct{}
+	stopping bool
+	inFlight int           // requests started and not yet answered
+	drained  chan struct{} // closed when stopping and inFlight == 0
+	idle     *time.Timer
+	served   bool
+	stopped  chan struct{} // closed when shutdown completes
+	stopOnce sync.Once
+	connWG   sync.WaitGroup
 }
 
 // NewServer returns a server for cfg. It subscribes to the backend's events
@@ -119,9 +113,6 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = protocol.WriteTimeout
 	}
-	if cfg.PollWindow == 0 {
-		cfg.PollWindow = DefaultPollWindow
-	}
 	base, kill := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:     cfg,
@@ -139,7 +130,6 @@ func NewServer(cfg Config) (*Server, error) {
 		ReadHeaderTimeout: protocol.HandshakeTimeout,
 		ErrorLog:          s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		BaseContext:       func(net.Listener) context.Context { return base },
-		ConnContext:       connContext,
 	}
 	unsubEngine := cfg.Backend.Subscribe(s.events.publish)
 	s.unsub = unsubEngine
@@ -191,7 +181,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}()
 
-	err := s.httpSrv.Serve(&pollListener{Listener: &peerListener{Listener: ln, log: s.log}, window: s.cfg.PollWindow, busy: &s.inFlight})
+	err := s.httpSrv.Serve(&peerListener{Listener: ln, log: s.log})
 	if errors.Is(err, http.ErrServerClosed) {
 		<-s.stopped
 		err = ErrServerClosed
@@ -297,7 +287,7 @@ func (s *Server) beginStop() {
 	if s.idle != nil {
 		s.idle.Stop()
 	}
-	if s.inFlight.Load() == 0 {
+	if s.inFlight == 0 {
 		close(s.drained)
 	}
 }
@@ -322,7 +312,7 @@ func (s *Server) startRequest() bool {
 	if s.stopping {
 		return false
 	}
-	s.inFlight.Add(1)
+	s.inFlight++
 	return true
 }
 
@@ -330,7 +320,8 @@ func (s *Server) endRequest() {
 	s.requests.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inFlight.Add(-1) == 0 && s.stopping {
+	s.inFlight--
+	if s.inFlight == 0 && s.stopping {
 		close(s.drained)
 	}
 }
@@ -363,7 +354,7 @@ func (s *Server) removeConn(c *wsConn) {
 
 func (s *Server) status() api.StatusResult {
 	s.mu.Lock()
-	conns, inFlight, stopping := len(s.conns), int(s.inFlight.Load()), s.stopping
+	conns, inFlight, stopping := len(s.conns), s.inFlight, s.stopping
 	s.mu.Unlock()
 	st := api.StateServing
 	if stopping {
@@ -451,7 +442,7 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("websocket upgrade failed", "error", err)
 		return
 	}
-	c := newWSConn(s, ws, activityOf(r.Context()), rawConnOf(r.Context()))
+	c := newWSConn(s, ws)
 	if !s.addConn(c) {
 		ws.Close(websocket.StatusTryAgainLater, "cairnd: not accepting connections")
 		return
