@@ -7,6 +7,8 @@
 // implement cairn_submit's hand-off to a Go-owned thread. This file holds
 // the handle table and the Go side of every entry point; methods.go maps
 // method names to the engine (embedded mode) or the daemon (client mode).
+// Without cgo (a cross-compile, CGO_ENABLED=0) the package is empty: this
+// file imports "C", and the others are built only with the cgo tag.
 package main
 
 /*

@@ -1,4 +1,4 @@
-//! The objects of cairn (DESIGN.md §2) and the results of its methods, as
+//! The objects of cairn (docs/DESIGN.md §2) and the results of its methods, as
 //! serde types whose field names are the wire names.
 //!
 //! Opaque host data (messages, loop state, step results, metadata and agent
