@@ -41,7 +41,7 @@ impl Drop for TempDir {
 }
 
 pub fn repo_build() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../build")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../build")
 }
 
 pub fn cairnd() -> PathBuf {
