@@ -128,11 +128,6 @@ pub struct Client {
 }
 
 #[derive(Serialize)]
-struct SessionParams<'a> {
-    session_id: &'a str,
-}
-
-#[derive(Serialize)]
 struct SaveParams<'a> {
     session_id: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -244,6 +239,12 @@ struct NextEventResult {
     closed: bool,
     #[serde(default)]
     dropped: u64,
+}
+
+/// A duration in whole milliseconds, at least 1 for a non-zero one.
+fn millis(d: Duration) -> u64 {
+    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    if ms == 0 && !d.is_zero() { 1 } else { ms }
 }
 
 fn name_of(method: &CStr) -> &str {
@@ -383,7 +384,12 @@ impl Client {
 
     /// Returns the session's latest snapshot, drift and interrupted runs.
     pub fn resume_session(&self, session_id: &str) -> Result<ResumeSessionResult> {
-        self.invoke(c"resumeSession", &SessionParams { session_id })
+        self.invoke(
+            c"resumeSession",
+            &SessionParams {
+                session_id: session_id.into(),
+            },
+        )
     }
 
     /// Starts a run in a session (`run_id`: None lets cairn choose one).
@@ -478,7 +484,12 @@ impl Client {
 
     /// Deletes a session and every checkpoint that belongs to it.
     pub fn delete(&self, session_id: &str) -> Result<()> {
-        self.call_with(c"delete", &SessionParams { session_id })?;
+        self.call_with(
+            c"delete",
+            &SessionParams {
+                session_id: session_id.into(),
+            },
+        )?;
         Ok(())
     }
 
@@ -501,13 +512,91 @@ impl Client {
 
     /// Exports a session as its single-file JSON envelope.
     pub fn export(&self, session_id: &str) -> Result<Value> {
-        let r: ExportResult = self.invoke(c"export", &SessionParams { session_id })?;
+        let r: ExportResult = self.invoke(
+            c"export",
+            &SessionParams {
+                session_id: session_id.into(),
+            },
+        )?;
         Ok(r.envelope)
     }
 
     /// Imports a session from a JSON envelope (or a bare session).
     pub fn import(&self, envelope: &Value) -> Result<ImportResult> {
         self.invoke(c"import", &ImportParams { envelope })
+    }
+
+    /// The daemon's (daemon mode) or the engine's (embedded mode) identity,
+    /// protocol version, capabilities, methods, events and limits.
+    pub fn hello(&self) -> Result<HelloResult> {
+        let buf = self.call_buf(c"hello", &[])?;
+        serde_json::from_slice(buf.as_slice()).map_err(|e| Error::decode("hello", e))
+    }
+
+    /// What changed in the workspace tree after the clock `since` (`None`:
+    /// every file, as a fresh instance). Pass the answer's `clock` as
+    /// `since` next time. Fails with `unavailable` when the workspace is
+    /// not tracked, and `invalid_argument` for a malformed clock.
+    pub fn changes(&self, since: Option<&str>) -> Result<ChangeSet> {
+        self.invoke(
+            c"changes",
+            &ChangesParams {
+                since: since.map(Into::into),
+            },
+        )
+    }
+
+    /// Renders HANDOFF.md from the session's latest generation and lists
+    /// what the handoff lacks. It prints only what the session proves.
+    pub fn handoff(&self, session_id: &str) -> Result<HandoffResult> {
+        self.invoke(
+            c"handoff",
+            &HandoffRequest {
+                session_id: session_id.into(),
+            },
+        )
+    }
+
+    /// Runs the health check of every process the session's latest
+    /// generation records, now (each bounded by `timeout`; `None`: the
+    /// default), and reports each preview with its process's state. It
+    /// starts nothing.
+    pub fn runtime_check(
+        &self,
+        session_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<RuntimeCheckResult> {
+        self.invoke(
+            c"runtime.check",
+            &RuntimeCheckRequest {
+                session_id: session_id.into(),
+                timeout_ms: timeout.map(millis),
+            },
+        )
+    }
+
+    /// Brings the recorded process `name` back: never starts one whose
+    /// health check passes, starts the recorded command detached in its
+    /// cwd, and waits up to `timeout` (`None`: the default) for its health
+    /// check to pass, killing what it started if it does not. In daemon
+    /// mode the daemon starts it, with the daemon's environment; in
+    /// embedded mode this process does. A process that does not come up is
+    /// `outcome` "failed" in the result, not an error; an unknown session
+    /// or process is `not_found`.
+    pub fn runtime_restart(
+        &self,
+        session_id: &str,
+        name: &str,
+        timeout: Option<Duration>,
+    ) -> Result<RestartResult> {
+        self.invoke(
+            c"runtime.restart",
+            &RuntimeRestartRequest {
+                session_id: session_id.into(),
+                name: name.into(),
+                timeout_ms: timeout.map(millis),
+            },
+        )
     }
 
     /// Subscribes to events (`events`: names from [`crate::events`]; empty:

@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// Reads JSON `null` as the type's default (Go writes empty slices and maps
@@ -572,6 +573,9 @@ pub struct Summary {
 pub struct Drift {
     #[serde(default)]
     pub tracked: bool,
+    /// Why drift is not tracked, when it is not.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
     #[serde(default, deserialize_with = "nullable")]
     pub added: Vec<String>,
     #[serde(default, deserialize_with = "nullable")]
@@ -613,6 +617,11 @@ pub struct ResumeSessionResult {
     pub drift: Drift,
     #[serde(default, deserialize_with = "nullable")]
     pub interrupted_runs: Vec<InterruptedRun>,
+    /// The live state of each recorded runtime process, from its health
+    /// check run during the resume. Nothing is restarted: the caller
+    /// decides ([`crate::Client::runtime_restart`]).
+    #[serde(default, deserialize_with = "nullable")]
+    pub processes: Vec<ProcessState>,
 }
 
 /// The result of `begin_run`.
@@ -752,6 +761,247 @@ pub struct DaemonStatus {
     /// "serving" or "stopping".
     #[serde(default)]
     pub state: String,
+    /// The workspace tracker's status; `None`: the workspace is not
+    /// tracked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<FilesStatus>,
+}
+
+/// The daemon's workspace tracker.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FilesStatus {
+    #[serde(default)]
+    pub root: String,
+    /// "watching" or "polling".
+    #[serde(default)]
+    pub mode: String,
+    /// Why the tracker polls, naming the limit to raise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub warning: String,
+    #[serde(default)]
+    pub clock: String,
+    /// Indexed non-directory paths.
+    #[serde(default)]
+    pub files: i64,
+    /// Indexed directories, the root included.
+    #[serde(default)]
+    pub dirs: i64,
+    /// inotify watches held.
+    #[serde(default)]
+    pub watches: i64,
+    #[serde(default)]
+    pub events: u64,
+    #[serde(default)]
+    pub rescans: u64,
+    #[serde(default)]
+    pub overflows: u64,
+}
+
+/// The result of `hello`: the daemon's (daemon mode) or the engine's
+/// (embedded mode) identity, capabilities and limits.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HelloResult {
+    #[serde(default)]
+    pub server_version: String,
+    #[serde(default)]
+    pub protocol_version: i64,
+    #[serde(default)]
+    pub workspace: String,
+    #[serde(default)]
+    pub pid: i64,
+    #[serde(default)]
+    pub capabilities: HelloCapabilities,
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+/// What a daemon (or engine) offers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HelloCapabilities {
+    #[serde(default)]
+    pub store: Capabilities,
+    /// Every method served.
+    #[serde(default, deserialize_with = "nullable")]
+    pub methods: Vec<String>,
+    /// Every event that can be pushed.
+    #[serde(default, deserialize_with = "nullable")]
+    pub events: Vec<String>,
+}
+
+/// What the store guarantees.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    #[serde(default)]
+    pub atomic_generations: bool,
+    #[serde(default)]
+    pub delta_commits: bool,
+    #[serde(default)]
+    pub compare_and_swap: bool,
+    #[serde(default)]
+    pub cross_process_lock: bool,
+    #[serde(default)]
+    pub durable: bool,
+    #[serde(default)]
+    pub history: bool,
+}
+
+/// The daemon's limits (PROTOCOL.md §8).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    #[serde(default)]
+    pub max_message_size: i64,
+    #[serde(default)]
+    pub max_nested_levels: i64,
+    #[serde(default)]
+    pub max_array_elements: i64,
+    #[serde(default)]
+    pub max_map_pairs: i64,
+    #[serde(default)]
+    pub max_in_flight_per_conn: i64,
+    #[serde(default)]
+    pub event_queue_len: i64,
+}
+
+/// The result of `changes`: what changed in the workspace tree after a
+/// clock.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChangeSet {
+    /// Pass it as `since` next time.
+    #[serde(default)]
+    pub clock: String,
+    /// true: `since` was empty, stale or from another daemon, and `added`
+    /// lists every file.
+    #[serde(default)]
+    pub fresh_instance: bool,
+    #[serde(default, deserialize_with = "nullable")]
+    pub added: Vec<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub modified: Vec<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub deleted: Vec<String>,
+}
+
+/// The result of `handoff`: HANDOFF.md rendered from the latest
+/// generation's evidence, and what the handoff lacks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HandoffResult {
+    #[serde(default)]
+    pub session_id: String,
+    #[serde(default)]
+    pub generation: u64,
+    #[serde(default)]
+    pub markdown: String,
+    /// Nothing required is missing (which does not mean the work is right).
+    #[serde(default)]
+    pub complete: bool,
+    #[serde(default, deserialize_with = "nullable")]
+    pub missing: Vec<HandoffMissing>,
+    /// The files changed in the session, per its first and latest
+    /// manifests.
+    #[serde(default)]
+    pub files: Drift,
+}
+
+/// A required part a handoff lacks.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoffMissing {
+    /// result, verification, restart_path, reviewed_version,
+    /// risks_decisions or next_step.
+    #[serde(default)]
+    pub key: String,
+    /// A sentence for people.
+    #[serde(default)]
+    pub message: String,
+}
+
+/// Process states ([`ProcessState::state`]).
+pub mod process_state {
+    /// Nothing answers: connection refused, nothing listening on the
+    /// recorded port.
+    pub const NOT_RUNNING: &str = "not_running";
+    /// The health check passed.
+    pub const HEALTHY: &str = "healthy";
+    /// Something answers, but with the wrong status or exit code, or not
+    /// within the timeout.
+    pub const UNHEALTHY: &str = "unhealthy";
+    /// There is no way to tell (no health check to run, one that cannot
+    /// run or is refused).
+    pub const UNKNOWN: &str = "unknown";
+}
+
+/// The live state of a recorded process, from its health check run now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessState {
+    pub name: String,
+    /// One of [`process_state`].
+    pub state: String,
+    /// What was tried and what it answered.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+}
+
+/// A recorded preview with the state of its process.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreviewState {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub process: String,
+    /// The process's state; unknown without one.
+    #[serde(default)]
+    pub state: String,
+}
+
+/// The result of `runtime_check`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeCheckResult {
+    #[serde(default, deserialize_with = "nullable")]
+    pub processes: Vec<ProcessState>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub previews: Vec<PreviewState>,
+}
+
+/// Outcomes of `runtime_restart` ([`RestartResult::outcome`]).
+pub mod restart_outcome {
+    /// Started now (and proven healthy, unless the state says unknown).
+    pub const STARTED: &str = "started";
+    /// The health check passed; nothing was started.
+    pub const ALREADY_HEALTHY: &str = "already_healthy";
+    /// Not started, or started and killed again; see `error`.
+    pub const FAILED: &str = "failed";
+}
+
+/// The result of `runtime_restart`. A process that does not come up is
+/// reported here (outcome "failed"), not as an error.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartResult {
+    pub name: String,
+    /// One of [`restart_outcome`].
+    pub outcome: String,
+    /// The process's state when the restart returned.
+    #[serde(default)]
+    pub state: String,
+    /// The started process, which leads its own process group.
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub pid: i64,
+    #[serde(default)]
+    pub took_ms: i64,
+    /// What proved the outcome, or the last failure.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    /// The file the process's output goes to (under `.cairn/logs`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub log: String,
+    /// Recorded env_keys unset in the environment it started with (names
+    /// only, never values).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub missing_env: Vec<String>,
+    /// Why it failed (outcome "failed").
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub error: String,
 }
 
 /// Something that happened, published after it is durable: `event` names
@@ -777,4 +1027,48 @@ pub mod events {
     pub const RUN_RESUMED: &str = "run.resumed";
     /// {workflow_id, step_id}.
     pub const WORKFLOW_STEP_COMPLETED: &str = "workflow.step_completed";
+    /// {path, kind}: a workspace file was added, modified or deleted
+    /// (daemon mode, or embedded mode over a tracked workspace); kind
+    /// "overflow" with an empty path means events were lost: call
+    /// `changes` again.
+    pub const FILE_CHANGED: &str = "file.changed";
+}
+
+/// The params of `handoff` (and of every method that names one session).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionParams<'a> {
+    pub session_id: Cow<'a, str>,
+}
+
+/// The params of `handoff`.
+pub type HandoffRequest<'a> = SessionParams<'a>;
+
+/// The params of `changes`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangesParams<'a> {
+    /// The clock of an earlier answer; `None`: everything (a fresh
+    /// instance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<Cow<'a, str>>,
+}
+
+/// The params of `runtime_check`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeCheckRequest<'a> {
+    pub session_id: Cow<'a, str>,
+    /// Per health check, in milliseconds; `None`: the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// The params of `runtime_restart`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeRestartRequest<'a> {
+    pub session_id: Cow<'a, str>,
+    /// The recorded process's name.
+    pub name: Cow<'a, str>,
+    /// How long the health check may take to pass after the start, in
+    /// milliseconds; `None`: the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
 }
