@@ -1,5 +1,6 @@
 //! The client: one libcairn handle and the cairn operations over it.
 
+use std::borrow::Cow;
 use std::ffi::{CStr, CString, c_char};
 use std::path::PathBuf;
 use std::ptr;
@@ -127,120 +128,6 @@ pub struct Client {
     closed: AtomicBool,
 }
 
-#[derive(Serialize)]
-struct SaveParams<'a> {
-    session_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    snapshot: Option<&'a Snapshot>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    change: Option<&'a Change>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    expect_generation: Option<u64>,
-}
-
-#[derive(serde::Deserialize)]
-struct GenerationResult {
-    generation: u64,
-}
-
-#[derive(Serialize)]
-struct BeginRunParams<'a> {
-    session_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    run_id: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct ResumeRunParams<'a> {
-    run_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    session_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    new_run_id: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct BeginWorkflowParams<'a> {
-    workflow_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    session_id: Option<&'a str>,
-    steps: &'a [StepSpec],
-}
-
-#[derive(serde::Deserialize)]
-struct BeginWorkflowResult {
-    #[serde(default)]
-    completed: Option<Vec<StepRecord>>,
-}
-
-#[derive(Serialize)]
-struct CompleteStepParams<'a> {
-    workflow_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    session_id: Option<&'a str>,
-    step_id: &'a str,
-    identity: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<&'a Value>,
-}
-
-#[derive(Serialize)]
-struct WorkflowParams<'a> {
-    workflow_id: &'a str,
-}
-
-#[derive(serde::Deserialize)]
-struct ListResult {
-    #[serde(default)]
-    sessions: Option<Vec<Summary>>,
-}
-
-#[derive(Serialize)]
-struct ForkParams<'a> {
-    session_id: &'a str,
-    new_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    at_generation: Option<u64>,
-}
-
-#[derive(serde::Deserialize)]
-struct ExportResult {
-    envelope: Value,
-}
-
-#[derive(Serialize)]
-struct ImportParams<'a> {
-    envelope: &'a Value,
-}
-
-#[derive(Serialize)]
-struct SubscribeParams<'a> {
-    #[serde(skip_serializing_if = "<[&str]>::is_empty")]
-    events: &'a [&'a str],
-}
-
-#[derive(serde::Deserialize)]
-struct SubscribeResult {
-    subscription: u64,
-}
-
-#[derive(Serialize)]
-struct NextEventParams {
-    subscription: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    timeout_ms: Option<u64>,
-}
-
-#[derive(serde::Deserialize)]
-struct NextEventResult {
-    #[serde(default)]
-    event: Option<Event>,
-    #[serde(default)]
-    closed: bool,
-    #[serde(default)]
-    dropped: u64,
-}
-
 /// A duration in whole milliseconds, at least 1 for a non-zero one.
 fn millis(d: Duration) -> u64 {
     let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
@@ -351,7 +238,7 @@ impl Client {
 
     /// Reports the mode, library version, workspace and pid (and, in daemon
     /// mode, the daemon's status). A no-op round trip.
-    pub fn status(&self) -> Result<Status> {
+    pub fn status(&self) -> Result<LibStatus> {
         let buf = self.call_buf(c"status", &[])?;
         serde_json::from_slice(buf.as_slice()).map_err(|e| Error::decode("status", e))
     }
@@ -370,12 +257,12 @@ impl Client {
             Save::Snapshot(s) => (Some(s), None),
             Save::Change(c) => (None, Some(c)),
         };
-        let r: GenerationResult = self.invoke(
+        let r: SaveResult = self.invoke(
             c"save",
-            &SaveParams {
-                session_id,
-                snapshot,
-                change,
+            &SaveRequest {
+                session_id: session_id.into(),
+                snapshot: snapshot.map(Cow::Borrowed),
+                change: change.map(Cow::Borrowed),
                 expect_generation,
             },
         )?;
@@ -394,7 +281,13 @@ impl Client {
 
     /// Starts a run in a session (`run_id`: None lets cairn choose one).
     pub fn begin_run(&self, session_id: &str, run_id: Option<&str>) -> Result<BeginRunResult> {
-        self.invoke(c"beginRun", &BeginRunParams { session_id, run_id })
+        self.invoke(
+            c"beginRun",
+            &BeginRunRequest {
+                session_id: session_id.into(),
+                run_id: run_id.map(Into::into),
+            },
+        )
     }
 
     /// Records the boundary after a completed tool turn, atomically with the
@@ -405,7 +298,7 @@ impl Client {
 
     /// Ends a run (deleting its loop checkpoint) and returns the generation.
     pub fn complete_run(&self, request: &CompleteRunRequest<'_>) -> Result<u64> {
-        let r: GenerationResult = self.invoke(c"completeRun", request)?;
+        let r: CompleteRunResult = self.invoke(c"completeRun", request)?;
         Ok(r.generation)
     }
 
@@ -420,10 +313,10 @@ impl Client {
     ) -> Result<ResumeRunResult> {
         self.invoke(
             c"resumeRun",
-            &ResumeRunParams {
-                run_id,
-                session_id,
-                new_run_id,
+            &ResumeRunRequest {
+                run_id: run_id.into(),
+                session_id: session_id.map(Into::into),
+                new_run_id: new_run_id.map(Into::into),
             },
         )
     }
@@ -439,13 +332,13 @@ impl Client {
     ) -> Result<Vec<StepRecord>> {
         let r: BeginWorkflowResult = self.invoke(
             c"beginWorkflow",
-            &BeginWorkflowParams {
-                workflow_id,
-                session_id,
-                steps,
+            &BeginWorkflowRequest {
+                workflow_id: workflow_id.into(),
+                session_id: session_id.map(Into::into),
+                steps: steps.into(),
             },
         )?;
-        Ok(r.completed.unwrap_or_default())
+        Ok(r.completed)
     }
 
     /// Records one successful workflow step and its result.
@@ -459,12 +352,12 @@ impl Client {
     ) -> Result<()> {
         self.call_with(
             c"completeStep",
-            &CompleteStepParams {
-                workflow_id,
-                session_id,
-                step_id,
-                identity,
-                result,
+            &CompleteStepRequest {
+                workflow_id: workflow_id.into(),
+                session_id: session_id.map(Into::into),
+                step_id: step_id.into(),
+                identity: identity.into(),
+                result: result.map(Cow::Borrowed),
             },
         )?;
         Ok(())
@@ -472,14 +365,19 @@ impl Client {
 
     /// Deletes a workflow's checkpoint.
     pub fn finish_workflow(&self, workflow_id: &str) -> Result<()> {
-        self.call_with(c"finishWorkflow", &WorkflowParams { workflow_id })?;
+        self.call_with(
+            c"finishWorkflow",
+            &WorkflowParams {
+                workflow_id: workflow_id.into(),
+            },
+        )?;
         Ok(())
     }
 
     /// Lists the workspace's sessions.
     pub fn list_sessions(&self) -> Result<Vec<Summary>> {
-        let r: ListResult = self.invoke(c"list", &serde_json::Map::new())?;
-        Ok(r.sessions.unwrap_or_default())
+        let r: ListResult = self.invoke(c"list", &Empty {})?;
+        Ok(r.sessions)
     }
 
     /// Deletes a session and every checkpoint that belongs to it.
@@ -502,9 +400,9 @@ impl Client {
     ) -> Result<ForkResult> {
         self.invoke(
             c"fork",
-            &ForkParams {
-                session_id,
-                new_id,
+            &ForkRequest {
+                session_id: session_id.into(),
+                new_id: new_id.into(),
                 at_generation,
             },
         )
@@ -523,7 +421,12 @@ impl Client {
 
     /// Imports a session from a JSON envelope (or a bare session).
     pub fn import(&self, envelope: &Value) -> Result<ImportResult> {
-        self.invoke(c"import", &ImportParams { envelope })
+        self.invoke(
+            c"import",
+            &ImportParams {
+                envelope: Cow::Borrowed(envelope),
+            },
+        )
     }
 
     /// The daemon's (daemon mode) or the engine's (embedded mode) identity,
@@ -603,7 +506,12 @@ impl Client {
     /// all). The subscription is an iterator of events in commit order;
     /// dropping it unsubscribes.
     pub fn subscribe(&self, events: &[&str]) -> Result<Subscription<'_>> {
-        let r: SubscribeResult = self.invoke(c"subscribe", &SubscribeParams { events })?;
+        let r: LibSubscription = self.invoke(
+            c"subscribe",
+            &SubscribeParams {
+                events: events.iter().map(|&e| e.into()).collect(),
+            },
+        )?;
         Ok(Subscription {
             client: self,
             id: r.subscription,

@@ -516,6 +516,9 @@ pub struct LoopCheckpoint {
     pub state: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
+    /// The workspace manifest at the boundary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<ManifestRef>,
 }
 
 /// One successfully completed workflow step.
@@ -634,20 +637,24 @@ pub struct BeginRunResult {
 
 /// The params of `checkpoint`: the boundary after a completed tool turn.
 /// `usage` and `tool_calls_count` are the run's totals so far.
-#[derive(Debug, Clone, Default, Serialize)]
+/// Borrowed fields are `Cow`s: `"r1".into()`, `(&messages[..]).into()`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CheckpointRequest<'a> {
-    pub run_id: &'a str,
+    pub run_id: Cow<'a, str>,
     /// Optional: the session that must own the run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<&'a str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<Cow<'a, str>>,
     pub turn: i64,
     /// The turn's messages, committed atomically with the checkpoint.
-    pub new_messages: &'a [Value],
+    #[serde(default, deserialize_with = "nullable")]
+    pub new_messages: Cow<'a, [Value]>,
+    #[serde(default)]
     pub usage: Usage,
+    #[serde(default)]
     pub tool_calls_count: i64,
     /// The host's opaque loop state.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub state: Option<&'a Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<Cow<'a, Value>>,
 }
 
 /// The result of `checkpoint`.
@@ -662,16 +669,16 @@ pub struct CheckpointResult {
 
 /// The params of `complete_run`. `usage` and `tool_calls_count`, when set,
 /// are the run's final totals.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CompleteRunRequest<'a> {
-    pub run_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<&'a str>,
+    pub run_id: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<Cow<'a, str>>,
     /// completed, failed or interrupted (see [`run_status`]).
-    pub status: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls_count: Option<i64>,
 }
 
@@ -703,20 +710,19 @@ pub struct ResumeRunResult {
 
 /// The result of `fork` and `import`: the new session and its generation.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SessionRef {
+pub struct ForkResult {
     pub session_id: String,
     #[serde(default)]
     pub generation: u64,
 }
 
-/// The result of `fork`.
-pub type ForkResult = SessionRef;
-/// The result of `import`.
-pub type ImportResult = SessionRef;
+/// The result of `import`: the imported session and its generation.
+pub type ImportResult = ForkResult;
 
-/// The result of `status`.
+/// The result of `status` through libcairn: the handle's mode, and the
+/// daemon's own status in daemon mode.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Status {
+pub struct LibStatus {
     /// "embedded" or "daemon".
     pub mode: String,
     #[serde(default)]
@@ -727,13 +733,13 @@ pub struct Status {
     #[serde(default)]
     pub pid: i64,
     /// The daemon's status (daemon mode).
-    #[serde(default)]
-    pub daemon: Option<DaemonStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon: Option<StatusResult>,
 }
 
-/// The daemon's own status.
+/// The daemon's own status (the wire's status result).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct DaemonStatus {
+pub struct StatusResult {
     #[serde(default)]
     pub server_version: String,
     #[serde(default)]
@@ -1032,6 +1038,271 @@ pub mod events {
     /// "overflow" with an empty path means events were lost: call
     /// `changes` again.
     pub const FILE_CHANGED: &str = "file.changed";
+}
+
+/// The params and results of the methods that the client's calls build and
+/// decode (the Go names of package api). Borrowed fields are `Cow`s, so a
+/// call borrows what the caller holds and a decoded value owns its data.
+
+/// The params or result of a method that has none: `{}`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Empty {}
+
+/// The params of `save`: exactly one of `snapshot` and `change`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SaveRequest<'a> {
+    pub session_id: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<Cow<'a, Snapshot>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<Cow<'a, Change>>,
+    /// Fail with `conflict` unless the session is at this generation (0:
+    /// it must not exist yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_generation: Option<u64>,
+}
+
+/// The result of `save`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SaveResult {
+    #[serde(default)]
+    pub generation: u64,
+}
+
+/// The params of `begin_run`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BeginRunRequest<'a> {
+    pub session_id: Cow<'a, str>,
+    /// `None`: cairn chooses a unique id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<Cow<'a, str>>,
+}
+
+/// The result of `complete_run`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompleteRunResult {
+    #[serde(default)]
+    pub generation: u64,
+}
+
+/// The params of `resume_run`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResumeRunRequest<'a> {
+    pub run_id: Cow<'a, str>,
+    /// When set, must own the run (else `not_owner`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_run_id: Option<Cow<'a, str>>,
+}
+
+/// The params of `begin_workflow`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BeginWorkflowRequest<'a> {
+    pub workflow_id: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<Cow<'a, str>>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub steps: Cow<'a, [StepSpec]>,
+}
+
+/// The result of `begin_workflow`: the steps already completed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BeginWorkflowResult {
+    #[serde(default, deserialize_with = "nullable")]
+    pub completed: Vec<StepRecord>,
+}
+
+/// The params of `complete_step`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompleteStepRequest<'a> {
+    pub workflow_id: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<Cow<'a, str>>,
+    pub step_id: Cow<'a, str>,
+    pub identity: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Cow<'a, Value>>,
+}
+
+/// The params of `finish_workflow`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkflowParams<'a> {
+    pub workflow_id: Cow<'a, str>,
+}
+
+/// The result of `list_sessions`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListResult {
+    #[serde(default, deserialize_with = "nullable")]
+    pub sessions: Vec<Summary>,
+}
+
+/// The params of `fork`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkRequest<'a> {
+    pub session_id: Cow<'a, str>,
+    pub new_id: Cow<'a, str>,
+    /// `None`: the latest generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_generation: Option<u64>,
+}
+
+/// The result of `export` through libcairn: the envelope as JSON itself.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExportResult {
+    #[serde(default)]
+    pub envelope: Value,
+}
+
+/// The params of `import`: an envelope (or a bare session) as JSON.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImportParams<'a> {
+    pub envelope: Cow<'a, Value>,
+}
+
+/// The single-file JSON form of a session that `export` writes and
+/// `import` reads: the snapshot's own fields in `session`, its records
+/// beside it. Loop and workflow checkpoints are not exported.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    #[serde(default)]
+    pub schema_version: i64,
+    #[serde(default)]
+    pub session: Option<Snapshot>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub artifacts: Vec<Artifact>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub traces: Vec<Trace>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub runs: Vec<Run>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub verifications: Vec<Verification>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub subagent_tasks: Vec<SubagentTask>,
+    #[serde(default)]
+    pub handoff: Option<Handoff>,
+    #[serde(default)]
+    pub runtime: Option<Runtime>,
+}
+
+/// The params of the wire's `hello` (libcairn's `hello` takes none and
+/// sends its own).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelloParams<'a> {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<Cow<'a, str>>,
+}
+
+/// The params of `subscribe` (empty `events`: all).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubscribeParams<'a> {
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nullable"
+    )]
+    pub events: Vec<Cow<'a, str>>,
+}
+
+/// The result of the wire's `subscribe` and `unsubscribe`: the
+/// connection's subscription afterwards.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubscribeResult {
+    #[serde(default, deserialize_with = "nullable")]
+    pub events: Vec<String>,
+}
+
+/// The result of libcairn's `subscribe`: an id for `nextEvent` and
+/// `unsubscribe`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LibSubscription {
+    pub subscription: u64,
+}
+
+/// The params of libcairn's `nextEvent` and `unsubscribe`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextEventParams {
+    pub subscription: u64,
+    /// How long `nextEvent` may wait; `None`: the longest (60 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// One event of a libcairn subscription, or none when the wait ran out;
+/// `closed` once the subscription has ended; `dropped` counts the events
+/// lost so far.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NextEventResult {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<Event>,
+    #[serde(default)]
+    pub closed: bool,
+    #[serde(default)]
+    pub dropped: u64,
+}
+
+/// The data of `session.committed`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionCommittedData {
+    pub session_id: String,
+    pub generation: u64,
+}
+
+/// The data of `session.deleted`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionDeletedData {
+    pub session_id: String,
+}
+
+/// The data of `run.checkpointed`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCheckpointedData {
+    pub session_id: String,
+    pub run_id: String,
+    pub turn: i64,
+    pub generation: u64,
+}
+
+/// The data of `run.completed`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCompletedData {
+    pub session_id: String,
+    pub run_id: String,
+    pub status: String,
+    pub generation: u64,
+}
+
+/// The data of `run.resumed`: `run_id` is the new run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunResumedData {
+    pub session_id: String,
+    pub run_id: String,
+    pub resumed_from: String,
+    pub generation: u64,
+}
+
+/// The data of `workflow.step_completed`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkflowStepCompletedData {
+    pub workflow_id: String,
+    pub step_id: String,
+}
+
+/// The data of `file.changed`: kind is added, modified, deleted or
+/// overflow.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChangedData {
+    pub path: String,
+    pub kind: String,
+}
+
+/// The data of `events.dropped`: how many events were lost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DroppedData {
+    pub dropped: u64,
 }
 
 /// The params of `handoff` (and of every method that names one session).
