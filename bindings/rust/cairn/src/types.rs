@@ -181,6 +181,17 @@ pub struct Change {
     pub runtime: Option<Runtime>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<ManifestRef>,
+    /// A loop checkpoint written atomically with the change (what
+    /// `checkpoint` sends; a host rarely sets it itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<LoopCheckpoint>,
+    /// Run ids whose loop checkpoints the change deletes.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub drop_checkpoints: Vec<String>,
 }
 
 impl Change {
@@ -1040,9 +1051,9 @@ pub mod events {
     pub const FILE_CHANGED: &str = "file.changed";
 }
 
-/// The params and results of the methods that the client's calls build and
-/// decode (the Go names of package api). Borrowed fields are `Cow`s, so a
-/// call borrows what the caller holds and a decoded value owns its data.
+// The params and results of the methods that the client's calls build and
+// decode (the Go names of package api). Borrowed fields are `Cow`s, so a
+// call borrows what the caller holds and a decoded value owns its data.
 
 /// The params or result of a method that has none: `{}`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
