@@ -34,15 +34,15 @@ fn events_in_commit_order(c: &Client) {
     });
     let run = c.begin_run("ev", Some("r")).unwrap();
     c.checkpoint(&CheckpointRequest {
-        run_id: "r",
+        run_id: "r".into(),
         turn: 1,
-        new_messages: &[json!("t")],
+        new_messages: vec![json!("t")].into(),
         ..Default::default()
     })
     .unwrap();
     c.complete_run(&CompleteRunRequest {
-        run_id: "r",
-        status: run_status::COMPLETED,
+        run_id: "r".into(),
+        status: run_status::COMPLETED.into(),
         ..Default::default()
     })
     .unwrap();

@@ -119,7 +119,7 @@ fn main() {
     let daemon = std::env::var_os("CAIRN_DAEMON")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| manifest.join("../../build/cairnd"));
+        .unwrap_or_else(|| manifest.join("../../../build/cairnd"));
 
     {
         let ws = TempDir::new("emb");

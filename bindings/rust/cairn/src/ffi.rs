@@ -1,29 +1,10 @@
-//! The raw C ABI of libcairn (see `capi/cairn.h`). Private to the crate.
+//! Owners of what libcairn returns, over the raw declarations of
+//! `cairn-sys`. Private to the crate.
 
-use std::ffi::{c_char, c_int, c_void};
-
-pub const CAIRN_OK: c_int = 0;
-
-unsafe extern "C" {
-    pub fn cairn_version() -> *const c_char;
-    pub fn cairn_open(
-        options_json: *const c_char,
-        handle: *mut u64,
-        err: *mut *mut c_char,
-    ) -> c_int;
-    pub fn cairn_call(
-        handle: u64,
-        method: *const c_char,
-        request: *const u8,
-        request_len: usize,
-        response: *mut *mut u8,
-        response_len: *mut usize,
-        err: *mut *mut c_char,
-    ) -> c_int;
-    pub fn cairn_close(handle: u64, err: *mut *mut c_char) -> c_int;
-    pub fn cairn_free(p: *mut c_void);
-    pub fn cairn_open_handles() -> c_int;
-}
+pub use cairn_sys::{
+    CAIRN_OK, cairn_call, cairn_close, cairn_free, cairn_open, cairn_open_handles, cairn_version,
+};
+use std::ffi::c_char;
 
 /// A buffer the library returned; freed with `cairn_free` on drop.
 pub struct Buf {

@@ -18,9 +18,9 @@
 //! # Ok::<(), cairn::Error>(())
 //! ```
 //!
-//! Linking: `build.rs` links `libcairn.so` from `$CAIRN_LIB_DIR`, else from
-//! the repository's `build/` directory (`make lib`), and records an rpath to
-//! it.
+//! The raw C ABI is the `cairn-sys` crate (re-exported as [`sys`]); its
+//! build script links `libcairn.so` from `$CAIRN_LIB_DIR`, else from the
+//! repository's `build/` directory (`make lib`).
 //!
 //! The fork rule: the Go runtime inside libcairn does not survive `fork()`
 //! without `exec()`. A client used in a forked child fails with
@@ -36,6 +36,9 @@ mod workflow;
 pub use client::{Client, Options, Save, Step, Subscription, WorkflowError, connect};
 pub use error::{Error, ErrorCode, Result};
 pub use types::*;
+
+/// The raw declarations of `cairn.h` this crate wraps.
+pub use cairn_sys as sys;
 
 /// The libcairn version, e.g. "0.1.0".
 pub fn version() -> &'static str {

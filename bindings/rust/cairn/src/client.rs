@@ -1,5 +1,6 @@
 //! The client: one libcairn handle and the cairn operations over it.
 
+use std::borrow::Cow;
 use std::ffi::{CStr, CString, c_char};
 use std::path::PathBuf;
 use std::ptr;
@@ -127,123 +128,10 @@ pub struct Client {
     closed: AtomicBool,
 }
 
-#[derive(Serialize)]
-struct SessionParams<'a> {
-    session_id: &'a str,
-}
-
-#[derive(Serialize)]
-struct SaveParams<'a> {
-    session_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    snapshot: Option<&'a Snapshot>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    change: Option<&'a Change>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    expect_generation: Option<u64>,
-}
-
-#[derive(serde::Deserialize)]
-struct GenerationResult {
-    generation: u64,
-}
-
-#[derive(Serialize)]
-struct BeginRunParams<'a> {
-    session_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    run_id: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct ResumeRunParams<'a> {
-    run_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    session_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    new_run_id: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct BeginWorkflowParams<'a> {
-    workflow_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    session_id: Option<&'a str>,
-    steps: &'a [StepSpec],
-}
-
-#[derive(serde::Deserialize)]
-struct BeginWorkflowResult {
-    #[serde(default)]
-    completed: Option<Vec<StepRecord>>,
-}
-
-#[derive(Serialize)]
-struct CompleteStepParams<'a> {
-    workflow_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    session_id: Option<&'a str>,
-    step_id: &'a str,
-    identity: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<&'a Value>,
-}
-
-#[derive(Serialize)]
-struct WorkflowParams<'a> {
-    workflow_id: &'a str,
-}
-
-#[derive(serde::Deserialize)]
-struct ListResult {
-    #[serde(default)]
-    sessions: Option<Vec<Summary>>,
-}
-
-#[derive(Serialize)]
-struct ForkParams<'a> {
-    session_id: &'a str,
-    new_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    at_generation: Option<u64>,
-}
-
-#[derive(serde::Deserialize)]
-struct ExportResult {
-    envelope: Value,
-}
-
-#[derive(Serialize)]
-struct ImportParams<'a> {
-    envelope: &'a Value,
-}
-
-#[derive(Serialize)]
-struct SubscribeParams<'a> {
-    #[serde(skip_serializing_if = "<[&str]>::is_empty")]
-    events: &'a [&'a str],
-}
-
-#[derive(serde::Deserialize)]
-struct SubscribeResult {
-    subscription: u64,
-}
-
-#[derive(Serialize)]
-struct NextEventParams {
-    subscription: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    timeout_ms: Option<u64>,
-}
-
-#[derive(serde::Deserialize)]
-struct NextEventResult {
-    #[serde(default)]
-    event: Option<Event>,
-    #[serde(default)]
-    closed: bool,
-    #[serde(default)]
-    dropped: u64,
+/// A duration in whole milliseconds, at least 1 for a non-zero one.
+fn millis(d: Duration) -> u64 {
+    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    if ms == 0 && !d.is_zero() { 1 } else { ms }
 }
 
 fn name_of(method: &CStr) -> &str {
@@ -350,7 +238,7 @@ impl Client {
 
     /// Reports the mode, library version, workspace and pid (and, in daemon
     /// mode, the daemon's status). A no-op round trip.
-    pub fn status(&self) -> Result<Status> {
+    pub fn status(&self) -> Result<LibStatus> {
         let buf = self.call_buf(c"status", &[])?;
         serde_json::from_slice(buf.as_slice()).map_err(|e| Error::decode("status", e))
     }
@@ -369,12 +257,12 @@ impl Client {
             Save::Snapshot(s) => (Some(s), None),
             Save::Change(c) => (None, Some(c)),
         };
-        let r: GenerationResult = self.invoke(
+        let r: SaveResult = self.invoke(
             c"save",
-            &SaveParams {
-                session_id,
-                snapshot,
-                change,
+            &SaveRequest {
+                session_id: session_id.into(),
+                snapshot: snapshot.map(Cow::Borrowed),
+                change: change.map(Cow::Borrowed),
                 expect_generation,
             },
         )?;
@@ -383,12 +271,23 @@ impl Client {
 
     /// Returns the session's latest snapshot, drift and interrupted runs.
     pub fn resume_session(&self, session_id: &str) -> Result<ResumeSessionResult> {
-        self.invoke(c"resumeSession", &SessionParams { session_id })
+        self.invoke(
+            c"resumeSession",
+            &SessionParams {
+                session_id: session_id.into(),
+            },
+        )
     }
 
     /// Starts a run in a session (`run_id`: None lets cairn choose one).
     pub fn begin_run(&self, session_id: &str, run_id: Option<&str>) -> Result<BeginRunResult> {
-        self.invoke(c"beginRun", &BeginRunParams { session_id, run_id })
+        self.invoke(
+            c"beginRun",
+            &BeginRunRequest {
+                session_id: session_id.into(),
+                run_id: run_id.map(Into::into),
+            },
+        )
     }
 
     /// Records the boundary after a completed tool turn, atomically with the
@@ -399,7 +298,7 @@ impl Client {
 
     /// Ends a run (deleting its loop checkpoint) and returns the generation.
     pub fn complete_run(&self, request: &CompleteRunRequest<'_>) -> Result<u64> {
-        let r: GenerationResult = self.invoke(c"completeRun", request)?;
+        let r: CompleteRunResult = self.invoke(c"completeRun", request)?;
         Ok(r.generation)
     }
 
@@ -414,10 +313,10 @@ impl Client {
     ) -> Result<ResumeRunResult> {
         self.invoke(
             c"resumeRun",
-            &ResumeRunParams {
-                run_id,
-                session_id,
-                new_run_id,
+            &ResumeRunRequest {
+                run_id: run_id.into(),
+                session_id: session_id.map(Into::into),
+                new_run_id: new_run_id.map(Into::into),
             },
         )
     }
@@ -433,13 +332,13 @@ impl Client {
     ) -> Result<Vec<StepRecord>> {
         let r: BeginWorkflowResult = self.invoke(
             c"beginWorkflow",
-            &BeginWorkflowParams {
-                workflow_id,
-                session_id,
-                steps,
+            &BeginWorkflowRequest {
+                workflow_id: workflow_id.into(),
+                session_id: session_id.map(Into::into),
+                steps: steps.into(),
             },
         )?;
-        Ok(r.completed.unwrap_or_default())
+        Ok(r.completed)
     }
 
     /// Records one successful workflow step and its result.
@@ -453,12 +352,12 @@ impl Client {
     ) -> Result<()> {
         self.call_with(
             c"completeStep",
-            &CompleteStepParams {
-                workflow_id,
-                session_id,
-                step_id,
-                identity,
-                result,
+            &CompleteStepRequest {
+                workflow_id: workflow_id.into(),
+                session_id: session_id.map(Into::into),
+                step_id: step_id.into(),
+                identity: identity.into(),
+                result: result.map(Cow::Borrowed),
             },
         )?;
         Ok(())
@@ -466,19 +365,29 @@ impl Client {
 
     /// Deletes a workflow's checkpoint.
     pub fn finish_workflow(&self, workflow_id: &str) -> Result<()> {
-        self.call_with(c"finishWorkflow", &WorkflowParams { workflow_id })?;
+        self.call_with(
+            c"finishWorkflow",
+            &WorkflowParams {
+                workflow_id: workflow_id.into(),
+            },
+        )?;
         Ok(())
     }
 
     /// Lists the workspace's sessions.
     pub fn list_sessions(&self) -> Result<Vec<Summary>> {
-        let r: ListResult = self.invoke(c"list", &serde_json::Map::new())?;
-        Ok(r.sessions.unwrap_or_default())
+        let r: ListResult = self.invoke(c"list", &Empty {})?;
+        Ok(r.sessions)
     }
 
     /// Deletes a session and every checkpoint that belongs to it.
     pub fn delete(&self, session_id: &str) -> Result<()> {
-        self.call_with(c"delete", &SessionParams { session_id })?;
+        self.call_with(
+            c"delete",
+            &SessionParams {
+                session_id: session_id.into(),
+            },
+        )?;
         Ok(())
     }
 
@@ -491,9 +400,9 @@ impl Client {
     ) -> Result<ForkResult> {
         self.invoke(
             c"fork",
-            &ForkParams {
-                session_id,
-                new_id,
+            &ForkRequest {
+                session_id: session_id.into(),
+                new_id: new_id.into(),
                 at_generation,
             },
         )
@@ -501,20 +410,108 @@ impl Client {
 
     /// Exports a session as its single-file JSON envelope.
     pub fn export(&self, session_id: &str) -> Result<Value> {
-        let r: ExportResult = self.invoke(c"export", &SessionParams { session_id })?;
+        let r: ExportResult = self.invoke(
+            c"export",
+            &SessionParams {
+                session_id: session_id.into(),
+            },
+        )?;
         Ok(r.envelope)
     }
 
     /// Imports a session from a JSON envelope (or a bare session).
     pub fn import(&self, envelope: &Value) -> Result<ImportResult> {
-        self.invoke(c"import", &ImportParams { envelope })
+        self.invoke(
+            c"import",
+            &ImportParams {
+                envelope: Cow::Borrowed(envelope),
+            },
+        )
+    }
+
+    /// The daemon's (daemon mode) or the engine's (embedded mode) identity,
+    /// protocol version, capabilities, methods, events and limits.
+    pub fn hello(&self) -> Result<HelloResult> {
+        let buf = self.call_buf(c"hello", &[])?;
+        serde_json::from_slice(buf.as_slice()).map_err(|e| Error::decode("hello", e))
+    }
+
+    /// What changed in the workspace tree after the clock `since` (`None`:
+    /// every file, as a fresh instance). Pass the answer's `clock` as
+    /// `since` next time. Fails with `unavailable` when the workspace is
+    /// not tracked, and `invalid_argument` for a malformed clock.
+    pub fn changes(&self, since: Option<&str>) -> Result<ChangeSet> {
+        self.invoke(
+            c"changes",
+            &ChangesParams {
+                since: since.map(Into::into),
+            },
+        )
+    }
+
+    /// Renders HANDOFF.md from the session's latest generation and lists
+    /// what the handoff lacks. It prints only what the session proves.
+    pub fn handoff(&self, session_id: &str) -> Result<HandoffResult> {
+        self.invoke(
+            c"handoff",
+            &HandoffRequest {
+                session_id: session_id.into(),
+            },
+        )
+    }
+
+    /// Runs the health check of every process the session's latest
+    /// generation records, now (each bounded by `timeout`; `None`: the
+    /// default), and reports each preview with its process's state. It
+    /// starts nothing.
+    pub fn runtime_check(
+        &self,
+        session_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<RuntimeCheckResult> {
+        self.invoke(
+            c"runtime.check",
+            &RuntimeCheckRequest {
+                session_id: session_id.into(),
+                timeout_ms: timeout.map(millis),
+            },
+        )
+    }
+
+    /// Brings the recorded process `name` back: never starts one whose
+    /// health check passes, starts the recorded command detached in its
+    /// cwd, and waits up to `timeout` (`None`: the default) for its health
+    /// check to pass, killing what it started if it does not. In daemon
+    /// mode the daemon starts it, with the daemon's environment; in
+    /// embedded mode this process does. A process that does not come up is
+    /// `outcome` "failed" in the result, not an error; an unknown session
+    /// or process is `not_found`.
+    pub fn runtime_restart(
+        &self,
+        session_id: &str,
+        name: &str,
+        timeout: Option<Duration>,
+    ) -> Result<RestartResult> {
+        self.invoke(
+            c"runtime.restart",
+            &RuntimeRestartRequest {
+                session_id: session_id.into(),
+                name: name.into(),
+                timeout_ms: timeout.map(millis),
+            },
+        )
     }
 
     /// Subscribes to events (`events`: names from [`crate::events`]; empty:
     /// all). The subscription is an iterator of events in commit order;
     /// dropping it unsubscribes.
     pub fn subscribe(&self, events: &[&str]) -> Result<Subscription<'_>> {
-        let r: SubscribeResult = self.invoke(c"subscribe", &SubscribeParams { events })?;
+        let r: LibSubscription = self.invoke(
+            c"subscribe",
+            &SubscribeParams {
+                events: events.iter().map(|&e| e.into()).collect(),
+            },
+        )?;
         Ok(Subscription {
             client: self,
             id: r.subscription,

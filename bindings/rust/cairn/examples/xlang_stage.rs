@@ -16,7 +16,9 @@ fn main() {
         eprintln!("usage: xlang_stage WORKSPACE CAIRND SCENARIO_JSON");
         std::process::exit(2);
     }
-    let sc: Value = serde_json::from_str(&std::fs::read_to_string(&args[3]).expect("read scenario")).expect("parse scenario");
+    let sc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&args[3]).expect("read scenario"))
+            .expect("parse scenario");
     let client = cairn::connect(Options::new(&args[1]).daemon(&args[2])).expect("connect");
     let sid = sc["session_id"].as_str().unwrap();
     let wf = sc["workflow_id"].as_str().unwrap();
@@ -29,7 +31,12 @@ fn main() {
                     "steps": specs.iter().map(|s| json!({"step_id": s["step_id"], "identity": s["identity"]})).collect::<Vec<_>>()}),
         )
         .expect("beginWorkflow");
-    let completed_before: Vec<Value> = begun["completed"].as_array().unwrap().iter().map(|r| r["step_id"].clone()).collect();
+    let completed_before: Vec<Value> = begun["completed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["step_id"].clone())
+        .collect();
 
     let ran = Mutex::new(Vec::new());
     let steps: Vec<Step<'_, Value, String>> = specs
@@ -44,7 +51,9 @@ fn main() {
             })
         })
         .collect();
-    let results = client.parallel_resumable_in(steps, wf, Some(sid)).expect("parallel_resumable");
+    let results = client
+        .parallel_resumable_in(steps, wf, Some(sid))
+        .expect("parallel_resumable");
     client.finish_workflow(wf).expect("finishWorkflow");
     // Finishing deleted the checkpoint: opening the same workflow again finds
     // no completed step, and there is nothing left to finish.
@@ -55,17 +64,25 @@ fn main() {
                     "steps": specs.iter().map(|s| json!({"step_id": s["step_id"], "identity": s["identity"]})).collect::<Vec<_>>()}),
         )
         .expect("beginWorkflow after finish");
-    let after = match (reopened["completed"].as_array().map_or(0, |a| a.len()), client.finish_workflow(wf)) {
+    let after = match (
+        reopened["completed"].as_array().map_or(0, |a| a.len()),
+        client.finish_workflow(wf),
+    ) {
         (0, Err(e)) if e.code == cairn::ErrorCode::NotFound => "not_found",
         (n, r) => panic!("workflow survived finish: {n} completed steps, finish again: {r:?}"),
     };
 
     // The order steps ran in is up to the thread pool: report it in spec order.
     let mut ran = ran.into_inner().unwrap();
-    let order: Vec<String> = specs.iter().map(|s| s["step_id"].as_str().unwrap().to_string()).collect();
+    let order: Vec<String> = specs
+        .iter()
+        .map(|s| s["step_id"].as_str().unwrap().to_string())
+        .collect();
     ran.sort_by_key(|id| order.iter().position(|o| o == id));
 
-    let resumed: Value = client.call_json("resumeSession", &json!({"session_id": sid})).expect("resumeSession");
+    let resumed: Value = client
+        .call_json("resumeSession", &json!({"session_id": sid}))
+        .expect("resumeSession");
     let snap = &resumed["snapshot"];
     let runs: Vec<Value> = snap["runs"]
         .as_array()

@@ -54,7 +54,7 @@ fn daemon_errors() {
     );
     let run = c.begin_run("s", None).unwrap();
     c.checkpoint(&CheckpointRequest {
-        run_id: &run.run_id,
+        run_id: (&run.run_id).into(),
         turn: 1,
         ..Default::default()
     })

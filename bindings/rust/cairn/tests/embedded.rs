@@ -35,7 +35,7 @@ fn raw_calls() {
     let out = c.call("status", b"").unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["mode"], "embedded");
-    let st: Status = c.call_json("status", &json!({})).unwrap();
+    let st: LibStatus = c.call_json("status", &json!({})).unwrap();
     assert_eq!(st.mode, "embedded");
     let hello: serde_json::Value = c.call_json("hello", &json!({})).unwrap();
     assert!(hello.is_object());
@@ -116,7 +116,7 @@ fn error_codes_embedded() {
         ErrorCode::NoCheckpoint
     );
     c.checkpoint(&CheckpointRequest {
-        run_id: &run.run_id,
+        run_id: (&run.run_id).into(),
         turn: 1,
         ..Default::default()
     })
@@ -129,8 +129,8 @@ fn error_codes_embedded() {
         ErrorCode::NotOwner
     );
     c.complete_run(&CompleteRunRequest {
-        run_id: &run.run_id,
-        status: run_status::COMPLETED,
+        run_id: (&run.run_id).into(),
+        status: run_status::COMPLETED.into(),
         ..Default::default()
     })
     .unwrap();

@@ -41,7 +41,7 @@ impl Drop for TempDir {
 }
 
 pub fn repo_build() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../build")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../build")
 }
 
 pub fn cairnd() -> PathBuf {
@@ -130,6 +130,7 @@ pub fn alive(pid: i64) -> bool {
 
 use cairn::*;
 use serde_json::json;
+use std::borrow::Cow;
 
 /// Runs every method of the client once, checking the results. The
 /// workspace must be empty.
@@ -217,12 +218,12 @@ pub fn exercise_all(c: &Client) {
     let state = json!({"step": 1, "plan": ["a", "b"]});
     let cp = c
         .checkpoint(&CheckpointRequest {
-            run_id: "r1",
+            run_id: "r1".into(),
             turn: 1,
-            new_messages: &turn,
+            new_messages: (&turn[..]).into(),
             usage,
             tool_calls_count: 1,
-            state: Some(&state),
+            state: Some(Cow::Borrowed(&state)),
             ..Default::default()
         })
         .unwrap();
@@ -256,8 +257,8 @@ pub fn exercise_all(c: &Client) {
     };
     let g = c
         .complete_run(&CompleteRunRequest {
-            run_id: "r2",
-            status: run_status::COMPLETED,
+            run_id: "r2".into(),
+            status: run_status::COMPLETED.into(),
             usage: Some(final_usage),
             tool_calls_count: Some(2),
             ..Default::default()
@@ -272,8 +273,8 @@ pub fn exercise_all(c: &Client) {
     assert_eq!(r2.tool_calls_count, 2);
     assert!(r2.ended_at.is_some());
     c.complete_run(&CompleteRunRequest {
-        run_id: &auto.run_id,
-        status: run_status::FAILED,
+        run_id: (&auto.run_id).into(),
+        status: run_status::FAILED.into(),
         ..Default::default()
     })
     .unwrap();
