@@ -57,11 +57,11 @@ func (e *Engine) Export(ctx context.Context, sessionID string) ([]byte, error) {
 	}
 	core.Agent = raw.holdMap(s.Agent)
 	core.Metadata = raw.holdMap(s.Metadata)
-	env.Traces = append([]session.Trace(nil), env.Traces...)
+	env.Traces = append([]session.Trace{}, env.Traces...)
 	for i := range env.Traces {
 		env.Traces[i].Data = raw.hold(env.Traces[i].Data)
 	}
-	env.SubagentTasks = append([]session.SubagentTask(nil), env.SubagentTasks...)
+	env.SubagentTasks = append([]session.SubagentTask{}, env.SubagentTasks...)
 	for i := range env.SubagentTasks {
 		env.SubagentTasks[i].Result = raw.hold(env.SubagentTasks[i].Result)
 	}

@@ -39,21 +39,21 @@ func (e *Engine) Handoff(ctx context.Context, req api.HandoffRequest) (api.Hando
 func (e *Engine) sessionFiles(ctx context.Context, sid string, latest *session.Snapshot) api.Drift {
 	switch {
 	case e.ws == nil:
-		return api.Drift{Reason: "workspace tracking is off"}
+		return untracked("workspace tracking is off")
 	case latest.Files == nil || latest.Files.ID == "":
-		return api.Drift{Reason: "the latest generation was saved without a workspace manifest"}
+		return untracked("the latest generation was saved without a workspace manifest")
 	}
 	first, err := e.store.Load(ctx, sid, 1)
 	if err != nil {
-		return api.Drift{Reason: "the session's first generation is no longer kept (compacted), so its files cannot be compared"}
+		return untracked("the session's first generation is no longer kept (compacted), so its files cannot be compared")
 	}
 	if first.Snapshot.Files == nil || first.Snapshot.Files.ID == "" {
-		return api.Drift{Reason: "the session's first generation was saved without a workspace manifest"}
+		return untracked("the session's first generation was saved without a workspace manifest")
 	}
 	to := *latest.Files
 	added, modified, deleted, err := e.ws.DiffFiles(ctx, *first.Snapshot.Files, &to)
 	if err != nil {
-		return api.Drift{Reason: "the session's manifests cannot be compared: " + err.Error()}
+		return untracked("the session's manifests cannot be compared: " + err.Error())
 	}
 	return api.Drift{Tracked: true, Added: nonNil(added), Modified: nonNil(modified), Deleted: nonNil(deleted)}
 }

@@ -37,13 +37,13 @@ func (e *Engine) stamp(ctx context.Context, c *session.Change) {
 func (e *Engine) drift(ctx context.Context, from *session.ManifestRef) api.Drift {
 	switch {
 	case e.ws == nil:
-		return api.Drift{Reason: "workspace tracking is off"}
+		return untracked("workspace tracking is off")
 	case from == nil || from.ID == "":
-		return api.Drift{Reason: "this generation was saved without a workspace manifest"}
+		return untracked("this generation was saved without a workspace manifest")
 	}
 	added, modified, deleted, err := e.ws.DiffFiles(ctx, *from, nil)
 	if err != nil {
-		return api.Drift{Reason: "the manifest of this generation cannot be compared: " + err.Error()}
+		return untracked("the manifest of this generation cannot be compared: " + err.Error())
 	}
 	return api.Drift{Tracked: true, Added: nonNil(added), Modified: nonNil(modified), Deleted: nonNil(deleted)}
 }
@@ -73,4 +73,10 @@ func (e *Engine) probeProcesses(ctx context.Context, rt *session.Runtime) []api.
 		rt = procs.Rooted(rt, e.root)
 	}
 	return procs.Probe(ctx, rt, e.probe)
+}
+
+// untracked is the drift of a generation whose files cannot be compared,
+// and why: not "no changes", which would be a claim.
+func untracked(reason string) api.Drift {
+	return api.Drift{Reason: reason, Added: []string{}, Modified: []string{}, Deleted: []string{}}
 }
