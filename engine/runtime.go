@@ -2,9 +2,9 @@ package engine
 
 import (
 	"context"
-	"path/filepath"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/procs"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -122,7 +122,7 @@ func (e *Engine) RuntimeRestart(ctx context.Context, req RuntimeRestartRequest) 
 	if !ok {
 		return procs.Result{}, session.Errorf(session.CodeNotFound, "session %q records no process %q", req.SessionID, req.Name)
 	}
-	res, err := procs.Restart(ctx, p, procs.Options{LogDir: filepath.Join(e.root, ".cairn", "logs"), Timeout: timeout})
+	res, err := procs.Restart(ctx, p, procs.Options{LogDir: layout.Logs(e.root), Timeout: timeout})
 	if err != nil && session.CodeOf(err) == session.CodeInvalidArgument {
 		return res, err
 	}

@@ -17,7 +17,7 @@
 //     (rename, then directory fsync). Readers are never blocked for the
 //     duration of a compaction and always find one complete log.
 //
-// Layout:
+// Layout (the names are internal/layout's):
 //
 //	.cairn/                 0700, with a .gitignore of "*"
 //	  LOCK                  flock'd by the one writer process; holds its pid

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -26,9 +27,6 @@ const DefaultMaxCommitBytes = 64 << 20
 // DefaultCompactMinBytes is the default amount of dead bytes a log must hold
 // before compaction rewrites it.
 const DefaultCompactMinBytes = 64 << 10
-
-// DirName is the store's directory inside a workspace.
-const DirName = ".cairn"
 
 // Options configure a Store. The zero value is valid.
 type Options struct {
@@ -129,18 +127,18 @@ func Open(root string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("fsstore.Open: %w", err)
 	}
 	s := &Store{
-		root: abs, dir: filepath.Join(abs, DirName), opts: opts, log: opts.Logger,
+		root: abs, dir: layout.StateDir(abs), opts: opts, log: opts.Logger,
 		sessions: map[string]*sessionFile{}, workflows: map[string]*workflowFile{}, unreadable: map[string]error{},
 	}
-	s.sessionsDir = filepath.Join(s.dir, "sessions")
-	s.flowsDir = filepath.Join(s.dir, "workflows")
+	s.sessionsDir = layout.Sessions(abs)
+	s.flowsDir = layout.Workflows(abs)
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 		return nil, session.Errorf(session.CodeInvalidArgument, "fsstore.Open: workspace %s is not a directory", abs)
 	}
 	if err := ensureDir(s.dir); err != nil {
 		return nil, wrapOpen(err)
 	}
-	if s.lock, err = acquireLock(filepath.Join(s.dir, "LOCK")); err != nil {
+	if s.lock, err = acquireLock(layout.Lock(abs)); err != nil {
 		return nil, err
 	}
 	if err := s.recover(); err != nil {
@@ -179,7 +177,7 @@ func (s *Store) Capabilities() session.Capabilities {
 }
 
 func (s *Store) recover() error {
-	gi := filepath.Join(s.dir, ".gitignore")
+	gi := layout.Gitignore(s.root)
 	if fi, err := os.Lstat(gi); os.IsNotExist(err) {
 		if err := atomicfile.WriteFile(gi, []byte("*\n"), 0o600); err != nil {
 			return err

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/internal/recordlog"
 )
 
@@ -101,7 +102,7 @@ func openManifestStore(dir string, log hclog.Logger) (*manifestStore, error) {
 	if err := ensureDir(dir); err != nil {
 		return nil, fmt.Errorf("manifests: %w", err)
 	}
-	lockF, err := lockFile(filepath.Join(dir, "LOCK"))
+	lockF, err := lockFile(filepath.Join(dir, layout.LockName))
 	if err != nil {
 		return nil, fmt.Errorf("manifests: %w", err)
 	}
