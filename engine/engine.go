@@ -123,7 +123,7 @@ func (e *Engine) Close() error {
 	}
 	e.events.closeAll()
 	if err := e.store.Close(); err != nil {
-		return session.Errorf(session.CodeInternal, "engine.Close: close store: %v", err)
+		return session.Wrap(session.CodeInternal, err, "engine.Close: close store")
 	}
 	return nil
 }

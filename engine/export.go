@@ -67,7 +67,7 @@ func (e *Engine) Export(ctx context.Context, sessionID string) ([]byte, error) {
 	}
 	b, err := json.Marshal(&env)
 	if err != nil {
-		return nil, session.Errorf(session.CodeInternal, "engine.Export: marshal envelope: %v", err)
+		return nil, session.Wrap(session.CodeInternal, err, "engine.Export: marshal envelope")
 	}
 	return raw.splice(b)
 }
@@ -146,7 +146,7 @@ func decodeExport(doc []byte) (*session.Snapshot, error) {
 	}
 	var snap session.Snapshot
 	if err := json.Unmarshal(doc, &snap); err != nil {
-		return nil, session.Errorf(session.CodeInvalidArgument, "import: session: %v", err)
+		return nil, session.Wrap(session.CodeInvalidArgument, err, "import: session")
 	}
 	return &snap, nil
 }
@@ -170,7 +170,7 @@ func decodeEnvelope(top map[string]json.RawMessage, doc []byte) (*session.Snapsh
 	}
 	var env api.Envelope
 	if err := json.Unmarshal(doc, &env); err != nil {
-		return nil, session.Errorf(session.CodeInvalidArgument, "import: envelope: %v", err)
+		return nil, session.Wrap(session.CodeInvalidArgument, err, "import: envelope")
 	}
 	if env.Session == nil {
 		return nil, session.Errorf(session.CodeInvalidArgument, "import: the envelope's session is null")
@@ -231,7 +231,7 @@ type rawSplicer struct {
 func (r *rawSplicer) init() error {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return session.Errorf(session.CodeInternal, "engine.Export: random nonce: %v", err)
+		return session.Wrap(session.CodeInternal, err, "engine.Export: random nonce")
 	}
 	r.prefix = []byte(`"cairn-raw-` + hex.EncodeToString(b[:]) + `-`)
 	return nil

@@ -2,10 +2,10 @@ package engine
 
 import (
 	"context"
-	"path/filepath"
 	"time"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/procs"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -95,7 +95,7 @@ func (e *Engine) RuntimeRestart(ctx context.Context, req api.RuntimeRestartReque
 	if !ok {
 		return api.RestartResult{}, session.Errorf(session.CodeNotFound, "session %q records no process %q", req.SessionID, req.Name)
 	}
-	res, err := procs.Restart(ctx, p, procs.Options{LogDir: filepath.Join(e.root, ".cairn", "logs"), Timeout: timeout})
+	res, err := procs.Restart(ctx, p, procs.Options{LogDir: layout.Logs(e.root), Timeout: timeout})
 	if err != nil && session.CodeOf(err) == session.CodeInvalidArgument {
 		return res, err
 	}

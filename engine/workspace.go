@@ -52,7 +52,7 @@ func (e *Engine) drift(ctx context.Context, from *session.ManifestRef) api.Drift
 func touched(d api.Drift) []string {
 	out := slices.Concat(d.Added, d.Modified, d.Deleted)
 	slices.Sort(out)
-	return slices.Compact(out)
+	return nonNil(slices.Compact(out))
 }
 
 // probeProcesses runs the health check of every recorded process, now and

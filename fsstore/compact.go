@@ -3,18 +3,17 @@ package fsstore
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/session"
 )
 
 // overGrownLocked reports whether sf's log holds more dead bytes than live
 // ones, and at least CompactMinBytes of them. sf.mu is held.
 func (s *Store) overGrownLocked(sf *sessionFile) bool {
-	live := sf.t.acct.live
-	return sf.size > 2*live && sf.size-live >= s.opts.CompactMinBytes
+	live, size := sf.t.acct.live, sf.log.Size()
+	return size > 2*live && size-live >= s.opts.CompactMinBytes
 }
 
 // maybeCompactLocked starts a background compaction of sf when its log has
@@ -91,20 +90,18 @@ func (s *Store) Compact(ctx context.Context, id string) error {
 // complete log; one that opens after the rename reads the new one.
 func (s *Store) compact(sf *sessionFile) error {
 	sf.mu.Lock()
-	if sf.gone || sf.broken != nil || sf.f == nil {
+	if sf.gone || sf.broken != nil || sf.log == nil {
 		sf.mu.Unlock()
 		return nil
 	}
-	final := filepath.Join(s.sessionsDir, sf.name)
-	old, err := os.OpenFile(final, os.O_RDONLY|atomicfile.OpenFlags, 0)
-	size, gen := sf.size, sf.t.gen
+	final := sf.log.Path()
+	size, gen := sf.log.Size(), sf.t.gen
+	r, err := sf.log.OpenReader()
 	sf.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	defer old.Close()
-
-	data, err := readAll(old, size)
+	data, err := r.ReadAll()
 	if err != nil {
 		return err
 	}
@@ -117,7 +114,7 @@ func (s *Store) compact(sf *sessionFile) error {
 		return err
 	}
 	var fb frameBuf
-	fb.buf = append(fb.buf, logMagic[:]...)
+	fb.buf = append(fb.buf, logMagic...)
 	encodeState(&fb, st, gen, groups[len(groups)-1].commit.Time)
 	if fb.err != nil {
 		return fb.err
@@ -126,92 +123,65 @@ func (s *Store) compact(sf *sessionFile) error {
 	next := newTracker()
 	ng, _, err := scan(fb.buf)
 	if err != nil || len(ng) != 1 {
-		return fmt.Errorf("compacted log does not scan back (%v)", err)
+		return fmt.Errorf("compacted log of %s does not scan back (%d commits): %w", final, len(ng), err)
 	}
 	if err := next.observe(ng[0]); err != nil {
 		return err
 	}
 
-	tmp := atomicfile.TempName(final)
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|atomicfile.OpenFlags, 0o600)
+	tmp, err := atomicfile.NewTemp(final, 0o600, s.faultAt("compact."))
 	if err != nil {
 		return err
 	}
-	keep := false
-	defer func() {
-		if !keep {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := s.fault(FaultCompactWrite); err != nil {
-		_, _ = f.Write(fb.buf[:len(fb.buf)/2])
-		return err
-	}
-	if _, err := f.Write(fb.buf); err != nil {
+	defer tmp.Abort()
+	if err := tmp.WriteAt(fb.buf, 0); err != nil {
 		return err
 	}
 	newSize := int64(len(fb.buf))
-	if err := s.syncCompact(f); err != nil {
+	if err := tmp.Sync(); err != nil {
 		return err
 	}
 
 	sf.mu.Lock()
 	defer sf.mu.Unlock()
-	if sf.gone || sf.broken != nil || sf.f == nil {
+	if sf.gone || sf.broken != nil || sf.log == nil {
 		return nil
 	}
-	if sf.size > size {
-		tail := make([]byte, sf.size-size)
-		if _, err := sf.f.ReadAt(tail, size); err != nil {
-			return err
+	if cur := sf.log.Size(); cur > size {
+		tail := make([]byte, cur-size)
+		if _, err := sf.log.ReadAt(tail, size); err != nil {
+			return fmt.Errorf("read %s: %w", final, err)
 		}
 		tg, end, err := scanRecords(tail, 0, gen)
 		if err != nil || end != int64(len(tail)) {
-			return fmt.Errorf("commits since compaction began do not scan (%v)", err)
+			return fmt.Errorf("commits to %s since compaction began do not scan (%d bytes of %d): %w", final, end, len(tail), err)
 		}
 		for _, g := range tg {
 			if err := next.observe(g); err != nil {
 				return err
 			}
 		}
-		if _, err := f.WriteAt(tail, newSize); err != nil {
+		if err := tmp.WriteAt(tail, newSize); err != nil {
 			return err
 		}
 		newSize += int64(len(tail))
-		if err := s.syncCompact(f); err != nil {
+		if err := tmp.Sync(); err != nil {
 			return err
 		}
 	}
-	err = s.fault(FaultCompactRename)
-	if err == nil {
-		err = os.Rename(tmp, final)
-	}
-	if err != nil {
+	f, err := tmp.Commit()
+	if f == nil {
 		return err
 	}
-	keep = true
-	sf.f.Close()
-	sf.f, sf.size, sf.t = f, newSize, next
-	err = s.fault(FaultCompactAfterRename)
-	if err == nil {
-		err = atomicfile.SyncDir(s.sessionsDir)
-	}
+	sf.log.Close()
+	sf.log, sf.t = recordlog.Adopt(f, final, newSize), next
 	if err != nil {
 		// The new log is complete and in place, but its name may not be
 		// durable; appending to it could lose acknowledged commits if the
 		// old name came back after a crash.
-		sf.broken = fmt.Errorf("directory sync after compaction failed (%v); reopen the store", err)
+		sf.broken = fmt.Errorf("compaction of %s: reopen the store: %w", final, err)
 		return sf.broken
 	}
 	s.compactionsDone.Add(1)
 	return nil
-}
-
-func (s *Store) syncCompact(f *os.File) error {
-	err := s.fault(FaultCompactSync)
-	if err == nil {
-		err = f.Sync()
-	}
-	return err
 }

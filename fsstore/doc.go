@@ -17,16 +17,18 @@
 //     (rename, then directory fsync). Readers are never blocked for the
 //     duration of a compaction and always find one complete log.
 //
-// Layout:
+// Layout (the names are internal/layout's):
 //
 //	.cairn/                 0700, with a .gitignore of "*"
 //	  LOCK                  flock'd by the one writer process; holds its pid
 //	  sessions/<name>.log   one append-only record log per session
 //	  workflows/<name>.log  one append-only record log per workflow
 //
-// Each log starts with an 8-byte magic and holds records framed as
+// Each log starts with an 8-byte magic and holds records framed by
+// internal/recordlog as
 // [u32 payload length][u32 CRC-32C of kind+payload][u8 kind][payload], the
-// payload CBOR. A commit is a run of item records closed by a commit record
+// payload CBOR. New logs and compacted logs are written through
+// internal/atomicfile; errors name the log's own path, never a temp file. A commit is a run of item records closed by a commit record
 // that carries the generation, the record count and the byte length of the
 // commit; recovery keeps everything up to the last valid commit record and
 // trims the rest. Ids are mapped to file names that cannot escape the store

@@ -1,6 +1,10 @@
 package fsstore
 
-import "time"
+import (
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/recordlog"
+)
 
 // Exported for tests.
 var ScanForTest = scan
@@ -10,10 +14,7 @@ var ScanForTest = scan
 func FrameForTest(kind byte, payload []byte, gen uint64) []byte {
 	var fb frameBuf
 	fb.begin()
-	start := len(fb.buf)
-	fb.buf = append(fb.buf, make([]byte, frameHeader)...)
-	fb.buf = append(fb.buf, payload...)
-	fb.seal(start, kind)
+	fb.buf = recordlog.Append(fb.buf, kind, payload)
 	fb.recs++
 	fb.commit(gen, time.Now())
 	return fb.buf

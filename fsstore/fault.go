@@ -1,5 +1,10 @@
 package fsstore
 
+import (
+	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/recordlog"
+)
+
 // Fault points name the steps of a commit, a file creation and a compaction,
 // so tests can fail or stop each one (Options.Fault). At a point named for a
 // step ("commit.write", "commit.sync", "create.rename", ...) a non-nil error
@@ -8,20 +13,20 @@ package fsstore
 // happen. At an "after-" point the hook is where a test stops the process;
 // an error returned there fails the operation like a late I/O error.
 const (
-	FaultCommitWrite      = "commit.write"
-	FaultCommitAfterWrite = "commit.after-write"
-	FaultCommitSync       = "commit.sync"
-	FaultCommitAfterSync  = "commit.after-sync"
+	FaultCommitWrite      = "commit." + recordlog.StepWrite
+	FaultCommitAfterWrite = "commit." + recordlog.StepAfterWrite
+	FaultCommitSync       = "commit." + recordlog.StepSync
+	FaultCommitAfterSync  = "commit." + recordlog.StepAfterSync
 
-	FaultCreateWrite       = "create.write"
-	FaultCreateSync        = "create.sync"
-	FaultCreateRename      = "create.rename"
-	FaultCreateAfterRename = "create.after-rename"
+	FaultCreateWrite       = "create." + atomicfile.StepWrite
+	FaultCreateSync        = "create." + atomicfile.StepSync
+	FaultCreateRename      = "create." + atomicfile.StepRename
+	FaultCreateAfterRename = "create." + atomicfile.StepAfterRename
 
-	FaultCompactWrite       = "compact.write"
-	FaultCompactSync        = "compact.sync"
-	FaultCompactRename      = "compact.rename"
-	FaultCompactAfterRename = "compact.after-rename"
+	FaultCompactWrite       = "compact." + atomicfile.StepWrite
+	FaultCompactSync        = "compact." + atomicfile.StepSync
+	FaultCompactRename      = "compact." + atomicfile.StepRename
+	FaultCompactAfterRename = "compact." + atomicfile.StepAfterRename
 )
 
 // FaultPoints lists every fault point in the order a first commit, a later
@@ -32,9 +37,12 @@ var FaultPoints = []string{
 	FaultCompactWrite, FaultCompactSync, FaultCompactRename, FaultCompactAfterRename,
 }
 
-func (s *Store) fault(point string) error {
+// faultAt returns the hook recordlog and atomicfile call at each step, which
+// reports the step to Options.Fault as the fault point prefix+step; nil
+// when there is no Fault hook.
+func (s *Store) faultAt(prefix string) func(step string) error {
 	if s.opts.Fault == nil {
 		return nil
 	}
-	return s.opts.Fault(point)
+	return func(step string) error { return s.opts.Fault(prefix + step) }
 }

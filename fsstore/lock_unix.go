@@ -20,14 +20,14 @@ import (
 func acquireLock(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, session.Errorf(session.CodeInternal, "fsstore.Open: open lock %s: %v", path, err)
+		return nil, session.Wrap(session.CodeInternal, err, "fsstore.Open: open lock %s", path)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		defer f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, &session.LockedError{Path: path, PID: readPID(f)}
 		}
-		return nil, session.Errorf(session.CodeInternal, "fsstore.Open: flock %s: %v", path, err)
+		return nil, session.Wrap(session.CodeInternal, err, "fsstore.Open: flock %s", path)
 	}
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)

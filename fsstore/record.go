@@ -1,23 +1,17 @@
 package fsstore
 
 import (
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
+
+	"github.com/cairn-dev/cairn/internal/recordlog"
 )
 
 // logMagic opens every log file: "cairn", a NUL, "L" and the format version.
-var logMagic = [8]byte{'c', 'a', 'i', 'r', 'n', 0, 'L', '1'}
-
-const (
-	frameHeader = 9 // u32 length, u32 crc, u8 kind
-	// maxRecordPayload bounds one record so a corrupt length is never
-	// trusted with a huge allocation.
-	maxRecordPayload = 1 << 30
-)
+// The records after it are framed by internal/recordlog.
+const logMagic = "cairn\x00L1"
 
 // Record kinds. A kind byte this build does not know makes the log
 // unreadable with ErrSchemaUnsupported, never silently skipped.
@@ -92,8 +86,6 @@ func init() {
 	}
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // frameBuf accumulates framed records for one or more commits.
 type frameBuf struct {
 	buf  []byte
@@ -111,25 +103,16 @@ func (f *frameBuf) add(kind byte, v any) int64 {
 	if f.err != nil {
 		return 0
 	}
-	start := len(f.buf)
-	f.buf = append(f.buf, make([]byte, frameHeader)...)
+	buf, start := recordlog.Reserve(f.buf)
 	out, err := encMode.Marshal(v)
 	if err != nil {
 		f.err = err
 		return 0
 	}
-	f.buf = append(f.buf, out...)
-	f.seal(start, kind)
+	f.buf = append(buf, out...)
+	recordlog.Seal(f.buf, start, kind)
 	f.recs++
 	return int64(len(f.buf) - start)
-}
-
-func (f *frameBuf) seal(start int, kind byte) {
-	payload := f.buf[start+frameHeader:]
-	binary.LittleEndian.PutUint32(f.buf[start:], uint32(len(payload)))
-	f.buf[start+8] = kind
-	crc := crc32.Update(crc32.Checksum([]byte{kind}, castagnoli), castagnoli, payload)
-	binary.LittleEndian.PutUint32(f.buf[start+4:], crc)
 }
 
 // commit closes the open commit with its commit record.
@@ -139,16 +122,10 @@ func (f *frameBuf) commit(gen uint64, now time.Time) {
 	f.begin()
 }
 
-// rawRecord is one framed record found by scan; payload aliases the data.
-type rawRecord struct {
-	kind    byte
-	payload []byte
-	size    int64 // framed size
-}
-
-// commitGroup is one complete commit found by scan.
+// commitGroup is one complete commit found by scan; the records' payloads
+// alias the scanned data.
 type commitGroup struct {
-	records []rawRecord
+	records []recordlog.Record
 	commit  commitRec
 	end     int64 // offset just past the commit record
 }
@@ -160,7 +137,7 @@ var errBadMagic = errors.New("not a cairn log (bad magic)")
 // uncommitted tail. scan fails only for a bad magic or a commit record
 // written by a newer schema.
 func scan(data []byte) ([]commitGroup, int64, error) {
-	if len(data) < len(logMagic) || [8]byte(data[:8]) != logMagic {
+	if !recordlog.HasMagic(data, logMagic) {
 		return nil, 0, errBadMagic
 	}
 	return scanRecords(data, int64(len(logMagic)), 0)
@@ -174,44 +151,35 @@ func scan(data []byte) ([]commitGroup, int64, error) {
 // cannot pass as a commit.
 func scanRecords(data []byte, off int64, lastGen uint64) ([]commitGroup, int64, error) {
 	var groups []commitGroup
-	var pending []rawRecord
+	var pending []recordlog.Record
 	var pendingBytes int64
+	var err error
 	valid := off
-	for {
-		if int64(len(data))-off < frameHeader {
-			break
-		}
-		n := int64(binary.LittleEndian.Uint32(data[off:]))
-		crc := binary.LittleEndian.Uint32(data[off+4:])
-		kind := data[off+8]
-		if n > maxRecordPayload || int64(len(data))-off-frameHeader < n {
-			break
-		}
-		payload := data[off+frameHeader : off+frameHeader+n]
-		if crc32.Update(crc32.Checksum([]byte{kind}, castagnoli), castagnoli, payload) != crc {
-			break
-		}
-		size := frameHeader + n
-		off += size
-		if kind != kindCommit {
-			pending = append(pending, rawRecord{kind: kind, payload: payload, size: size})
-			pendingBytes += size
-			continue
+	recordlog.Scan(data, off, func(r recordlog.Record) bool {
+		if r.Kind != kindCommit {
+			pending = append(pending, r)
+			pendingBytes += r.Size
+			return true
 		}
 		var c commitRec
-		if err := decMode.Unmarshal(payload, &c); err != nil {
-			break
+		if decMode.Unmarshal(r.Payload, &c) != nil {
+			return false
 		}
 		if c.Schema > 1 {
-			return nil, 0, errFutureSchema(c.Schema)
+			err = errFutureSchema(c.Schema)
+			return false
 		}
 		if c.Records != len(pending) || c.Bytes != pendingBytes || (lastGen != 0 && c.Generation != lastGen+1) || c.Generation == 0 {
-			break
+			return false
 		}
-		groups = append(groups, commitGroup{records: pending, commit: c, end: off})
+		groups = append(groups, commitGroup{records: pending, commit: c, end: r.End})
 		lastGen = c.Generation
 		pending, pendingBytes = nil, 0
-		valid = off
+		valid = r.End
+		return true
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	return groups, valid, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -107,15 +108,15 @@ func (t *tracker) observe(g commitGroup) error {
 	return nil
 }
 
-func (t *tracker) observeRecord(r rawRecord) error {
+func (t *tracker) observeRecord(r recordlog.Record) error {
 	dec := func(v any) error {
-		if err := decMode.Unmarshal(r.payload, v); err != nil {
-			return session.Errorf(session.CodeInternal, "decode %q record: %v", r.kind, err)
+		if err := decMode.Unmarshal(r.Payload, v); err != nil {
+			return session.Wrap(session.CodeInternal, err, "decode %q record", r.Kind)
 		}
 		return nil
 	}
 	var id idOnly
-	switch r.kind {
+	switch r.Kind {
 	case kindReset:
 		var rr resetRec
 		if err := dec(&rr); err != nil {
@@ -138,47 +139,47 @@ func (t *tracker) observeRecord(r rawRecord) error {
 		for k, size := range kept {
 			t.acct.set(k, size)
 		}
-		t.acct.set("R", r.size)
+		t.acct.set("R", r.Size)
 	case kindMessages:
-		n, err := cborArrayLen(r.payload)
+		n, err := cborArrayLen(r.Payload)
 		if err != nil {
-			return session.Errorf(session.CodeInternal, "decode messages record: %v", err)
+			return session.Wrap(session.CodeInternal, err, "decode messages record")
 		}
 		t.messages += n
-		t.acct.add(r.size)
+		t.acct.add(r.Size)
 	case kindTraces, kindArtifacts:
-		t.acct.add(r.size)
+		t.acct.add(r.Size)
 	case kindWorkspace, kindAgent, kindHandoff, kindRuntime, kindFiles:
-		t.acct.set(string(r.kind), r.size)
+		t.acct.set(string(r.Kind), r.Size)
 	case kindMeta:
 		var m metaRec
 		if err := dec(&m); err != nil {
 			return err
 		}
-		t.acct.set("m/"+m.Key, r.size)
+		t.acct.set("m/"+m.Key, r.Size)
 	case kindRun:
 		if err := dec(&id); err != nil {
 			return err
 		}
 		t.runs[id.RunID] = id.Status
-		t.acct.set("r/"+id.RunID, r.size)
+		t.acct.set("r/"+id.RunID, r.Size)
 	case kindVerif:
 		if err := dec(&id); err != nil {
 			return err
 		}
-		t.acct.set("v/"+id.ID, r.size)
+		t.acct.set("v/"+id.ID, r.Size)
 	case kindTask:
 		if err := dec(&id); err != nil {
 			return err
 		}
-		t.acct.set("s/"+id.TaskID, r.size)
+		t.acct.set("s/"+id.TaskID, r.Size)
 	case kindCheckpoint:
 		var cp session.LoopCheckpoint
 		if err := dec(&cp); err != nil {
 			return err
 		}
 		t.ckpts[cp.RunID] = &cp
-		t.acct.set("C/"+cp.RunID, r.size)
+		t.acct.set("C/"+cp.RunID, r.Size)
 	case kindDropCkpt:
 		var run string
 		if err := dec(&run); err != nil {
@@ -187,7 +188,7 @@ func (t *tracker) observeRecord(r rawRecord) error {
 		delete(t.ckpts, run)
 		t.acct.drop("C/" + run)
 	default:
-		return errUnknownKind(r.kind)
+		return errUnknownKind(r.Kind)
 	}
 	return nil
 }
@@ -223,26 +224,26 @@ func replayState(groups []commitGroup, upTo uint64) (*session.State, error) {
 }
 
 // decodeInto adds one record to the change being rebuilt.
-func decodeInto(c *session.Change, ckpts *[]*session.LoopCheckpoint, sessionID *string, r rawRecord) error {
+func decodeInto(c *session.Change, ckpts *[]*session.LoopCheckpoint, sessionID *string, r recordlog.Record) error {
 	var err error
-	switch r.kind {
+	switch r.Kind {
 	case kindReset:
 		var rr resetRec
-		if err = decMode.Unmarshal(r.payload, &rr); err == nil {
+		if err = decMode.Unmarshal(r.Payload, &rr); err == nil {
 			*sessionID = rr.SessionID
 			c.Replace = &session.Snapshot{CreatedAt: rr.CreatedAt}
 		}
 	case kindWorkspace:
 		c.Workspace = new(session.Workspace)
-		err = decMode.Unmarshal(r.payload, c.Workspace)
+		err = decMode.Unmarshal(r.Payload, c.Workspace)
 	case kindAgent:
-		err = decMode.Unmarshal(r.payload, &c.Agent)
+		err = decMode.Unmarshal(r.Payload, &c.Agent)
 		if c.Agent == nil {
 			c.Agent = map[string]session.Value{}
 		}
 	case kindMeta:
 		var m metaRec
-		if err = decMode.Unmarshal(r.payload, &m); err == nil {
+		if err = decMode.Unmarshal(r.Payload, &m); err == nil {
 			if c.Metadata == nil {
 				c.Metadata = map[string]session.Value{}
 			}
@@ -250,58 +251,58 @@ func decodeInto(c *session.Change, ckpts *[]*session.LoopCheckpoint, sessionID *
 		}
 	case kindMessages:
 		var ms []session.Value
-		if err = decMode.Unmarshal(r.payload, &ms); err == nil {
+		if err = decMode.Unmarshal(r.Payload, &ms); err == nil {
 			c.AppendMessages = append(c.AppendMessages, ms...)
 		}
 	case kindTraces:
 		var ts []session.Trace
-		if err = decMode.Unmarshal(r.payload, &ts); err == nil {
+		if err = decMode.Unmarshal(r.Payload, &ts); err == nil {
 			c.AppendTraces = append(c.AppendTraces, ts...)
 		}
 	case kindArtifacts:
 		var as []session.Artifact
-		if err = decMode.Unmarshal(r.payload, &as); err == nil {
+		if err = decMode.Unmarshal(r.Payload, &as); err == nil {
 			c.AppendArtifacts = append(c.AppendArtifacts, as...)
 		}
 	case kindRun:
 		var v session.Run
-		if err = decMode.Unmarshal(r.payload, &v); err == nil {
+		if err = decMode.Unmarshal(r.Payload, &v); err == nil {
 			c.UpsertRuns = append(c.UpsertRuns, v)
 		}
 	case kindVerif:
 		var v session.Verification
-		if err = decMode.Unmarshal(r.payload, &v); err == nil {
+		if err = decMode.Unmarshal(r.Payload, &v); err == nil {
 			c.UpsertVerifications = append(c.UpsertVerifications, v)
 		}
 	case kindTask:
 		var v session.SubagentTask
-		if err = decMode.Unmarshal(r.payload, &v); err == nil {
+		if err = decMode.Unmarshal(r.Payload, &v); err == nil {
 			c.UpsertSubagentTasks = append(c.UpsertSubagentTasks, v)
 		}
 	case kindHandoff:
 		c.Handoff = new(session.Handoff)
-		err = decMode.Unmarshal(r.payload, c.Handoff)
+		err = decMode.Unmarshal(r.Payload, c.Handoff)
 	case kindRuntime:
 		c.Runtime = new(session.Runtime)
-		err = decMode.Unmarshal(r.payload, c.Runtime)
+		err = decMode.Unmarshal(r.Payload, c.Runtime)
 	case kindFiles:
 		c.Files = new(session.ManifestRef)
-		err = decMode.Unmarshal(r.payload, c.Files)
+		err = decMode.Unmarshal(r.Payload, c.Files)
 	case kindCheckpoint:
 		cp := new(session.LoopCheckpoint)
-		if err = decMode.Unmarshal(r.payload, cp); err == nil {
+		if err = decMode.Unmarshal(r.Payload, cp); err == nil {
 			*ckpts = append(*ckpts, cp)
 		}
 	case kindDropCkpt:
 		var run string
-		if err = decMode.Unmarshal(r.payload, &run); err == nil {
+		if err = decMode.Unmarshal(r.Payload, &run); err == nil {
 			c.DropCheckpoints = append(c.DropCheckpoints, run)
 		}
 	default:
-		return errUnknownKind(r.kind)
+		return errUnknownKind(r.Kind)
 	}
 	if err != nil {
-		return session.Errorf(session.CodeInternal, "decode %q record: %v", r.kind, err)
+		return session.Wrap(session.CodeInternal, err, "decode %q record", r.Kind)
 	}
 	return nil
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/layout"
+	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -25,9 +27,6 @@ const DefaultMaxCommitBytes = 64 << 20
 // DefaultCompactMinBytes is the default amount of dead bytes a log must hold
 // before compaction rewrites it.
 const DefaultCompactMinBytes = 64 << 10
-
-// DirName is the store's directory inside a workspace.
-const DirName = ".cairn"
 
 // Options configure a Store. The zero value is valid.
 type Options struct {
@@ -85,8 +84,7 @@ type Store struct {
 type sessionFile struct {
 	mu         sync.Mutex
 	name       string
-	f          *os.File // nil until the first commit creates the file
-	size       int64    // committed length of the log
+	log        *recordlog.File // nil until the first commit creates the file
 	t          *tracker
 	broken     error // set when the file must not be written again
 	gone       bool  // deleted; look the session up again
@@ -97,8 +95,7 @@ type sessionFile struct {
 type workflowFile struct {
 	mu     sync.Mutex
 	name   string
-	f      *os.File
-	size   int64
+	log    *recordlog.File // nil until the first step creates the file
 	gen    uint64
 	w      *session.Workflow
 	gone   bool
@@ -130,18 +127,18 @@ func Open(root string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("fsstore.Open: %w", err)
 	}
 	s := &Store{
-		root: abs, dir: filepath.Join(abs, DirName), opts: opts, log: opts.Logger,
+		root: abs, dir: layout.StateDir(abs), opts: opts, log: opts.Logger,
 		sessions: map[string]*sessionFile{}, workflows: map[string]*workflowFile{}, unreadable: map[string]error{},
 	}
-	s.sessionsDir = filepath.Join(s.dir, "sessions")
-	s.flowsDir = filepath.Join(s.dir, "workflows")
+	s.sessionsDir = layout.Sessions(abs)
+	s.flowsDir = layout.Workflows(abs)
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 		return nil, session.Errorf(session.CodeInvalidArgument, "fsstore.Open: workspace %s is not a directory", abs)
 	}
 	if err := ensureDir(s.dir); err != nil {
 		return nil, wrapOpen(err)
 	}
-	if s.lock, err = acquireLock(filepath.Join(s.dir, "LOCK")); err != nil {
+	if s.lock, err = acquireLock(layout.Lock(abs)); err != nil {
 		return nil, err
 	}
 	if err := s.recover(); err != nil {
@@ -152,12 +149,14 @@ func Open(root string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// wrapOpen names the operation in an error of Open, keeping its code and
+// its cause.
 func wrapOpen(err error) error {
-	var se *session.Error
-	if errors.As(err, &se) {
-		return session.Errorf(se.Code, "fsstore.Open: %s", se.Message)
+	msg := err.Error()
+	if se, ok := err.(*session.Error); ok {
+		msg = se.Message
 	}
-	return session.Errorf(session.CodeInternal, "fsstore.Open: %v", err)
+	return &session.Error{Code: session.CodeOf(err), Message: "fsstore.Open: " + msg, Err: err}
 }
 
 // Dir returns the store's directory (root/.cairn).
@@ -178,13 +177,11 @@ func (s *Store) Capabilities() session.Capabilities {
 }
 
 func (s *Store) recover() error {
-	gi := filepath.Join(s.dir, ".gitignore")
+	gi := layout.Gitignore(s.root)
 	if fi, err := os.Lstat(gi); os.IsNotExist(err) {
-		f, err := s.createFile(gi, []byte("*\n"))
-		if err != nil {
+		if err := atomicfile.WriteFile(gi, []byte("*\n"), 0o600); err != nil {
 			return err
 		}
-		f.Close()
 	} else if err != nil {
 		return err
 	} else if !fi.Mode().IsRegular() {
@@ -258,74 +255,60 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 // returns the commits. A log with no complete commit is removed (nil
 // groups). Readability problems are recorded in s.unreadable and reported as
 // a nil file, so one bad log does not take the whole store down.
-func (s *Store) openLog(dir, name string) (*os.File, []commitGroup, int64, error) {
+func (s *Store) openLog(dir, name string) (*recordlog.File, []commitGroup, error) {
 	path := filepath.Join(dir, name)
-	f, err := os.OpenFile(path, os.O_RDWR|atomicfile.OpenFlags, 0)
+	l, data, err := recordlog.Open(path)
 	if err != nil {
-		return nil, nil, 0, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, 0, err
-	}
-	data, err := readAll(f, fi.Size())
-	if err != nil {
-		f.Close()
-		return nil, nil, 0, err
+		return nil, nil, err
 	}
 	groups, valid, err := scan(data)
 	if err != nil {
-		f.Close()
+		l.Close()
 		if errors.Is(err, errBadMagic) {
-			err = session.Errorf(session.CodeInternal, "%s: %v", path, err)
+			err = session.Wrap(session.CodeInternal, err, "%s", path)
 		}
 		s.unreadable[name] = err
 		s.log.Error("log cannot be read; leaving it untouched", "path", path, "error", err)
-		return nil, nil, 0, nil
+		return nil, nil, nil
 	}
 	if len(groups) == 0 {
-		f.Close()
+		l.Close()
 		s.log.Warn("removing log with no complete commit", "path", path)
 		if err := os.Remove(path); err != nil {
-			return nil, nil, 0, err
+			return nil, nil, err
 		}
-		return nil, nil, 0, atomicfile.SyncDir(dir)
+		return nil, nil, atomicfile.SyncDir(dir)
 	}
-	if valid < fi.Size() {
-		s.log.Warn("trimming torn or uncommitted log tail", "path", path, "bytes", fi.Size()-valid)
-		if err := f.Truncate(valid); err != nil {
-			f.Close()
-			return nil, nil, 0, err
+	if size := l.Size(); valid < size {
+		s.log.Warn("trimming torn or uncommitted log tail", "path", path, "bytes", size-valid)
+		if err := l.Truncate(valid); err != nil {
+			l.Close()
+			return nil, nil, err
 		}
-		if err := atomicfile.Fdatasync(f); err != nil {
-			f.Close()
-			return nil, nil, 0, err
-		}
-		s.trimmed.Add(fi.Size() - valid)
+		s.trimmed.Add(size - valid)
 	}
-	return f, groups, valid, nil
+	return l, groups, nil
 }
 
 func (s *Store) loadSession(name string) error {
-	f, groups, size, err := s.openLog(s.sessionsDir, name)
-	if err != nil || f == nil {
+	l, groups, err := s.openLog(s.sessionsDir, name)
+	if err != nil || l == nil {
 		return err
 	}
 	t := newTracker()
 	for _, g := range groups {
 		if err := t.observe(g); err != nil {
-			f.Close()
+			l.Close()
 			s.unreadable[name] = err
 			s.log.Error("log cannot be read; leaving it untouched", "path", filepath.Join(s.sessionsDir, name), "error", err)
 			return nil
 		}
 	}
 	if name != fileName(t.sessionID) {
-		f.Close()
+		l.Close()
 		return session.Errorf(session.CodeInternal, "%s holds session %q, whose file would be %s", name, t.sessionID, fileName(t.sessionID))
 	}
-	s.sessions[t.sessionID] = &sessionFile{name: name, f: f, size: size, t: t}
+	s.sessions[t.sessionID] = &sessionFile{name: name, log: l, t: t}
 	return nil
 }
 
@@ -417,7 +400,7 @@ func (s *Store) Commit(ctx context.Context, id string, c *session.Change, opts s
 
 func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts session.CommitOptions) (session.CommitResult, error) {
 	if sf.broken != nil {
-		return session.CommitResult{}, session.Errorf(session.CodeInternal, "fsstore.Commit: session %q: %v", id, sf.broken)
+		return session.CommitResult{}, session.Wrap(session.CodeInternal, sf.broken, "fsstore.Commit: session %q", id)
 	}
 	if err := session.CheckExpect(id, sf.t.gen, opts); err != nil {
 		return session.CommitResult{}, err
@@ -425,16 +408,16 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	now := s.opts.Now().UTC()
 	gen := sf.t.gen + 1
 	var fb frameBuf
-	creating := sf.f == nil
+	creating := sf.log == nil
 	if creating {
-		fb.buf = append(fb.buf, logMagic[:]...)
+		fb.buf = append(fb.buf, logMagic...)
 	}
 	start := len(fb.buf)
 	fb.begin()
 	encodeChange(&fb, sf.t, id, c, now)
 	fb.commit(gen, now)
 	if fb.err != nil {
-		return session.CommitResult{}, session.Errorf(session.CodeInternal, "fsstore.Commit: encode: %v", fb.err)
+		return session.CommitResult{}, session.Wrap(session.CodeInternal, fb.err, "fsstore.Commit: encode")
 	}
 	n := int64(len(fb.buf) - start)
 	if n > s.opts.MaxCommitBytes {
@@ -445,25 +428,23 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	// anything is written.
 	groups, _, err := scanRecords(fb.buf, int64(start), sf.t.gen)
 	if err != nil || len(groups) != 1 {
-		return session.CommitResult{}, session.Errorf(session.CodeInternal, "fsstore.Commit: encoded commit does not scan back (%v)", err)
+		return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Commit: encoded commit does not scan back (%d commits)", len(groups))
 	}
-	path := filepath.Join(s.sessionsDir, sf.name)
 	if creating {
-		f, err := s.createFile(path, fb.buf)
+		l, err := s.createLog(filepath.Join(s.sessionsDir, sf.name), fb.buf)
 		if err != nil {
-			return session.CommitResult{}, session.Errorf(session.CodeInternal, "fsstore.Commit: %v", err)
+			return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Commit")
 		}
-		sf.f, sf.size = f, int64(len(fb.buf))
+		sf.log = l
 	} else {
-		err, broken := s.appendCommit(sf.f, sf.size, fb.buf)
-		if broken != nil {
-			sf.broken = broken
-			s.log.Error("session log is broken until reopen", "session_file", sf.name, "error", broken)
+		broken, err := s.appendCommit(sf.log, fb.buf)
+		if broken {
+			sf.broken = err
+			s.log.Error("session log is broken until reopen", "path", sf.log.Path(), "error", err)
 		}
 		if err != nil {
-			return session.CommitResult{}, session.Errorf(session.CodeInternal, "fsstore.Commit: %v", err)
+			return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Commit")
 		}
-		sf.size += n
 	}
 	// Folded in place, not into a copy: copying the summary (every run,
 	// checkpoint and live-byte key) would make each commit cost the
@@ -472,8 +453,8 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	// but the summary is not to be trusted, so the session stops taking
 	// commits until a reopen rebuilds it from the log.
 	if err := sf.t.observe(groups[0]); err != nil {
-		sf.broken = fmt.Errorf("summary of a durable commit failed (%v); reopen the store", err)
-		return session.CommitResult{}, session.Errorf(session.CodeInternal, "fsstore.Commit: %v", sf.broken)
+		sf.broken = fmt.Errorf("summary of a durable commit failed; reopen the store: %w", err)
+		return session.CommitResult{}, session.Wrap(session.CodeInternal, sf.broken, "fsstore.Commit")
 	}
 	written := int64(len(fb.buf)) // the commit, plus the magic of a new file
 	s.commits.Add(1)
@@ -490,24 +471,24 @@ func (s *Store) Load(ctx context.Context, id string, at uint64) (*session.State,
 	if err != nil {
 		return nil, err
 	}
-	gen, first, size := sf.t.gen, sf.t.first, sf.size
-	var f *os.File
+	gen, first := sf.t.gen, sf.t.first
+	var r *recordlog.Reader
 	switch {
 	case at > gen:
 		err = session.Errorf(session.CodeNotFound, "session %q has no generation %d (latest is %d)", id, at, gen)
 	case at != 0 && at < first:
 		err = session.Errorf(session.CodeNotFound, "session %q generation %d was compacted away (oldest kept is %d)", id, at, first)
 	default:
-		f, err = os.OpenFile(filepath.Join(s.sessionsDir, sf.name), os.O_RDONLY|atomicfile.OpenFlags, 0)
+		r, err = sf.log.OpenReader()
 	}
 	sf.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	data, err := readAll(f, size)
+	size := r.Size()
+	data, err := r.ReadAll()
 	if err != nil {
-		return nil, session.Errorf(session.CodeInternal, "fsstore.Load: %v", err)
+		return nil, session.Wrap(session.CodeInternal, err, "fsstore.Load")
 	}
 	groups, valid, err := scan(data)
 	if err != nil {
@@ -518,7 +499,7 @@ func (s *Store) Load(ctx context.Context, id string, at uint64) (*session.State,
 	}
 	st, err := replayState(groups, at)
 	if err != nil {
-		return nil, session.Errorf(session.CodeInternal, "fsstore.Load: session %q: %v", id, err)
+		return nil, session.Wrap(session.CodeInternal, err, "fsstore.Load: session %q", id)
 	}
 	want := gen
 	if at != 0 {
@@ -534,7 +515,7 @@ func (sf *sessionFile) summaryLocked() session.Summary {
 	t := sf.t
 	sum := session.Summary{
 		SessionID: t.sessionID, Generation: t.gen, CreatedAt: t.created, UpdatedAt: t.updated,
-		MessageCount: t.messages, Checkpoints: len(t.ckpts), SizeBytes: sf.size,
+		MessageCount: t.messages, Checkpoints: len(t.ckpts), SizeBytes: sf.log.Size(),
 	}
 	for _, status := range t.runs {
 		if sum.Runs == nil {
@@ -668,22 +649,22 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	tomb := deletedPrefix + sf.name
 	if err := os.Rename(filepath.Join(s.sessionsDir, sf.name), filepath.Join(s.sessionsDir, tomb)); err != nil {
-		return session.Errorf(session.CodeInternal, "fsstore.Delete: %v", err)
+		return session.Wrap(session.CodeInternal, err, "fsstore.Delete")
 	}
 	if err := atomicfile.SyncDir(s.sessionsDir); err != nil {
-		return session.Errorf(session.CodeInternal, "fsstore.Delete: sync dir: %v", err)
+		return session.Wrap(session.CodeInternal, err, "fsstore.Delete: sync dir")
 	}
 	sf.gone = true
-	sf.f.Close()
+	sf.log.Close()
 	delete(s.sessions, id)
 	if err := s.deleteOwnedLocked(id); err != nil {
-		return session.Errorf(session.CodeInternal, "fsstore.Delete: %v", err)
+		return session.Wrap(session.CodeInternal, err, "fsstore.Delete")
 	}
 	if err := os.Remove(filepath.Join(s.sessionsDir, tomb)); err != nil {
-		return session.Errorf(session.CodeInternal, "fsstore.Delete: %v", err)
+		return session.Wrap(session.CodeInternal, err, "fsstore.Delete")
 	}
 	if err := atomicfile.SyncDir(s.sessionsDir); err != nil {
-		return session.Errorf(session.CodeInternal, "fsstore.Delete: sync dir: %v", err)
+		return session.Wrap(session.CodeInternal, err, "fsstore.Delete: sync dir")
 	}
 	return nil
 }
@@ -699,8 +680,8 @@ func (s *Store) deleteOwnedLocked(id string) error {
 				return err
 			}
 			wf.gone = true
-			if wf.f != nil {
-				wf.f.Close()
+			if wf.log != nil {
+				wf.log.Close()
 			}
 			delete(s.workflows, wid)
 			removed = true
@@ -722,7 +703,7 @@ func (s *Store) finishDelete(tomb string) error {
 	}
 	if groups, _, err := scan(data); err == nil && len(groups) > 0 {
 		t := newTracker()
-		if len(groups[0].records) > 0 && groups[0].records[0].kind == kindReset {
+		if len(groups[0].records) > 0 && groups[0].records[0].Kind == kindReset {
 			if err := t.observeRecord(groups[0].records[0]); err == nil {
 				if err := s.deleteOwnedLocked(t.sessionID); err != nil {
 					return err
@@ -760,18 +741,18 @@ func (s *Store) Close() error {
 func (s *Store) closeFiles() {
 	for _, sf := range s.sessions {
 		sf.mu.Lock()
-		if sf.f != nil {
-			sf.f.Close()
-			sf.f = nil
+		if sf.log != nil {
+			sf.log.Close()
+			sf.log = nil
 		}
 		sf.gone = true
 		sf.mu.Unlock()
 	}
 	for _, wf := range s.workflows {
 		wf.mu.Lock()
-		if wf.f != nil {
-			wf.f.Close()
-			wf.f = nil
+		if wf.log != nil {
+			wf.log.Close()
+			wf.log = nil
 		}
 		wf.gone = true
 		wf.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -13,15 +14,15 @@ import (
 // compacted: a step recorded again supersedes its earlier record on replay.
 
 func (s *Store) loadWorkflow(name string) error {
-	f, groups, size, err := s.openLog(s.flowsDir, name)
-	if err != nil || f == nil {
+	l, groups, err := s.openLog(s.flowsDir, name)
+	if err != nil || l == nil {
 		return err
 	}
 	w := &session.Workflow{SchemaVersion: session.SchemaVersion, Steps: []session.StepRecord{}}
 	for _, g := range groups {
 		for _, r := range g.records {
 			if err := applyWorkflowRecord(w, r); err != nil {
-				f.Close()
+				l.Close()
 				s.unreadable[name] = err
 				s.log.Error("workflow log cannot be read; leaving it untouched", "path", filepath.Join(s.flowsDir, name), "error", err)
 				return nil
@@ -29,29 +30,29 @@ func (s *Store) loadWorkflow(name string) error {
 		}
 	}
 	if name != fileName(w.WorkflowID) {
-		f.Close()
+		l.Close()
 		return session.Errorf(session.CodeInternal, "%s holds workflow %q, whose file would be %s", name, w.WorkflowID, fileName(w.WorkflowID))
 	}
-	s.workflows[w.WorkflowID] = &workflowFile{name: name, f: f, size: size, gen: groups[len(groups)-1].commit.Generation, w: w}
+	s.workflows[w.WorkflowID] = &workflowFile{name: name, log: l, gen: groups[len(groups)-1].commit.Generation, w: w}
 	return nil
 }
 
-func applyWorkflowRecord(w *session.Workflow, r rawRecord) error {
-	switch r.kind {
+func applyWorkflowRecord(w *session.Workflow, r recordlog.Record) error {
+	switch r.Kind {
 	case kindOwner:
 		var o ownerRec
-		if err := decMode.Unmarshal(r.payload, &o); err != nil {
-			return session.Errorf(session.CodeInternal, "decode owner record: %v", err)
+		if err := decMode.Unmarshal(r.Payload, &o); err != nil {
+			return session.Wrap(session.CodeInternal, err, "decode owner record")
 		}
 		w.WorkflowID, w.SessionID = o.WorkflowID, o.SessionID
 	case kindStep:
 		var st session.StepRecord
-		if err := decMode.Unmarshal(r.payload, &st); err != nil {
-			return session.Errorf(session.CodeInternal, "decode step record: %v", err)
+		if err := decMode.Unmarshal(r.Payload, &st); err != nil {
+			return session.Wrap(session.CodeInternal, err, "decode step record")
 		}
 		session.ApplyStep(w, st)
 	default:
-		return errUnknownKind(r.kind)
+		return errUnknownKind(r.Kind)
 	}
 	return nil
 }
@@ -130,12 +131,12 @@ func (s *Store) SaveStep(ctx context.Context, id, sessionID string, step session
 
 func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step session.StepRecord) error {
 	if wf.broken != nil {
-		return session.Errorf(session.CodeInternal, "fsstore.SaveStep: workflow %q: %v", id, wf.broken)
+		return session.Wrap(session.CodeInternal, wf.broken, "fsstore.SaveStep: workflow %q", id)
 	}
 	var fb frameBuf
-	creating := wf.f == nil
+	creating := wf.log == nil
 	if creating {
-		fb.buf = append(fb.buf, logMagic[:]...)
+		fb.buf = append(fb.buf, logMagic...)
 	}
 	start := len(fb.buf)
 	fb.begin()
@@ -145,29 +146,28 @@ func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step sess
 	fb.add(kindStep, &step)
 	fb.commit(wf.gen+1, s.opts.Now())
 	if fb.err != nil {
-		return session.Errorf(session.CodeInternal, "fsstore.SaveStep: encode: %v", fb.err)
+		return session.Wrap(session.CodeInternal, fb.err, "fsstore.SaveStep: encode")
 	}
 	n := int64(len(fb.buf) - start)
 	if n > s.opts.MaxCommitBytes {
 		return session.Errorf(session.CodeTooLarge, "step record of %d bytes exceeds the limit of %d bytes", n, s.opts.MaxCommitBytes)
 	}
 	if creating {
-		f, err := s.createFile(filepath.Join(s.flowsDir, wf.name), fb.buf)
+		l, err := s.createLog(filepath.Join(s.flowsDir, wf.name), fb.buf)
 		if err != nil {
-			return session.Errorf(session.CodeInternal, "fsstore.SaveStep: %v", err)
+			return session.Wrap(session.CodeInternal, err, "fsstore.SaveStep")
 		}
-		wf.f, wf.size = f, int64(len(fb.buf))
+		wf.log = l
 		wf.w.SessionID = sessionID
 	} else {
-		err, broken := s.appendCommit(wf.f, wf.size, fb.buf)
-		if broken != nil {
-			wf.broken = broken
-			s.log.Error("workflow log is broken until reopen", "workflow_file", wf.name, "error", broken)
+		broken, err := s.appendCommit(wf.log, fb.buf)
+		if broken {
+			wf.broken = err
+			s.log.Error("workflow log is broken until reopen", "path", wf.log.Path(), "error", err)
 		}
 		if err != nil {
-			return session.Errorf(session.CodeInternal, "fsstore.SaveStep: %v", err)
+			return session.Wrap(session.CodeInternal, err, "fsstore.SaveStep")
 		}
-		wf.size += n
 	}
 	wf.gen++
 	session.ApplyStep(wf.w, step)
@@ -196,13 +196,13 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id string) error {
 		return session.Errorf(session.CodeNotFound, "workflow %q not found", id)
 	}
 	if err := os.Remove(filepath.Join(s.flowsDir, wf.name)); err != nil {
-		return session.Errorf(session.CodeInternal, "fsstore.DeleteWorkflow: %v", err)
+		return session.Wrap(session.CodeInternal, err, "fsstore.DeleteWorkflow")
 	}
 	wf.gone = true
-	wf.f.Close()
+	wf.log.Close()
 	delete(s.workflows, id)
 	if err := atomicfile.SyncDir(s.flowsDir); err != nil {
-		return session.Errorf(session.CodeInternal, "fsstore.DeleteWorkflow: sync dir: %v", err)
+		return session.Wrap(session.CodeInternal, err, "fsstore.DeleteWorkflow: sync dir")
 	}
 	return nil
 }

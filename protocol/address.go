@@ -8,17 +8,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cairn-dev/cairn/internal/layout"
 )
 
-// Names inside a workspace (PROTOCOL.md §1).
+// Names inside a workspace (PROTOCOL.md §1), as internal/layout defines them.
 const (
 	// StateDir is the workspace's cairn directory.
-	StateDir = ".cairn"
+	StateDir = layout.Dir
 	// SocketName is the socket's file name in StateDir.
-	SocketName = "cairnd.sock"
+	SocketName = layout.SocketName
 	// AddrFileName names the file in StateDir that holds the socket path
 	// when the default one is too long.
-	AddrFileName = "cairnd.addr"
+	AddrFileName = layout.AddrFileName
 	// MaxSocketPathLen is the longest socket path a Unix socket address
 	// holds: sun_path is 108 bytes including the terminating NUL.
 	MaxSocketPathLen = 107
@@ -51,12 +53,12 @@ func Workspace(dir string) (string, error) {
 
 // DefaultSocketPath returns <workspace>/.cairn/cairnd.sock.
 func DefaultSocketPath(workspace string) string {
-	return filepath.Join(workspace, StateDir, SocketName)
+	return layout.Socket(workspace)
 }
 
 // AddrFilePath returns <workspace>/.cairn/cairnd.addr.
 func AddrFilePath(workspace string) string {
-	return filepath.Join(workspace, StateDir, AddrFileName)
+	return layout.AddrFile(workspace)
 }
 
 // ShortSocketPath returns the socket path used when the default one is too

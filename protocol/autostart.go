@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/layout"
 )
 
 // DefaultStartTimeout bounds how long Connect waits for a daemon it started.
@@ -25,7 +27,7 @@ const ExitAlreadyRunning = 3
 
 // DaemonLogName is the file in the workspace's StateDir that receives the
 // standard error of a daemon started by Connect.
-const DaemonLogName = "cairnd.log"
+const DaemonLogName = layout.DaemonLogName
 
 // Connect connects to the daemon of workspace, starting one when none
 // answers (unless opts.NoAutoStart). A started cairnd runs detached, in its
@@ -203,11 +205,11 @@ func (p *started) status() string {
 // the caller's terminal. A goroutine waits for the process so it is reaped
 // whenever it exits; it lives as long as the daemon (or this process).
 func (c *Client) startDaemon(bin string) (*started, error) {
-	dir := filepath.Join(c.workspace, StateDir)
+	dir := layout.StateDir(c.workspace)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(dir, DaemonLogName)
+	logPath := layout.DaemonLog(c.workspace)
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, err

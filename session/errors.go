@@ -80,11 +80,18 @@ func Codes() []Code {
 	return out
 }
 
-// CodeOf reports the stable code of err: the code of the sentinel it wraps,
-// or CodeInternal for any other non-nil error, or "" for nil.
+// CodeOf reports the stable code of err: the code of the outermost *Error
+// it wraps, else the code of the sentinel it wraps, else CodeInternal for
+// any other non-nil error, or "" for nil. The outermost *Error decides
+// because its cause may carry a code of its own (an internal failure whose
+// cause was a not_found, say).
 func CodeOf(err error) Code {
 	if err == nil {
 		return ""
+	}
+	var se *Error
+	if errors.As(err, &se) {
+		return se.Code
 	}
 	for _, c := range codeSentinels {
 		if errors.Is(err, c.err) {
@@ -105,21 +112,45 @@ func SentinelOf(code Code) error {
 	return ErrInternal
 }
 
-// Error is a coded error with a human-readable message. It unwraps to the
-// sentinel of its code, so errors.Is(err, ErrConflict) works.
+// Error is a coded error with a human-readable message and, optionally, the
+// error that caused it. It unwraps to both the sentinel of its code and the
+// cause, so errors.Is(err, ErrInternal) and errors.Is(err, syscall.ENOSPC)
+// (or errors.As(err, &pathErr)) hold for the same error.
 type Error struct {
-	Code    Code
+	Code Code
+	// Message is the whole human-readable text (for a wrapped error it ends
+	// with the cause's text); it is what the wire carries.
 	Message string
+	// Err is the cause, or nil.
+	Err error
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
-// Unwrap returns the sentinel error of the code.
-func (e *Error) Unwrap() error { return SentinelOf(e.Code) }
+// Unwrap returns the sentinel error of the code and, when there is one, the
+// cause.
+func (e *Error) Unwrap() []error {
+	if e.Err == nil {
+		return []error{SentinelOf(e.Code)}
+	}
+	return []error{SentinelOf(e.Code), e.Err}
+}
 
-// Errorf returns an *Error with the given code and formatted message.
+// Errorf returns an *Error with the given code and formatted message. It
+// keeps no cause: to record an underlying error, use Wrap.
 func Errorf(code Code, format string, args ...any) error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an *Error with the given code whose cause is cause and whose
+// message is the formatted text, ": ", and cause's text (as %v would have
+// flattened it). A nil cause gives Errorf's result.
+func Wrap(code Code, cause error, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if cause == nil {
+		return &Error{Code: code, Message: msg}
+	}
+	return &Error{Code: code, Message: msg + ": " + cause.Error(), Err: cause}
 }
 
 // LockedError reports that another process holds a store's writer lock.

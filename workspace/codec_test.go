@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/cairn-dev/cairn/internal/recordlog"
 )
 
 // TestDeltaCodecRoundTrip checks that any delta decodes to what was
@@ -30,7 +32,7 @@ func TestDeltaCodecRoundTrip(t *testing.T) {
 			}
 		}
 		frame := encodeDelta(seq, ops)
-		gotSeq, got, err := decodeDelta(frame[8:])
+		gotSeq, got, err := decodeDelta(frame[recordlog.HeaderSize:])
 		if err != nil || gotSeq != seq || len(got) != len(ops) {
 			t.Fatalf("decode: seq %d ops %d err %v", gotSeq, len(got), err)
 		}

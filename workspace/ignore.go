@@ -3,12 +3,14 @@ package workspace
 import (
 	"path"
 	"strings"
+
+	"github.com/cairn-dev/cairn/internal/layout"
 )
 
 // builtinIgnored names the directories that are never indexed nor watched,
 // at any depth. .git and .cairn are ignored whether they are directories or
 // files (a git worktree's .git is a file).
-var builtinIgnored = []string{".git", ".cairn", "node_modules", "target", "__pycache__"}
+var builtinIgnored = []string{".git", layout.Dir, "node_modules", "target", "__pycache__"}
 
 // rule is one parsed ignore pattern.
 type rule struct {
@@ -92,7 +94,7 @@ func validPattern(r rule) bool {
 func (m *matcher) ignored(rel string, isDir bool) bool {
 	base := rel[strings.LastIndexByte(rel, '/')+1:]
 	for _, b := range builtinIgnored {
-		if base == b && (isDir || b == ".git" || b == ".cairn") {
+		if base == b && (isDir || b == ".git" || b == layout.Dir) {
 			return true
 		}
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/layout"
+	"github.com/cairn-dev/cairn/internal/recordlog"
 )
 
 // On-disk manifests. A manifest is the map path -> (size, mtime, ctime,
@@ -31,9 +33,10 @@ import (
 //	                       the empty manifest and has no file
 //	  log-<seq>.bin        the deltas seq+1, seq+2, ... after base-<seq>
 //
-// A log starts with logMagic and holds frames
-// [u32 payload length][u32 CRC-32C of payload][payload], each payload one
-// delta: [u8 recDelta][uvarint seq][uvarint op count][ops]. An op is
+// A log starts with logMagic and holds records framed by internal/recordlog
+// ([u32 payload length][u32 CRC-32C of kind+payload][u8 kind][payload]),
+// each of kind recDelta with one delta as payload:
+// [uvarint seq][uvarint op count][ops]. An op is
 // [u8 opPut|opDel][uvarint path length][path] and, for a put,
 // [uvarint size][varint mtime][varint ctime][uvarint mode][u8 flags][32-byte hash].
 // A base file is baseMagic, [uvarint seq][uvarint count], count put ops, and
@@ -45,12 +48,19 @@ import (
 // rebaseMinOps), a new base is written (temp file, fsync, rename, fsync
 // directory) and a new log starts, so loading any manifest reads one base
 // and a bounded log. Old bases and logs are kept: sessions refer to them.
+//
+// Logs written before the record-log framing was shared (magic
+// legacyLogMagic, frames [u32 length of kind+payload][u32 CRC-32C][kind]
+// [payload]) are rewritten in the current framing when the store opens
+// (upgradeLegacyLog), since the manifests in them are what sessions refer
+// to, not a cache that could be rebuilt.
 const (
-	logMagic  = "CAIRNML1"
-	baseMagic = "CAIRNMB1"
-	recDelta  = 1
-	opPut     = 1
-	opDel     = 2
+	logMagic       = "CAIRNML2"
+	legacyLogMagic = "CAIRNML1"
+	baseMagic      = "CAIRNMB1"
+	recDelta       = 1
+	opPut          = 1
+	opDel          = 2
 )
 
 // rebaseMinOps is the fewest ops in a log (or in one delta) that start a new
@@ -77,23 +87,22 @@ type mop struct {
 }
 
 type manifestStore struct {
-	dir     string
-	log     hclog.Logger
-	lockF   *os.File
-	id      string
-	bases   []uint64 // sorted, always starting with 0
-	cur     *os.File // log-<bases[last]>
-	curSize int64
-	last    uint64 // newest manifest's sequence number (0: none yet)
-	curOps  int    // ops in the current log
-	broken  error  // set when a failed append could not be rolled back
+	dir    string
+	log    hclog.Logger
+	lockF  *os.File
+	id     string
+	bases  []uint64        // sorted, always starting with 0
+	cur    *recordlog.File // log-<bases[last]>
+	last   uint64          // newest manifest's sequence number (0: none yet)
+	curOps int             // ops in the current log
+	broken error           // set when a failed append could not be rolled back
 }
 
 func openManifestStore(dir string, log hclog.Logger) (*manifestStore, error) {
 	if err := ensureDir(dir); err != nil {
 		return nil, fmt.Errorf("manifests: %w", err)
 	}
-	lockF, err := lockFile(filepath.Join(dir, "LOCK"))
+	lockF, err := lockFile(filepath.Join(dir, layout.LockName))
 	if err != nil {
 		return nil, fmt.Errorf("manifests: %w", err)
 	}
@@ -119,6 +128,10 @@ func (ms *manifestStore) recover() error {
 		switch {
 		case strings.HasPrefix(name, tempPrefix):
 			os.Remove(filepath.Join(ms.dir, name))
+		case strings.HasPrefix(name, "log-") && strings.HasSuffix(name, ".bin"):
+			if err := ms.upgradeLegacyLog(filepath.Join(ms.dir, name)); err != nil {
+				return err
+			}
 		case strings.HasPrefix(name, "base-") && strings.HasSuffix(name, ".bin"):
 			if n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(name, "base-"), ".bin"), 16, 64); err == nil && n > 0 {
 				ms.bases = append(ms.bases, n)
@@ -152,15 +165,11 @@ func (ms *manifestStore) recover() error {
 			return err
 		}
 	}
-	f, err := os.OpenFile(lp, os.O_RDWR|atomicfile.OpenFlags, 0)
+	l, data, err := recordlog.Open(lp)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", lp, err)
 	}
-	ms.cur = f
-	data, err = os.ReadFile(lp)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", lp, err)
-	}
+	ms.cur = l
 	ms.last = base
 	valid, err := scanLog(data, base, func(seq uint64, ops []mop) bool {
 		ms.last = seq
@@ -170,50 +179,67 @@ func (ms *manifestStore) recover() error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", lp, err)
 	}
-	ms.curSize = int64(valid)
 	if valid < len(data) {
 		ms.log.Warn("trimming a torn tail off the manifest log", "file", lp, "kept", valid, "dropped", len(data)-valid)
-		if err := f.Truncate(int64(valid)); err != nil {
-			return fmt.Errorf("truncate %s: %w", lp, err)
-		}
-		if err := atomicfile.Fdatasync(f); err != nil {
-			return fmt.Errorf("sync %s: %w", lp, err)
+		if err := l.Truncate(int64(valid)); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// scanLog walks the frames of a log whose base is base, calling fn for each
-// valid delta in order until fn returns false; it returns the length of the
-// valid prefix. A frame that is incomplete, fails its checksum or breaks
-// the sequence ends the valid prefix (a torn tail).
-func scanLog(data []byte, base uint64, fn func(seq uint64, ops []mop) bool) (int, error) {
-	if len(data) < len(logMagic) || string(data[:len(logMagic)]) != logMagic {
-		return 0, fmt.Errorf("bad log header: %w", ErrCorrupt)
+// upgradeLegacyLog rewrites a log in the legacy framing (legacyLogMagic)
+// in the current one, crash-safely (atomicfile.WriteFile), keeping its
+// intact prefix; a log already in the current framing is left alone. The
+// legacy frame differs only in its length field, which counted the kind
+// byte: the checksum covers the same bytes in both.
+func (ms *manifestStore) upgradeLegacyLog(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
 	}
-	off := len(logMagic)
-	want := base + 1
-	for off+8 <= len(data) {
+	if !recordlog.HasMagic(data, legacyLogMagic) {
+		return nil
+	}
+	out := []byte(logMagic)
+	for off := len(legacyLogMagic); off+8 <= len(data); {
 		n := int(binary.LittleEndian.Uint32(data[off:]))
-		sum := binary.LittleEndian.Uint32(data[off+4:])
-		if n > len(data)-off-8 {
+		if n < 1 || n > len(data)-off-8 {
 			break
 		}
 		payload := data[off+8 : off+8+n]
-		if crc32.Checksum(payload, castagnoli) != sum {
+		if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(data[off+4:]) {
 			break
 		}
-		seq, ops, err := decodeDelta(payload)
-		if err != nil || seq != want {
-			break
-		}
+		out = recordlog.Append(out, payload[0], payload[1:])
 		off += 8 + n
-		want++
-		if !fn(seq, ops) {
-			break
-		}
 	}
-	return off, nil
+	ms.log.Info("rewriting a manifest log in the current framing", "file", path)
+	return atomicfile.WriteFile(path, out, 0o600)
+}
+
+// scanLog walks the records of a log whose base is base, calling fn for
+// each valid delta in order until fn returns false; it returns the length
+// of the valid prefix. A record that is incomplete, fails its checksum
+// (recordlog.Scan), does not decode or breaks the sequence ends the valid
+// prefix (a torn tail).
+func scanLog(data []byte, base uint64, fn func(seq uint64, ops []mop) bool) (int, error) {
+	if !recordlog.HasMagic(data, logMagic) {
+		return 0, fmt.Errorf("bad log header: %w", ErrCorrupt)
+	}
+	want := base + 1
+	end := recordlog.Scan(data, int64(len(logMagic)), func(r recordlog.Record) bool {
+		if r.Kind != recDelta {
+			return false
+		}
+		seq, ops, err := decodeDelta(r.Payload)
+		if err != nil || seq != want {
+			return false
+		}
+		want++
+		return fn(seq, ops)
+	})
+	return int(end), nil
 }
 
 func appendOp(b []byte, op mop) []byte {
@@ -297,24 +323,22 @@ func (r *opReader) op() mop {
 	return op
 }
 
+// encodeDelta frames one delta as a recDelta record.
 func encodeDelta(seq uint64, ops []mop) []byte {
-	b := make([]byte, 8, 64+len(ops)*80)
-	b = append(b, recDelta)
+	b := make([]byte, 0, 32+len(ops)*80)
+	b, start := recordlog.Reserve(b)
 	b = binary.AppendUvarint(b, seq)
 	b = binary.AppendUvarint(b, uint64(len(ops)))
 	for _, op := range ops {
 		b = appendOp(b, op)
 	}
-	binary.LittleEndian.PutUint32(b, uint32(len(b)-8))
-	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(b[8:], castagnoli))
+	recordlog.Seal(b, start, recDelta)
 	return b
 }
 
+// decodeDelta decodes the payload of a recDelta record.
 func decodeDelta(p []byte) (uint64, []mop, error) {
 	r := &opReader{b: p}
-	if k := r.bytes(1); r.err != nil || k[0] != recDelta {
-		return 0, nil, ErrCorrupt
-	}
 	seq := r.uvarint()
 	n := r.uvarint()
 	if r.err != nil || n > uint64(len(p)) {
@@ -338,18 +362,13 @@ func (ms *manifestStore) append(ops []mop) (uint64, error) {
 		return 0, ms.broken
 	}
 	seq := ms.last + 1
-	frame := encodeDelta(seq, ops)
-	_, err := ms.cur.WriteAt(frame, ms.curSize)
-	if err == nil {
-		err = atomicfile.Fdatasync(ms.cur)
-	}
+	broken, err := ms.cur.Append(encodeDelta(seq, ops), nil)
 	if err != nil {
-		if terr := ms.cur.Truncate(ms.curSize); terr != nil || atomicfile.Fdatasync(ms.cur) != nil {
-			ms.broken = fmt.Errorf("rollback of a failed manifest append to %s failed; reopen the tracker: %w", ms.cur.Name(), err)
+		if broken {
+			ms.broken = fmt.Errorf("manifest log broken; reopen the tracker: %w", err)
 		}
-		return 0, fmt.Errorf("append %s: %w", ms.cur.Name(), err)
+		return 0, fmt.Errorf("append manifest %d: %w", seq, err)
 	}
-	ms.curSize += int64(len(frame))
 	ms.last = seq
 	ms.curOps += len(ops)
 	return seq, nil
@@ -420,16 +439,12 @@ func (ms *manifestStore) startBase(seq uint64, m map[string]mrec) error {
 	if err := atomicfile.WriteFile(ms.path("base", seq), b, 0o600); err != nil {
 		return err
 	}
-	lp := ms.path("log", seq)
-	if err := atomicfile.WriteFile(lp, []byte(logMagic), 0o600); err != nil {
+	l, err := recordlog.Create(ms.path("log", seq), []byte(logMagic), nil)
+	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(lp, os.O_RDWR|atomicfile.OpenFlags, 0)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", lp, err)
-	}
 	ms.cur.Close()
-	ms.cur, ms.curSize, ms.curOps = f, int64(len(logMagic)), 0
+	ms.cur, ms.curOps = l, 0
 	if seq != ms.bases[len(ms.bases)-1] {
 		ms.bases = append(ms.bases, seq)
 	}

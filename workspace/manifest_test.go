@@ -1,14 +1,17 @@
 package workspace
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -298,6 +301,51 @@ func TestManifestTornTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantDiff(t, d, []string{"c"}, nil, nil)
+}
+
+// TestManifestLegacyLogUpgrade writes a log in the framing manifests used
+// before internal/recordlog (the length counted the kind byte) and checks
+// Open rewrites it, keeping every manifest and trimming a torn tail.
+func TestManifestLegacyLogUpgrade(t *testing.T) {
+	root := t.TempDir()
+	testkit.WriteFile(t, root, "a", "1")
+	tr, err := Open(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := tr.RecordManifest(testkit.Context(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := writeAndRecord(t, tr, root, "b", "2")
+	tr.Close()
+	logPath := filepath.Join(root, ".cairn", "manifests", fmt.Sprintf("log-%016x.bin", 0))
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := []byte(legacyLogMagic)
+	recordlog.Scan(data, int64(len(logMagic)), func(r recordlog.Record) bool {
+		body := append([]byte{r.Kind}, r.Payload...)
+		legacy = binary.LittleEndian.AppendUint32(legacy, uint32(len(body)))
+		legacy = binary.LittleEndian.AppendUint32(legacy, crc32.Checksum(body, castagnoli))
+		legacy = append(legacy, body...)
+		return true
+	})
+	legacy = append(legacy, 9, 0, 0) // a torn tail
+	if err := os.WriteFile(logPath, legacy, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	tr = openT(t, root, Options{})
+	if got, _ := os.ReadFile(logPath); string(got) != string(data) {
+		t.Fatalf("upgraded log differs from the current framing:\n%q\n%q", got, data)
+	}
+	d, err := tr.Diff(testkit.Context(t), r1, &r2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDiff(t, d, []string{"b"}, nil, nil)
 }
 
 // TestManifestRefErrors covers empty, foreign and future references.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/layout"
 )
 
 // Tracker keeps a live index of one workspace tree and its manifests. All
@@ -107,10 +108,10 @@ func Open(root string, opts Options) (*Tracker, error) {
 		pending: map[string]fsnotify.Op{},
 		reqs:    make(chan rescanRequest), closing: make(chan struct{}), done: make(chan struct{}),
 	}
-	if err := ensureCairnDir(filepath.Join(abs, cairnDir)); err != nil {
+	if err := ensureCairnDir(layout.StateDir(abs)); err != nil {
 		return nil, fmt.Errorf("workspace.Open: %w", err)
 	}
-	if t.ms, err = openManifestStore(filepath.Join(abs, cairnDir, "manifests"), t.log); err != nil {
+	if t.ms, err = openManifestStore(layout.Manifests(abs), t.log); err != nil {
 		return nil, fmt.Errorf("workspace.Open: %w", err)
 	}
 	if t.rootFS, err = os.OpenRoot(abs); err != nil {
@@ -132,7 +133,7 @@ func Open(root string, opts Options) (*Tracker, error) {
 		t.watcher = w
 		// The cookie directory is the one place under .cairn that is
 		// watched, and only for Sync cookies.
-		if err := w.Add(filepath.Join(abs, cairnDir)); err != nil {
+		if err := w.Add(layout.StateDir(abs)); err != nil {
 			t.fallbackLocked("cannot watch .cairn for sync cookies; raise fs.inotify.max_user_watches", err)
 		} else {
 			t.watches++
@@ -162,7 +163,7 @@ func ensureCairnDir(dir string) error {
 	if err := ensureDir(dir); err != nil {
 		return err
 	}
-	gi := filepath.Join(dir, ".gitignore")
+	gi := filepath.Join(dir, layout.GitignoreName)
 	fi, err := os.Lstat(gi)
 	if errors.Is(err, os.ErrNotExist) {
 		return atomicfile.WriteFile(gi, []byte("*\n"), 0o600)
@@ -227,7 +228,7 @@ func (t *Tracker) Sync(ctx context.Context) error {
 	}
 	t.cookieSeq++
 	w := &cookieWaiter{seq: t.cookieSeq, ch: make(chan struct{})}
-	name := fmt.Sprintf("%s%s-%d", cookiePrefix, t.instance, w.seq)
+	name := fmt.Sprintf("%s%s-%d", layout.CookiePrefix, t.instance, w.seq)
 	t.cookies[name] = w
 	t.mu.Unlock()
 	defer func() {

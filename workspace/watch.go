@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/cairn-dev/cairn/internal/layout"
 )
 
 // Modes reported by Status.
@@ -224,13 +226,13 @@ func (t *Tracker) collect(ev fsnotify.Event) {
 	if !ok {
 		return
 	}
-	if rest, ok := strings.CutPrefix(rel, cairnDir+"/"); ok {
-		if strings.HasPrefix(rest, cookiePrefix) && ev.Has(fsnotify.Create) {
+	if rest, ok := strings.CutPrefix(rel, layout.Dir+"/"); ok {
+		if strings.HasPrefix(rest, layout.CookiePrefix) && ev.Has(fsnotify.Create) {
 			t.seen = append(t.seen, rest)
 		}
 		return
 	}
-	if rel == "" || rel == cairnDir {
+	if rel == "" || rel == layout.Dir {
 		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
 			t.log.Warn("workspace root or its .cairn directory was removed or moved", "root", t.root, "op", ev.Op.String())
 		}
@@ -291,10 +293,4 @@ func (t *Tracker) finishBatchLocked() []note {
 	return notes
 }
 
-// cairnDir is the workspace's cairn directory, relative to the root.
-const cairnDir = ".cairn"
-
-// cookiePrefix starts every Sync cookie file name in .cairn/.
-const cookiePrefix = ".cookie-"
-
-func (t *Tracker) cairnPath(name string) string { return filepath.Join(t.root, cairnDir, name) }
+func (t *Tracker) cairnPath(name string) string { return filepath.Join(layout.StateDir(t.root), name) }

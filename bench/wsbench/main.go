@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/workspace"
 )
 
@@ -173,7 +174,7 @@ func run(nFiles, nDirs, runs, nEvents, nManifests int, dir string) error {
 	if err != nil {
 		return err
 	}
-	mdir := filepath.Join(root, ".cairn", "manifests")
+	mdir := layout.Manifests(root)
 	mbytes := dirBytes(mdir)
 	st := tr.Status()
 	if err := tr.Close(); err != nil {

@@ -2,9 +2,12 @@
 // replaces a small file so that, after it returns nil, a crash leaves
 // either the old content or the new one, never a mix, and the new name is
 // durable (it relies on rename(2) being atomic and fsyncs the directory
-// after the rename, a step many implementations skip). SyncDir, Fdatasync,
-// EnsureDir, TempName and OpenFlags are the pieces the file store and the
-// workspace tracker build their own append-only files from.
+// after the rename, a step many implementations skip). CreateFile does the
+// same for a new file and returns it open under its final name; Temp is
+// the step-by-step form both are built on, for a caller (compaction) that
+// writes more between the first sync and the rename. SyncDir, Fdatasync,
+// EnsureDir and OpenFlags are the pieces the append-only record logs
+// (internal/recordlog) are built from.
 package atomicfile
 
 import (
@@ -77,35 +80,192 @@ func EnsureDir(dir string) error {
 	return nil
 }
 
+// Steps of a Temp's life, passed to its fault hook so tests can fail each
+// one as if the system call had failed (see NewTemp).
+const (
+	StepWrite       = "write"
+	StepSync        = "sync"
+	StepRename      = "rename"
+	StepAfterRename = "after-rename"
+)
+
+// Temp is a new file being written under a temp name beside its final name.
+// Nothing but Temp ever knows the temp name: Commit renames it into place
+// and hands back the file opened under the final name, and Abort removes
+// it, so no error or file a caller keeps can name a file that is gone.
+type Temp struct {
+	f     *os.File
+	tmp   string
+	final string
+	fault func(step string) error
+	done  bool
+}
+
+// NewTemp creates a temp file beside final (O_EXCL, perm), open for
+// reading and writing. fault, when not nil, is called before each step
+// (StepWrite, StepSync, StepRename, StepAfterRename); a non-nil error fails
+// that step as if the system call had (a failing write leaves half its
+// bytes behind).
+func NewTemp(final string, perm os.FileMode, fault func(step string) error) (*Temp, error) {
+	tmp := TempName(final)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|OpenFlags, perm)
+	if err != nil {
+		return nil, fmt.Errorf("create temp file for %s: %w", final, err)
+	}
+	return &Temp{f: f, tmp: tmp, final: final, fault: fault}, nil
+}
+
+func (t *Temp) step(name string) error {
+	if t.fault == nil {
+		return nil
+	}
+	return t.fault(name)
+}
+
+// WriteAt writes p at off of the temp file.
+func (t *Temp) WriteAt(p []byte, off int64) error {
+	if err := t.step(StepWrite); err != nil {
+		_, _ = t.f.WriteAt(p[:len(p)/2], off)
+		return fmt.Errorf("write %s (new): %w", t.final, err)
+	}
+	if _, err := t.f.WriteAt(p, off); err != nil {
+		return fmt.Errorf("write %s (new): %w", t.final, err)
+	}
+	return nil
+}
+
+// Sync fsyncs the temp file.
+func (t *Temp) Sync() error {
+	err := t.step(StepSync)
+	if err == nil {
+		err = t.f.Sync()
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s (new): %w", t.final, err)
+	}
+	return nil
+}
+
+// Commit renames the temp file over the final name, fsyncs the directory
+// and returns the file opened under the final name (the temp's descriptor
+// is closed). The caller must have synced what it wrote.
+//
+// If the rename fails, the temp file is removed and Commit returns a nil
+// file. If the rename happened but the directory sync failed, Commit
+// returns the file and the error: the new name may not be durable, and
+// the caller decides whether to take it back or stop writing.
+func (t *Temp) Commit() (*os.File, error) {
+	err := t.step(StepRename)
+	if err == nil {
+		err = os.Rename(t.tmp, t.final)
+	}
+	if err != nil {
+		t.Abort()
+		return nil, fmt.Errorf("rename into %s: %w", t.final, err)
+	}
+	t.done = true
+	f, err := reopen(t.f, t.final)
+	if err != nil {
+		return nil, err
+	}
+	err = t.step(StepAfterRename)
+	if err == nil {
+		err = SyncDir(filepath.Dir(t.final))
+	}
+	if err != nil {
+		return f, fmt.Errorf("sync directory of %s: %w", t.final, err)
+	}
+	return f, nil
+}
+
+// reopen opens final, checks it is the file old refers to (nothing else
+// can have replaced it between the rename and the open without breaking
+// the caller's lock, but a check costs one fstat), and closes old.
+func reopen(old *os.File, final string) (*os.File, error) {
+	defer old.Close()
+	f, err := os.OpenFile(final, os.O_RDWR|OpenFlags, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reopen %s: %w", final, err)
+	}
+	a, err1 := old.Stat()
+	b, err2 := f.Stat()
+	if err := errors.Join(err1, err2); err != nil || !os.SameFile(a, b) {
+		f.Close()
+		if err == nil {
+			err = errors.New("another file took its place")
+		}
+		return nil, fmt.Errorf("reopen %s: %w", final, err)
+	}
+	return f, nil
+}
+
+// Abort closes and removes the temp file. It does nothing after a
+// successful rename, so it is safe to defer.
+func (t *Temp) Abort() {
+	if t.done {
+		return
+	}
+	t.done = true
+	t.f.Close()
+	os.Remove(t.tmp)
+}
+
+// CreateFile writes data to a new file at final crash-safely (a Temp:
+// write, fsync, rename, fsync the directory) and returns it open for
+// reading and writing under final's name. On any error final is left as it
+// was: when the rename happened but the directory sync failed, the new
+// name is taken back, so a failed create never surfaces later. fault is
+// as for NewTemp.
+func CreateFile(final string, data []byte, perm os.FileMode, fault func(step string) error) (*os.File, error) {
+	t, err := NewTemp(final, perm, fault)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Abort()
+	if err := t.WriteAt(data, 0); err != nil {
+		return nil, err
+	}
+	if err := t.Sync(); err != nil {
+		return nil, err
+	}
+	f, err := t.Commit()
+	if err != nil && f != nil {
+		f.Close()
+		if rmErr := os.Remove(final); rmErr == nil {
+			_ = SyncDir(filepath.Dir(final))
+		}
+		return nil, err
+	}
+	return f, err
+}
+
 // WriteFile replaces path with data: a temp file in the same directory
 // (O_EXCL, perm), write, fsync, close, rename over path, fsync the
 // directory. It refuses to replace a symlink or anything but a regular
-// file. On error the temp file is removed and path is left as it was.
+// file. On error the temp file is removed and path is left as it was
+// (except that, when only the directory sync failed, path may hold the
+// new content).
 func WriteFile(path string, data []byte, perm os.FileMode) error {
 	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
 		return fmt.Errorf("atomicfile: %s is not a regular file (a symlink?); refusing to replace it", path)
 	}
-	tmp := TempName(path)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|OpenFlags, perm)
+	t, err := NewTemp(path, perm, nil)
 	if err != nil {
-		return fmt.Errorf("atomicfile: create %s: %w", tmp, err)
+		return fmt.Errorf("atomicfile: %w", err)
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
+	defer t.Abort()
+	if err := t.WriteAt(data, 0); err != nil {
+		return fmt.Errorf("atomicfile: %w", err)
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err := t.Sync(); err != nil {
+		return fmt.Errorf("atomicfile: %w", err)
 	}
-	if err == nil {
-		err = os.Rename(tmp, path)
+	f, err := t.Commit()
+	if f != nil {
+		f.Close()
 	}
 	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("atomicfile: write %s: %w", path, err)
-	}
-	if err := SyncDir(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("atomicfile: sync dir of %s: %w", path, err)
+		return fmt.Errorf("atomicfile: %w", err)
 	}
 	return nil
 }

@@ -85,3 +85,43 @@ func TestEnsureDir(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateFile checks that CreateFile returns the file under its final
+// name, and that a failure at any step leaves nothing behind.
+func TestCreateFile(t *testing.T) {
+	for _, fail := range []string{"", atomicfile.StepWrite, atomicfile.StepSync, atomicfile.StepRename, atomicfile.StepAfterRename} {
+		t.Run("fail="+fail, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "f")
+			f, err := atomicfile.CreateFile(p, []byte("data"), 0o600, func(step string) error {
+				if step == fail {
+					return errors.New("injected")
+				}
+				return nil
+			})
+			entries, _ := os.ReadDir(dir)
+			if fail != "" {
+				if err == nil || f != nil || !strings.Contains(err.Error(), p) || strings.Contains(err.Error(), atomicfile.TempPrefix) {
+					t.Fatalf("err %v, file %v", err, f)
+				}
+				if len(entries) != 0 {
+					t.Fatalf("left behind: %v", entries)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if f.Name() != p || len(entries) != 1 {
+				t.Fatalf("file named %s, directory %v", f.Name(), entries)
+			}
+			if _, err := f.WriteAt([]byte("!"), 4); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := os.ReadFile(p); string(got) != "data!" {
+				t.Fatalf("content %q", got)
+			}
+		})
+	}
+}

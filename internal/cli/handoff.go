@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/cairn-dev/cairn/handoff"
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/procs"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
@@ -110,7 +111,7 @@ func (e *env) runtimeCmd(id string) error {
 	if !ok {
 		return session.Errorf(session.CodeNotFound, "session %q records no process %q", id, e.restart)
 	}
-	res, rerr := procs.Restart(e.ctx, p, procs.Options{LogDir: filepath.Join(root, ".cairn", "logs"), Timeout: e.timeout})
+	res, rerr := procs.Restart(e.ctx, p, procs.Options{LogDir: layout.Logs(root), Timeout: e.timeout})
 	if e.json {
 		if err := e.printJSON(res); err != nil {
 			return err

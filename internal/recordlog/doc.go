@@ -1,0 +1,37 @@
+// Package recordlog is cairn's one append-only record log: the framing,
+// the scan that finds where intact data ends, and the durable append that
+// the file store's session and workflow logs and the workspace's manifest
+// logs are built on.
+//
+// # Format
+//
+// A log file starts with a magic string of its owner's choosing (the owner
+// checks it; see HasMagic) and holds records framed as
+//
+//	[u32 payload length][u32 CRC-32C of kind+payload][u8 kind][payload]
+//
+// integers little-endian, the payload at most MaxPayload bytes. The kind
+// and the payload's encoding belong to the owner.
+//
+// # Guarantees
+//
+//   - A record is accepted by Scan only if its whole frame is present and
+//     its checksum matches, so a torn write (a crash part-way through an
+//     append) or a flipped bit ends the intact prefix; Scan never reads a
+//     length it has not bounds-checked or allocates on a corrupt length.
+//   - Scan also stops where the owner's callback refuses a record, so an
+//     owner that groups records into commits (the file store) or numbers
+//     them (manifests) ends the valid data at the last complete unit.
+//   - Recovery trims: File.Truncate cuts a log back to the end the owner
+//     settled on (the last intact, accepted record) and fdatasyncs, so
+//     nothing after it (a torn frame, an uncommitted run of records) is
+//     ever read again or mistaken for data by a later append.
+//   - File.Append is durable when it returns nil: one write at the
+//     committed end and one fdatasync. On failure it truncates the file
+//     back to the committed end and syncs again; if that fails too it
+//     reports the file broken, and the owner must not append to it again
+//     until it has reopened and rescanned it.
+//   - A new log file appears whole or not at all (Create, through
+//     internal/atomicfile): its first bytes are written and synced under
+//     a temp name and renamed into place.
+package recordlog

@@ -1,0 +1,271 @@
+package recordlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+
+	"github.com/cairn-dev/cairn/internal/atomicfile"
+)
+
+// HeaderSize is the size of a frame's header: u32 length, u32 CRC, u8 kind.
+const HeaderSize = 9
+
+// MaxPayload bounds one record's payload, so a corrupt length is never
+// trusted with a huge allocation or read.
+const MaxPayload = 1 << 30
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// HasMagic reports whether data starts with magic.
+func HasMagic(data []byte, magic string) bool {
+	return len(data) >= len(magic) && string(data[:len(magic)]) == magic
+}
+
+// Reserve appends room for a frame header to buf and returns the new
+// buffer and the frame's start. The caller appends the payload, then calls
+// Seal; encoding straight into buf saves a copy of every payload.
+func Reserve(buf []byte) ([]byte, int) {
+	return append(buf, make([]byte, HeaderSize)...), len(buf)
+}
+
+// Seal fills in the header of the frame that starts at start and whose
+// payload is the rest of buf.
+func Seal(buf []byte, start int, kind byte) {
+	payload := buf[start+HeaderSize:]
+	binary.LittleEndian.PutUint32(buf[start:], uint32(len(payload)))
+	buf[start+8] = kind
+	binary.LittleEndian.PutUint32(buf[start+4:], checksum(kind, payload))
+}
+
+// Append appends one framed record to buf.
+func Append(buf []byte, kind byte, payload []byte) []byte {
+	buf, start := Reserve(buf)
+	buf = append(buf, payload...)
+	Seal(buf, start, kind)
+	return buf
+}
+
+func checksum(kind byte, payload []byte) uint32 {
+	return crc32.Update(crc32.Checksum([]byte{kind}, castagnoli), castagnoli, payload)
+}
+
+// Record is one intact framed record found by Scan.
+type Record struct {
+	Kind    byte
+	Payload []byte // aliases the scanned data
+	Size    int64  // framed size: HeaderSize + len(Payload)
+	End     int64  // offset just past the frame
+}
+
+// Scan walks the framed records of data from offset off and calls fn with
+// each intact one, in order, until a frame is incomplete, fails its
+// checksum or has an impossible length, or fn returns false. It returns
+// the offset just past the last record fn accepted (off if none): the end
+// of the valid data, as far as the framing can tell.
+func Scan(data []byte, off int64, fn func(Record) bool) int64 {
+	valid := off
+	for int64(len(data))-off >= HeaderSize {
+		n := int64(binary.LittleEndian.Uint32(data[off:]))
+		crc := binary.LittleEndian.Uint32(data[off+4:])
+		kind := data[off+8]
+		if n > MaxPayload || int64(len(data))-off-HeaderSize < n {
+			break
+		}
+		payload := data[off+HeaderSize : off+HeaderSize+n]
+		if checksum(kind, payload) != crc {
+			break
+		}
+		off += HeaderSize + n
+		if !fn(Record{Kind: kind, Payload: payload, Size: HeaderSize + n, End: off}) {
+			break
+		}
+		valid = off
+	}
+	return valid
+}
+
+// Steps of an append, passed to the fault hook of File.Append so tests can
+// fail or stop each one. At StepWrite and StepSync a non-nil error fails
+// that step as if the system call had (a failing write leaves half its
+// bytes behind); at the after- steps it fails the append like a late I/O
+// error.
+const (
+	StepWrite      = "write"
+	StepAfterWrite = "after-write"
+	StepSync       = "sync"
+	StepAfterSync  = "after-sync"
+)
+
+// File is an open log: its file, the path every error names, and its
+// committed size. It is not safe for concurrent use; its owner serialises
+// appends (and may read concurrently with ReadAt below the committed size).
+type File struct {
+	f    *os.File
+	path string
+	size int64
+}
+
+// Create makes a new log at path holding data (the magic and the first
+// records) crash-safely, through atomicfile.CreateFile; fault is passed on
+// to it (steps atomicfile.StepWrite ... StepAfterRename).
+func Create(path string, data []byte, fault func(step string) error) (*File, error) {
+	f, err := atomicfile.CreateFile(path, data, 0o600, fault)
+	if err != nil {
+		return nil, err
+	}
+	return &File{f: f, path: path, size: int64(len(data))}, nil
+}
+
+// Open opens the log at path for reading and appending and returns it with
+// its whole content; the committed size is the file's size until the
+// owner, having scanned the content, calls Truncate.
+func Open(path string) (*File, []byte, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|atomicfile.OpenFlags, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	l := &File{f: f, path: path, size: fi.Size()}
+	data, err := l.ReadAll()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return l, data, nil
+}
+
+// Adopt makes a File of f, already open for reading and writing under
+// path, with committed size size.
+func Adopt(f *os.File, path string, size int64) *File {
+	return &File{f: f, path: path, size: size}
+}
+
+// Path returns the log's path.
+func (l *File) Path() string { return l.path }
+
+// Size returns the committed size.
+func (l *File) Size() int64 { return l.size }
+
+// ReadAt reads from the log; see os.File.ReadAt.
+func (l *File) ReadAt(p []byte, off int64) (int, error) { return l.f.ReadAt(p, off) }
+
+// ReadAll reads the committed content.
+func (l *File) ReadAll() ([]byte, error) {
+	return readFull(l.f, l.path, l.size)
+}
+
+// Reader is a read-only view of a log's committed content as it was when
+// it was opened.
+type Reader struct {
+	f    *os.File
+	path string
+	size int64
+}
+
+// OpenReader opens the log's committed content for reading through a
+// descriptor of its own. Call it under the owner's lock; the reading can
+// then happen without it, and sees the same file and bytes even if the log
+// is appended to or replaced (renamed over) meanwhile.
+func (l *File) OpenReader() (*Reader, error) {
+	f, err := os.OpenFile(l.path, os.O_RDONLY|atomicfile.OpenFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{f: f, path: l.path, size: l.size}, nil
+}
+
+// ReadAll reads the content and closes the reader.
+func (r *Reader) ReadAll() ([]byte, error) {
+	defer r.f.Close()
+	return readFull(r.f, r.path, r.size)
+}
+
+// Close closes the reader without reading.
+func (r *Reader) Close() error { return r.f.Close() }
+
+func readFull(f *os.File, path string, size int64) ([]byte, error) {
+	data := make([]byte, size)
+	n, err := f.ReadAt(data, 0)
+	if int64(n) != size {
+		if err == nil {
+			err = errors.New("short read")
+		}
+		return nil, fmt.Errorf("read %s: %d of %d bytes: %w", path, n, size, err)
+	}
+	return data, nil
+}
+
+// Truncate cuts the log to size and fdatasyncs it: recovery's trim of a
+// torn or uncommitted tail.
+func (l *File) Truncate(size int64) error {
+	if err := l.f.Truncate(size); err != nil {
+		return fmt.Errorf("truncate %s: %w", l.path, err)
+	}
+	if err := atomicfile.Fdatasync(l.f); err != nil {
+		return fmt.Errorf("fdatasync %s: %w", l.path, err)
+	}
+	l.size = size
+	return nil
+}
+
+// Append writes data (whole framed records) at the committed end and makes
+// it durable with one fdatasync; the committed size then includes it.
+// fault, when not nil, is called at each step (StepWrite ... StepAfterSync).
+//
+// On failure it truncates the file back to the committed end and syncs; if
+// that fails too, broken is true and the error says so: the owner must not
+// append again until it has reopened the log.
+func (l *File) Append(data []byte, fault func(step string) error) (broken bool, err error) {
+	step := func(name string) error {
+		if fault == nil {
+			return nil
+		}
+		return fault(name)
+	}
+	fail := func(op string, err error) (bool, error) {
+		err = fmt.Errorf("%s %s: %w", op, l.path, err)
+		terr := l.f.Truncate(l.size)
+		if terr == nil {
+			terr = atomicfile.Fdatasync(l.f)
+		}
+		if terr != nil {
+			return true, fmt.Errorf("%w; rolling it back failed too (%w), so the log takes no more appends until it is reopened", err, terr)
+		}
+		return false, err
+	}
+	if err := step(StepWrite); err != nil {
+		_, _ = l.f.WriteAt(data[:len(data)/2], l.size)
+		return fail("write", err)
+	}
+	if _, err := l.f.WriteAt(data, l.size); err != nil {
+		return fail("write", err)
+	}
+	if err := step(StepAfterWrite); err != nil {
+		return fail("write", err)
+	}
+	err = step(StepSync)
+	if err == nil {
+		err = atomicfile.Fdatasync(l.f)
+	}
+	if err != nil {
+		return fail("fdatasync", err)
+	}
+	if err := step(StepAfterSync); err != nil {
+		return fail("after fdatasync of", err)
+	}
+	l.size += int64(len(data))
+	return false, nil
+}
+
+// Close closes the file.
+func (l *File) Close() error { return l.f.Close() }
+
+// Size returns the committed size the reader reads.
+func (r *Reader) Size() int64 { return r.size }
