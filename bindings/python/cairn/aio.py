@@ -24,13 +24,17 @@ from .types import (
     JSON,
     BeginRunResult,
     BeginWorkflowResult,
+    ChangeSet,
     CheckpointResult,
     CompleteRunResult,
     Event,
     ForkResult,
+    HandoffResult,
     ImportResult,
     ResumeRunResult,
     ResumeSessionResult,
+    RuntimeCheckResult,
+    RuntimeRestartResult,
     SaveResult,
     SessionSummary,
     Status,
@@ -123,6 +127,18 @@ class AsyncClient:
 
     async def import_(self, envelope: Union[Mapping[str, Any], str, bytes]) -> ImportResult:
         return await self._run(self.sync.import_, envelope)
+
+    async def handoff(self, session_id: str) -> HandoffResult:
+        return await self._run(self.sync.handoff, session_id)
+
+    async def runtime_check(self, session_id: str, timeout_ms: Optional[int] = None) -> RuntimeCheckResult:
+        return await self._run(self.sync.runtime_check, session_id, timeout_ms)
+
+    async def runtime_restart(self, session_id: str, name: str, timeout_ms: Optional[int] = None) -> RuntimeRestartResult:
+        return await self._run(self.sync.runtime_restart, session_id, name, timeout_ms)
+
+    async def changes(self, since: Optional[str] = None) -> ChangeSet:
+        return await self._run(self.sync.changes, since)
 
     async def begin_run(self, session_id: str, run_id: Optional[str] = None) -> BeginRunResult:
         return await self._run(self.sync.begin_run, session_id, run_id)

@@ -31,13 +31,17 @@ from .types import (
     JSON,
     BeginRunResult,
     BeginWorkflowResult,
+    ChangeSet,
     CheckpointResult,
     CompleteRunResult,
     Event,
     ForkResult,
+    HandoffResult,
     ImportResult,
     ResumeRunResult,
     ResumeSessionResult,
+    RuntimeCheckResult,
+    RuntimeRestartResult,
     SaveResult,
     SessionSummary,
     Status,
@@ -260,7 +264,9 @@ class Client:
         return self._call(b"save", req)  # type: ignore[no-any-return]
 
     def resume_session(self, session_id: str) -> ResumeSessionResult:
-        """The session's snapshot, generation, workspace drift and interrupted runs."""
+        """The session's snapshot, generation, workspace drift, interrupted
+        runs, and the state of its recorded processes (``processes``, from
+        their health checks run now; nothing is restarted)."""
         r = self._call(b"resumeSession", _dumps({"session_id": session_id}))
         if r.get("interrupted_runs") is None:
             r["interrupted_runs"] = []
@@ -292,6 +298,38 @@ class Client:
         else:
             req = _dumps({"envelope": envelope})
         return self._call(b"import", req)  # type: ignore[no-any-return]
+
+    def handoff(self, session_id: str) -> HandoffResult:
+        """HANDOFF.md (``markdown``) rendered from the session's latest
+        generation, the required parts it lacks (``missing``; ``complete``
+        when none) and the files changed in the session (``files``)."""
+        return self._call(b"handoff", _dumps({"session_id": session_id}))  # type: ignore[no-any-return]
+
+    # -- runtime and workspace --------------------------------------------
+
+    def runtime_check(self, session_id: str, timeout_ms: Optional[int] = None) -> RuntimeCheckResult:
+        """Runs the health check of every process the session records, now
+        (``timeout_ms`` each; default the engine's), and reports each preview
+        with its process's state. Starts nothing."""
+        req = _params({"session_id": session_id}, timeout_ms=timeout_ms)
+        return self._call(b"runtime.check", req)  # type: ignore[no-any-return]
+
+    def runtime_restart(self, session_id: str, name: str, timeout_ms: Optional[int] = None) -> RuntimeRestartResult:
+        """Brings the recorded process ``name`` back where the engine runs (the
+        daemon, or this process when embedded), unless its health check
+        passes (``outcome`` ``"already_healthy"``). ``timeout_ms`` bounds the
+        wait for the health check. A process that does not come up is
+        ``outcome`` ``"failed"`` with ``error``, not an exception; an unknown
+        session or process raises :class:`~cairn.NotFoundError`."""
+        req = _params({"session_id": session_id, "name": name}, timeout_ms=timeout_ms)
+        return self._call(b"runtime.restart", req)  # type: ignore[no-any-return]
+
+    def changes(self, since: Optional[str] = None) -> ChangeSet:
+        """The workspace paths changed after the clock ``since`` (every path,
+        as added, with ``fresh_instance``, when ``since`` is None or unknown),
+        and the ``clock`` to pass next time. Raises
+        :class:`~cairn.UnavailableError` when the workspace is not tracked."""
+        return self._call(b"changes", _params({}, since=since))  # type: ignore[no-any-return]
 
     # -- runs -------------------------------------------------------------
 

@@ -7,13 +7,7 @@ JSON value; binary artifact ``data`` is base64 text.
 
 from __future__ import annotations
 
-import sys
-from typing import Any, Callable, Dict, List, Optional
-
-if sys.version_info >= (3, 8):
-    from typing import TypedDict
-else:  # pragma: no cover
-    TypedDict = dict
+from typing import Any, Callable, Dict, List, Literal, Optional, TypedDict
 
 __all__ = [
     "JSON",
@@ -21,6 +15,7 @@ __all__ = [
     "SaveResult",
     "Drift",
     "InterruptedRun",
+    "ProcessState",
     "ResumeSessionResult",
     "BeginRunResult",
     "CheckpointResult",
@@ -34,6 +29,12 @@ __all__ = [
     "ImportResult",
     "Event",
     "Status",
+    "HandoffMissing",
+    "HandoffResult",
+    "PreviewState",
+    "RuntimeCheckResult",
+    "RuntimeRestartResult",
+    "ChangeSet",
     "StepFn",
 ]
 
@@ -56,11 +57,30 @@ class SaveResult(TypedDict):
     generation: int
 
 
-class Drift(TypedDict):
+class _DriftBase(TypedDict):
     tracked: bool
     added: Optional[List[str]]
     modified: Optional[List[str]]
     deleted: Optional[List[str]]
+
+
+class Drift(_DriftBase, total=False):
+    """Files changed; ``reason`` says why they are not tracked, when not."""
+
+    reason: str
+
+
+#: The live state of a recorded process, from its health check.
+ProcessStateName = Literal["not_running", "healthy", "unhealthy", "unknown"]
+
+
+class _ProcessStateBase(TypedDict):
+    name: str
+    state: ProcessStateName
+
+
+class ProcessState(_ProcessStateBase, total=False):
+    detail: str
 
 
 class _InterruptedRunBase(TypedDict):
@@ -82,6 +102,7 @@ class ResumeSessionResult(TypedDict):
     generation: int
     drift: Drift
     interrupted_runs: List[InterruptedRun]
+    processes: List[ProcessState]
 
 
 class BeginRunResult(TypedDict):
@@ -173,3 +194,60 @@ class _StatusBase(TypedDict):
 
 class Status(_StatusBase, total=False):
     daemon: Dict[str, Any]
+
+
+class HandoffMissing(TypedDict):
+    """One required part a handoff lacks: ``key`` is e.g. ``"next_step"``."""
+
+    key: str
+    message: str
+
+
+class HandoffResult(TypedDict):
+    session_id: str
+    generation: int
+    markdown: str
+    complete: bool
+    missing: List[HandoffMissing]
+    files: Drift
+
+
+class _PreviewStateBase(TypedDict):
+    url: str
+    state: ProcessStateName
+
+
+class PreviewState(_PreviewStateBase, total=False):
+    process: str
+
+
+class RuntimeCheckResult(TypedDict):
+    processes: List[ProcessState]
+    previews: List[PreviewState]
+
+
+class _RuntimeRestartBase(TypedDict):
+    name: str
+    outcome: Literal["started", "already_healthy", "failed"]
+    state: ProcessStateName
+    took_ms: int
+
+
+class RuntimeRestartResult(_RuntimeRestartBase, total=False):
+    pid: int
+    detail: str
+    log: str
+    missing_env: List[str]
+    error: str
+
+
+class ChangeSet(TypedDict):
+    """What changed in the workspace after ``since``; pass ``clock`` as the
+    next ``since``. ``fresh_instance``: the tracker cannot tell (a new
+    tracker, or an unknown clock), so every file is listed as added."""
+
+    clock: str
+    fresh_instance: bool
+    added: List[str]
+    modified: List[str]
+    deleted: List[str]
