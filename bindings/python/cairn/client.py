@@ -34,19 +34,21 @@ from .types import (
     ChangeSet,
     CheckpointResult,
     CompleteRunResult,
+    Envelope,
     Event,
     ForkResult,
     HandoffResult,
+    HelloResult,
     ImportResult,
+    LibStatus,
+    RestartResult,
     ResumeRunResult,
     ResumeSessionResult,
     RuntimeCheckResult,
-    RuntimeRestartResult,
     SaveResult,
-    SessionSummary,
-    Status,
     StepFn,
     StepSpec,
+    Summary,
     Usage,
 )
 
@@ -233,12 +235,12 @@ class Client:
 
     # -- status -----------------------------------------------------------
 
-    def status(self) -> Status:
+    def status(self) -> LibStatus:
         """``{mode, version, workspace, pid, daemon?}``; ``daemon`` (daemon
         mode) is the daemon's status, with its ``pid``."""
         return self._call(b"status", None)  # type: ignore[no-any-return]
 
-    def hello(self) -> Dict[str, Any]:
+    def hello(self) -> HelloResult:
         """The daemon's (or the embedded engine's) hello: versions, capabilities."""
         return self._call(b"hello", None)  # type: ignore[no-any-return]
 
@@ -272,7 +274,7 @@ class Client:
             r["interrupted_runs"] = []
         return r  # type: ignore[no-any-return]
 
-    def list_sessions(self) -> List[SessionSummary]:
+    def list_sessions(self) -> List[Summary]:
         """Summaries of every session in the workspace."""
         r = self._call(b"list", None)
         return r.get("sessions") or []
@@ -285,7 +287,7 @@ class Client:
         req = _params({"session_id": session_id, "new_id": new_id}, at_generation=at_generation or None)
         return self._call(b"fork", req)  # type: ignore[no-any-return]
 
-    def export(self, session_id: str) -> Dict[str, Any]:
+    def export(self, session_id: str) -> Envelope:
         """The session's portable JSON envelope."""
         return self._call(b"export", _dumps({"session_id": session_id}))["envelope"]  # type: ignore[no-any-return]
 
@@ -314,7 +316,7 @@ class Client:
         req = _params({"session_id": session_id}, timeout_ms=timeout_ms)
         return self._call(b"runtime.check", req)  # type: ignore[no-any-return]
 
-    def runtime_restart(self, session_id: str, name: str, timeout_ms: Optional[int] = None) -> RuntimeRestartResult:
+    def runtime_restart(self, session_id: str, name: str, timeout_ms: Optional[int] = None) -> RestartResult:
         """Brings the recorded process ``name`` back where the engine runs (the
         daemon, or this process when embedded), unless its health check
         passes (``outcome`` ``"already_healthy"``). ``timeout_ms`` bounds the
