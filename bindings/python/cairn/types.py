@@ -17,6 +17,9 @@ from typing import Any, Callable, Dict, List, Literal, Optional, TypedDict
 __all__ = [
     "JSON",
     "StepFn",
+    "RunStatus",
+    "CheckStatus",
+    "ProcessStateName",
     # session objects
     "Snapshot",
     "Workspace",
@@ -92,6 +95,9 @@ __all__ = [
     "LibStatus",
     "SubscribeParams",
     "SubscribeResult",
+    "LibSubscription",
+    "NextEventParams",
+    "NextEventResult",
     # events
     "Event",
     "SessionCommittedData",
@@ -113,6 +119,12 @@ JSON = Any
 #: A parallel_resumable step function: called with no arguments; its return
 #: value (JSON-serializable) is recorded as the step's result.
 StepFn = Callable[[], Any]
+
+#: The status of a run.
+RunStatus = Literal["running", "completed", "interrupted", "failed"]
+
+#: The status of a verification check.
+CheckStatus = Literal["passed", "failed", "skipped", "not_run"]
 
 #: The live state of a recorded process, from its health check.
 ProcessStateName = Literal["not_running", "healthy", "unhealthy", "unknown"]
@@ -165,7 +177,7 @@ class Usage(TypedDict, total=False):
 
 class _RunBase(TypedDict):
     run_id: str
-    status: str  # running, completed, interrupted or failed
+    status: RunStatus
     started_at: str
     usage: Usage
     tool_calls_count: int
@@ -173,12 +185,12 @@ class _RunBase(TypedDict):
 
 class Run(_RunBase, total=False):
     parent_run_id: str
-    ended_at: str
+    ended_at: Optional[str]
 
 
 class _CheckBase(TypedDict):
     name: str
-    status: str  # passed, failed, skipped or not_run
+    status: CheckStatus
 
 
 class Check(_CheckBase, total=False):
@@ -235,11 +247,11 @@ class Handoff(TypedDict, total=False):
     in_progress: List[str]
     verified: List[str]
     unverified: List[str]
-    restart: Restart
-    reviewed_version: ReviewedVersion
+    restart: Optional[Restart]
+    reviewed_version: Optional[ReviewedVersion]
     risks: List[str]
     decisions_pending: List[str]
-    next_step: NextStep
+    next_step: Optional[NextStep]
 
 
 class HealthCheck(TypedDict, total=False):
@@ -263,7 +275,7 @@ class Process(_ProcessBase, total=False):
     cwd: str
     env_keys: List[str]
     port: int
-    health_check: HealthCheck
+    health_check: Optional[HealthCheck]
 
 
 class _PreviewBase(TypedDict):
@@ -295,7 +307,7 @@ class _SnapshotBase(TypedDict):
 
 
 class Snapshot(_SnapshotBase, total=False):
-    workspace: Workspace
+    workspace: Optional[Workspace]
     agent: Dict[str, JSON]
     metadata: Dict[str, JSON]
     artifacts: List[Artifact]
@@ -303,9 +315,9 @@ class Snapshot(_SnapshotBase, total=False):
     runs: List[Run]
     verifications: List[Verification]
     subagent_tasks: List[SubagentTask]
-    handoff: Handoff
-    runtime: Runtime
-    files: ManifestRef
+    handoff: Optional[Handoff]
+    runtime: Optional[Runtime]
+    files: Optional[ManifestRef]
 
 
 class _LoopCheckpointBase(TypedDict):
@@ -320,15 +332,15 @@ class _LoopCheckpointBase(TypedDict):
 
 class LoopCheckpoint(_LoopCheckpointBase, total=False):
     state: JSON
-    files: ManifestRef
+    files: Optional[ManifestRef]
 
 
 class Change(TypedDict, total=False):
     """A delta save: every key is optional."""
 
     schema_version: int
-    replace: Snapshot
-    workspace: Workspace
+    replace: Optional[Snapshot]
+    workspace: Optional[Workspace]
     agent: Dict[str, JSON]
     metadata: Dict[str, JSON]
     append_messages: List[JSON]
@@ -337,10 +349,10 @@ class Change(TypedDict, total=False):
     upsert_runs: List[Run]
     upsert_verifications: List[Verification]
     upsert_subagent_tasks: List[SubagentTask]
-    handoff: Handoff
-    runtime: Runtime
-    files: ManifestRef
-    checkpoint: LoopCheckpoint
+    handoff: Optional[Handoff]
+    runtime: Optional[Runtime]
+    files: Optional[ManifestRef]
+    checkpoint: Optional[LoopCheckpoint]
     drop_checkpoints: List[str]
 
 
@@ -393,9 +405,9 @@ class _SaveRequestBase(TypedDict):
 
 
 class SaveRequest(_SaveRequestBase, total=False):
-    snapshot: Snapshot
-    change: Change
-    expect_generation: int
+    snapshot: Optional[Snapshot]
+    change: Optional[Change]
+    expect_generation: Optional[int]
 
 
 class SaveResult(TypedDict):
@@ -417,7 +429,7 @@ class Drift(_DriftBase, total=False):
 
 class _InterruptedRunBase(TypedDict):
     run_id: str
-    status: str
+    status: Literal["running", "interrupted"]
     turn: int
     message_count: int
     usage: Usage
@@ -439,7 +451,7 @@ class ProcessState(_ProcessStateBase, total=False):
 
 
 class ResumeSessionResult(TypedDict):
-    snapshot: Snapshot
+    snapshot: Optional[Snapshot]
     generation: int
     drift: Drift
     interrupted_runs: List[InterruptedRun]
@@ -465,11 +477,11 @@ class ForkResult(TypedDict):
 
 
 class ExportResult(TypedDict):
-    envelope: JSON  # an Envelope
+    envelope: Envelope
 
 
 class ImportParams(TypedDict):
-    envelope: JSON  # an Envelope, or a bare Snapshot
+    envelope: Envelope  # import_ also takes a bare Snapshot
 
 
 class ImportResult(TypedDict):
@@ -481,7 +493,7 @@ class Envelope(TypedDict):
     """The single-file JSON form of a session that export writes."""
 
     schema_version: int
-    session: Snapshot
+    session: Optional[Snapshot]
     artifacts: List[Artifact]
     traces: List[Trace]
     runs: List[Run]
@@ -527,13 +539,13 @@ class CheckpointResult(TypedDict):
 
 class _CompleteRunRequestBase(TypedDict):
     run_id: str
-    status: str
+    status: Literal["completed", "interrupted", "failed"]
 
 
 class CompleteRunRequest(_CompleteRunRequestBase, total=False):
     session_id: str
-    usage: Usage
-    tool_calls_count: int
+    usage: Optional[Usage]
+    tool_calls_count: Optional[int]
 
 
 class CompleteRunResult(TypedDict):
@@ -619,7 +631,7 @@ class ChangeSet(TypedDict):
 
 class _FilesStatusBase(TypedDict):
     root: str
-    mode: str  # watching or polling
+    mode: Literal["watching", "polling"]
     clock: str
     files: int
     dirs: int
@@ -640,7 +652,7 @@ class HandoffRequest(TypedDict):
 class HandoffMissing(TypedDict):
     """One required part a handoff lacks: ``key`` is e.g. ``"next_step"``."""
 
-    key: str
+    key: Literal["result", "verification", "restart_path", "reviewed_version", "risks_decisions", "next_step"]
     message: str
 
 
@@ -750,7 +762,7 @@ class _StatusResultBase(TypedDict):
 class StatusResult(_StatusResultBase, total=False):
     """The daemon's status; ``files`` when it tracks the workspace."""
 
-    files: FilesStatus
+    files: Optional[FilesStatus]
 
 
 class _LibStatusBase(TypedDict):
@@ -763,7 +775,7 @@ class _LibStatusBase(TypedDict):
 class LibStatus(_LibStatusBase, total=False):
     """libcairn's status: ``daemon`` (daemon mode) is the daemon's."""
 
-    daemon: StatusResult
+    daemon: Optional[StatusResult]
 
 
 class SubscribeParams(TypedDict, total=False):
@@ -822,11 +834,39 @@ class WorkflowStepCompletedData(TypedDict):
 
 class FileChangedData(TypedDict):
     path: str
-    kind: str
+    kind: Literal["added", "modified", "deleted", "overflow"]
 
 
 class DroppedData(TypedDict):
     dropped: int
+
+
+# -- libcairn's own subscription calls ------------------------------------------
+
+
+class LibSubscription(TypedDict):
+    """libcairn's answer to subscribe: the subscription's id."""
+
+    subscription: int
+
+
+class _NextEventParamsBase(TypedDict):
+    subscription: int
+
+
+class NextEventParams(_NextEventParamsBase, total=False):
+    """The params of nextEvent and, through libcairn, of unsubscribe."""
+
+    timeout_ms: int
+
+
+class _NextEventResultBase(TypedDict):
+    closed: bool
+    dropped: int
+
+
+class NextEventResult(_NextEventResultBase, total=False):
+    event: Optional[Event]
 
 
 # -- earlier names ------------------------------------------------------------
