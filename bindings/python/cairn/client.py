@@ -269,15 +269,11 @@ class Client:
         """The session's snapshot, generation, workspace drift, interrupted
         runs, and the state of its recorded processes (``processes``, from
         their health checks run now; nothing is restarted)."""
-        r = self._call(b"resumeSession", _dumps({"session_id": session_id}))
-        if r.get("interrupted_runs") is None:
-            r["interrupted_runs"] = []
-        return r  # type: ignore[no-any-return]
+        return self._call(b"resumeSession", _dumps({"session_id": session_id}))  # type: ignore[no-any-return]
 
     def list_sessions(self) -> List[Summary]:
         """Summaries of every session in the workspace."""
-        r = self._call(b"list", None)
-        return r.get("sessions") or []
+        return self._call(b"list", None)["sessions"]  # type: ignore[no-any-return]
 
     def delete(self, session_id: str) -> None:
         self._call(b"delete", _dumps({"session_id": session_id}), decode=False)
@@ -397,10 +393,7 @@ class Client:
             for s in steps
         ]
         req = _params({"workflow_id": workflow_id, "steps": specs}, session_id=session_id)
-        r = self._call(b"beginWorkflow", req)
-        if r.get("completed") is None:
-            r["completed"] = []
-        return r  # type: ignore[no-any-return]
+        return self._call(b"beginWorkflow", req)  # type: ignore[no-any-return]
 
     def complete_step(
         self,
