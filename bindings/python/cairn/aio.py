@@ -16,7 +16,7 @@ import functools
 import inspect
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import client as _sync
 from .client import PathLike, Step, StepLike, _steps
@@ -24,17 +24,23 @@ from .types import (
     JSON,
     BeginRunResult,
     BeginWorkflowResult,
+    ChangeSet,
     CheckpointResult,
     CompleteRunResult,
+    Envelope,
     Event,
     ForkResult,
+    HandoffResult,
+    HelloResult,
     ImportResult,
+    LibStatus,
+    RestartResult,
     ResumeRunResult,
     ResumeSessionResult,
+    RuntimeCheckResult,
     SaveResult,
-    SessionSummary,
-    Status,
     StepSpec,
+    Summary,
     Usage,
 )
 
@@ -88,10 +94,10 @@ class AsyncClient:
     async def call(self, method: str, params: Optional[Mapping[str, Any]] = None) -> Any:
         return await self._run(self.sync.call, method, params)
 
-    async def status(self) -> Status:
+    async def status(self) -> LibStatus:
         return await self._run(self.sync.status)
 
-    async def hello(self) -> Dict[str, Any]:
+    async def hello(self) -> HelloResult:
         return await self._run(self.sync.hello)
 
     async def save(
@@ -109,7 +115,7 @@ class AsyncClient:
     async def resume_session(self, session_id: str) -> ResumeSessionResult:
         return await self._run(self.sync.resume_session, session_id)
 
-    async def list_sessions(self) -> List[SessionSummary]:
+    async def list_sessions(self) -> List[Summary]:
         return await self._run(self.sync.list_sessions)
 
     async def delete(self, session_id: str) -> None:
@@ -118,11 +124,23 @@ class AsyncClient:
     async def fork(self, session_id: str, new_id: str, at_generation: Optional[int] = None) -> ForkResult:
         return await self._run(self.sync.fork, session_id, new_id, at_generation)
 
-    async def export(self, session_id: str) -> Dict[str, Any]:
+    async def export(self, session_id: str) -> Envelope:
         return await self._run(self.sync.export, session_id)
 
     async def import_(self, envelope: Union[Mapping[str, Any], str, bytes]) -> ImportResult:
         return await self._run(self.sync.import_, envelope)
+
+    async def handoff(self, session_id: str) -> HandoffResult:
+        return await self._run(self.sync.handoff, session_id)
+
+    async def runtime_check(self, session_id: str, timeout_ms: Optional[int] = None) -> RuntimeCheckResult:
+        return await self._run(self.sync.runtime_check, session_id, timeout_ms)
+
+    async def runtime_restart(self, session_id: str, name: str, timeout_ms: Optional[int] = None) -> RestartResult:
+        return await self._run(self.sync.runtime_restart, session_id, name, timeout_ms)
+
+    async def changes(self, since: Optional[str] = None) -> ChangeSet:
+        return await self._run(self.sync.changes, since)
 
     async def begin_run(self, session_id: str, run_id: Optional[str] = None) -> BeginRunResult:
         return await self._run(self.sync.begin_run, session_id, run_id)

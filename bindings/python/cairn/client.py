@@ -31,18 +31,24 @@ from .types import (
     JSON,
     BeginRunResult,
     BeginWorkflowResult,
+    ChangeSet,
     CheckpointResult,
     CompleteRunResult,
+    Envelope,
     Event,
     ForkResult,
+    HandoffResult,
+    HelloResult,
     ImportResult,
+    LibStatus,
+    RestartResult,
     ResumeRunResult,
     ResumeSessionResult,
+    RuntimeCheckResult,
     SaveResult,
-    SessionSummary,
-    Status,
     StepFn,
     StepSpec,
+    Summary,
     Usage,
 )
 
@@ -229,12 +235,12 @@ class Client:
 
     # -- status -----------------------------------------------------------
 
-    def status(self) -> Status:
+    def status(self) -> LibStatus:
         """``{mode, version, workspace, pid, daemon?}``; ``daemon`` (daemon
         mode) is the daemon's status, with its ``pid``."""
         return self._call(b"status", None)  # type: ignore[no-any-return]
 
-    def hello(self) -> Dict[str, Any]:
+    def hello(self) -> HelloResult:
         """The daemon's (or the embedded engine's) hello: versions, capabilities."""
         return self._call(b"hello", None)  # type: ignore[no-any-return]
 
@@ -260,16 +266,14 @@ class Client:
         return self._call(b"save", req)  # type: ignore[no-any-return]
 
     def resume_session(self, session_id: str) -> ResumeSessionResult:
-        """The session's snapshot, generation, workspace drift and interrupted runs."""
-        r = self._call(b"resumeSession", _dumps({"session_id": session_id}))
-        if r.get("interrupted_runs") is None:
-            r["interrupted_runs"] = []
-        return r  # type: ignore[no-any-return]
+        """The session's snapshot, generation, workspace drift, interrupted
+        runs, and the state of its recorded processes (``processes``, from
+        their health checks run now; nothing is restarted)."""
+        return self._call(b"resumeSession", _dumps({"session_id": session_id}))  # type: ignore[no-any-return]
 
-    def list_sessions(self) -> List[SessionSummary]:
+    def list_sessions(self) -> List[Summary]:
         """Summaries of every session in the workspace."""
-        r = self._call(b"list", None)
-        return r.get("sessions") or []
+        return self._call(b"list", None)["sessions"]  # type: ignore[no-any-return]
 
     def delete(self, session_id: str) -> None:
         self._call(b"delete", _dumps({"session_id": session_id}), decode=False)
@@ -279,7 +283,7 @@ class Client:
         req = _params({"session_id": session_id, "new_id": new_id}, at_generation=at_generation or None)
         return self._call(b"fork", req)  # type: ignore[no-any-return]
 
-    def export(self, session_id: str) -> Dict[str, Any]:
+    def export(self, session_id: str) -> Envelope:
         """The session's portable JSON envelope."""
         return self._call(b"export", _dumps({"session_id": session_id}))["envelope"]  # type: ignore[no-any-return]
 
@@ -292,6 +296,38 @@ class Client:
         else:
             req = _dumps({"envelope": envelope})
         return self._call(b"import", req)  # type: ignore[no-any-return]
+
+    def handoff(self, session_id: str) -> HandoffResult:
+        """HANDOFF.md (``markdown``) rendered from the session's latest
+        generation, the required parts it lacks (``missing``; ``complete``
+        when none) and the files changed in the session (``files``)."""
+        return self._call(b"handoff", _dumps({"session_id": session_id}))  # type: ignore[no-any-return]
+
+    # -- runtime and workspace --------------------------------------------
+
+    def runtime_check(self, session_id: str, timeout_ms: Optional[int] = None) -> RuntimeCheckResult:
+        """Runs the health check of every process the session records, now
+        (``timeout_ms`` each; default the engine's), and reports each preview
+        with its process's state. Starts nothing."""
+        req = _params({"session_id": session_id}, timeout_ms=timeout_ms)
+        return self._call(b"runtime.check", req)  # type: ignore[no-any-return]
+
+    def runtime_restart(self, session_id: str, name: str, timeout_ms: Optional[int] = None) -> RestartResult:
+        """Brings the recorded process ``name`` back where the engine runs (the
+        daemon, or this process when embedded), unless its health check
+        passes (``outcome`` ``"already_healthy"``). ``timeout_ms`` bounds the
+        wait for the health check. A process that does not come up is
+        ``outcome`` ``"failed"`` with ``error``, not an exception; an unknown
+        session or process raises :class:`~cairn.NotFoundError`."""
+        req = _params({"session_id": session_id, "name": name}, timeout_ms=timeout_ms)
+        return self._call(b"runtime.restart", req)  # type: ignore[no-any-return]
+
+    def changes(self, since: Optional[str] = None) -> ChangeSet:
+        """The workspace paths changed after the clock ``since`` (every path,
+        as added, with ``fresh_instance``, when ``since`` is None or unknown),
+        and the ``clock`` to pass next time. Raises
+        :class:`~cairn.UnavailableError` when the workspace is not tracked."""
+        return self._call(b"changes", _params({}, since=since))  # type: ignore[no-any-return]
 
     # -- runs -------------------------------------------------------------
 
@@ -357,10 +393,7 @@ class Client:
             for s in steps
         ]
         req = _params({"workflow_id": workflow_id, "steps": specs}, session_id=session_id)
-        r = self._call(b"beginWorkflow", req)
-        if r.get("completed") is None:
-            r["completed"] = []
-        return r  # type: ignore[no-any-return]
+        return self._call(b"beginWorkflow", req)  # type: ignore[no-any-return]
 
     def complete_step(
         self,

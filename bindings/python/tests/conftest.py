@@ -114,3 +114,24 @@ def msg(i: int, size: int = 0) -> dict:
     if size:
         m["content"] = ("x" * size)[:size]
     return m
+
+
+# The runtime record_runtime saves. "web" runs in the workspace; its health
+# check fails until a restart has started it. "broken" exits at once, so its
+# health check never passes.
+WEB = {
+    "name": "web",
+    "command": ["sh", "-c", "touch ready && exec sleep 60"],
+    "health_check": {"command": ["test", "-f", "ready"]},
+}
+BROKEN = {
+    "name": "broken",
+    "command": ["sh", "-c", "exit 3"],
+    "health_check": {"command": ["test", "-f", "never"]},
+}
+PREVIEW = {"url": "http://127.0.0.1:9/", "process": "web"}
+
+
+def record_runtime(c: cairn.Client, sid: str = "s") -> None:
+    """Saves a message and the runtime (WEB, BROKEN, PREVIEW) to session sid."""
+    c.save(sid, change={"append_messages": [msg(0)], "runtime": {"processes": [WEB, BROKEN], "previews": [PREVIEW]}})

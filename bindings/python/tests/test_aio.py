@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import signal
 import tempfile
 import threading
 from collections import Counter
@@ -13,7 +15,7 @@ import pytest
 
 import cairn
 import cairn.aio
-from conftest import DAEMON, DAEMON_ARGS, msg
+from conftest import DAEMON, DAEMON_ARGS, msg, record_runtime
 
 
 def run(coro: Any) -> Any:
@@ -160,5 +162,34 @@ def test_aio_daemon_mode(workspace: str, daemons: List[int]) -> None:
                 await cairn.aio.connect(empty, auto_start=False)
         finally:
             shutil.rmtree(empty)
+
+    run(main())
+
+
+@pytest.mark.parametrize("mode", ["embedded", "daemon"])
+def test_aio_handoff_runtime_changes(workspace: str, daemons: List[int], mode: str) -> None:
+    async def main() -> None:
+        if mode == "embedded":
+            c = await cairn.aio.connect(workspace, embedded=True)
+        else:
+            c = await cairn.aio.connect(workspace, daemon=DAEMON, daemon_args=DAEMON_ARGS)
+            daemons.append((await c.status())["daemon"]["pid"])
+        pid = 0
+        try:
+            clock = (await c.changes())["clock"]
+            await c._run(record_runtime, c.sync)
+            assert [p["state"] for p in (await c.resume_session("s"))["processes"]] == ["unhealthy", "unhealthy"]
+            h = await c.handoff("s")
+            assert (h["session_id"], h["complete"]) == ("s", False)
+            assert (await c.runtime_check("s"))["processes"][0]["state"] == "unhealthy"
+            r = await c.runtime_restart("s", "web", 20000)
+            pid = r.get("pid", 0)
+            assert (r["outcome"], r["state"]) == ("started", "healthy"), r
+            assert (await c.runtime_check("s", 5000))["processes"][0]["state"] == "healthy"
+            assert "ready" in (await c.changes(clock))["added"]
+        finally:
+            if pid:
+                os.killpg(pid, signal.SIGKILL)
+            await c.close()
 
     run(main())
