@@ -20,23 +20,6 @@ export interface ConnectOptions {
   autoStart?: boolean;
   /** Extra arguments for a daemon this call starts, e.g. ["--idle-timeout=30s"]. */
   daemonArgs?: string[];
-  /**
-   * How long (microseconds) a call waits on the calling thread for a quick
-   * answer before it is left to the completion pipe. Default DEFAULT_SPIN_US.
-   */
-  spinUs?: number;
-  /**
-   * Use the fast lane (a worker thread that runs quick calls with
-   * cairn_call) in front of cairn_submit. Default true, or false when the
-   * CAIRN_NODE_LANE environment variable is "0".
-   */
-  lane?: boolean;
-  /**
-   * How long (microseconds) the lane thread stays hot after a call before it
-   * sleeps. Process-wide: the first connect that starts the lane sets it.
-   * Default DEFAULT_LANE_IDLE_SPIN_US.
-   */
-  laneIdleSpinUs?: number;
 }
 
 export interface Usage {
@@ -330,8 +313,6 @@ export function openHandles(): number;
 export function errorClassFor(code: string): typeof CairnError;
 /** Every error code, each with its class. */
 export const codes: string[];
-export const DEFAULT_SPIN_US: number;
-export const DEFAULT_LANE_IDLE_SPIN_US: number;
 
 export class CairnError extends Error {
   constructor(code: string, message: string, rc?: number);
@@ -355,3 +336,5 @@ export class ForkedError extends CairnError { constructor(message: string, rc?: 
 export class BadHandleError extends CairnError { constructor(message: string, rc?: number); }
 export class MethodNotFoundError extends CairnError { constructor(message: string, rc?: number); }
 export class BadRequestError extends CairnError { constructor(message: string, rc?: number); }
+/** A completion ticket the library does not know (a bug in the binding). */
+export class BadTicketError extends CairnError { constructor(message: string, rc?: number); }
