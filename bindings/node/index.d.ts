@@ -109,9 +109,19 @@ export interface SaveOptions {
 
 export interface Drift {
   tracked: boolean;
+  /** Why drift is not tracked, when it is not. */
+  reason?: string;
   added: string[] | null;
   modified: string[] | null;
   deleted: string[] | null;
+}
+
+/** The live state of one recorded process, from its health check run now. */
+export interface ProcessState {
+  name: string;
+  state: 'not_running' | 'healthy' | 'unhealthy' | 'unknown' | string;
+  /** What was tried and what it answered. */
+  detail?: string;
 }
 
 export interface InterruptedRun {
@@ -130,6 +140,8 @@ export interface ResumeSessionResult {
   generation: number;
   drift: Drift;
   interrupted_runs: InterruptedRun[] | null;
+  /** The live state of each recorded runtime process (nothing is restarted). */
+  processes: ProcessState[];
 }
 
 export interface BeginRunResult {
@@ -210,6 +222,66 @@ export interface ForkResult {
 
 export type ImportResult = ForkResult;
 
+/** What changed in the workspace after a clock (see Client.changes). */
+export interface ChangeSet {
+  /** The clock to pass as `since` next time. */
+  clock: string;
+  /** The clock was unknown (none, another instance, too old): added lists every tracked path. */
+  fresh_instance: boolean;
+  added: string[];
+  modified: string[];
+  deleted: string[];
+}
+
+/** A required part the handoff lacks. */
+export interface Missing {
+  key: string;
+  /** A sentence for people. */
+  message: string;
+}
+
+/** HANDOFF.md rendered from the session's latest generation. */
+export interface HandoffResult {
+  session_id: string;
+  generation: number;
+  markdown: string;
+  /** Nothing required is missing. */
+  complete: boolean;
+  missing: Missing[];
+  /** The files changed in the session, per the workspace manifests. */
+  files: Drift;
+}
+
+/** A recorded preview with the state of its process. */
+export interface PreviewState {
+  url: string;
+  process?: string;
+  state: string;
+}
+
+export interface RuntimeCheckResult {
+  processes: ProcessState[];
+  previews: PreviewState[];
+}
+
+/** What runtimeRestart did. */
+export interface RuntimeRestartResult {
+  name: string;
+  outcome: 'started' | 'already_healthy' | 'failed' | string;
+  /** The process's state when the restart returned. */
+  state: string;
+  /** The started process, which leads its own process group. */
+  pid?: number;
+  took_ms: number;
+  detail?: string;
+  /** The file the process's output went to. */
+  log?: string;
+  /** Recorded env_keys not set in the environment it started with (names only). */
+  missing_env?: string[];
+  /** Why it failed, when outcome is "failed". */
+  error?: string;
+}
+
 export interface Event {
   /** "session.committed", "session.deleted", "run.checkpointed", "run.completed", "run.resumed", "workflow.step_completed". */
   event: string;
@@ -262,6 +334,8 @@ export class Client {
   /** Calls any method of the C API with JSON params. */
   call(method: string, params?: Json | object): Promise<any>;
   status(): Promise<StatusResult>;
+  /** The daemon's hello (daemon mode) or the engine's (embedded mode). */
+  hello(): Promise<Record<string, Json>>;
   /** Saves a snapshot or a delta change; resolves to the new generation. */
   save(sessionId: string, options: SaveOptions): Promise<number>;
   resumeSession(sessionId: string): Promise<ResumeSessionResult>;
@@ -301,6 +375,18 @@ export class Client {
   export(sessionId: string): Promise<Record<string, Json>>;
   /** Imports an envelope (object, or its JSON text) or a bare session. */
   import(envelope: object | string | Buffer): Promise<ImportResult>;
+  /** What changed in the workspace after the clock `since` (none: everything, fresh_instance true). */
+  changes(options?: { since?: string }): Promise<ChangeSet>;
+  /** HANDOFF.md for the session's latest generation, and what it lacks. */
+  handoff(sessionId: string): Promise<HandoffResult>;
+  /** Runs every recorded process's health check now; starts nothing. */
+  runtimeCheck(sessionId: string, options?: { timeoutMs?: number }): Promise<RuntimeCheckResult>;
+  /**
+   * Brings one recorded process back unless it is healthy (started by the
+   * daemon in daemon mode, by this process in embedded mode). A failure to
+   * come up is outcome "failed", not a rejection.
+   */
+  runtimeRestart(sessionId: string, name: string, options?: { timeoutMs?: number }): Promise<RuntimeRestartResult>;
   subscribe(options?: { events?: string[] }): Promise<Subscription>;
   close(): Promise<void>;
 }
