@@ -457,10 +457,10 @@ class Client {
     return r.envelope;
   }
 
-  /** Imports an envelope: an object, or its JSON text (string or Buffer). */
+  /** Imports an envelope: an object, or its JSON text (a string, or bytes in a Buffer or Uint8Array). */
   import(envelope) {
     let req;
-    if (Buffer.isBuffer(envelope)) envelope = envelope.toString('utf8');
+    if (envelope instanceof Uint8Array) envelope = Buffer.from(envelope.buffer, envelope.byteOffset, envelope.byteLength).toString('utf8');
     if (typeof envelope === 'string') req = `{"envelope":${envelope}}`;
     else req = JSON.stringify({ envelope });
     return invoke(this, 'import', req);
