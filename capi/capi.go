@@ -7,6 +7,8 @@
 // implement cairn_submit's hand-off to a Go-owned thread. This file holds
 // the handle table and the Go side of every entry point; methods.go maps
 // method names to the engine (embedded mode) or the daemon (client mode).
+// Without cgo (a cross-compile, CGO_ENABLED=0) the package is empty: this
+// file imports "C", and the others are built only with the cgo tag.
 package main
 
 /*
@@ -24,6 +26,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/internal/version"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
@@ -178,11 +181,11 @@ var codes = map[string]int{
 	string(session.CodeNotOwner):            C.CAIRN_E_NOT_OWNER,
 	string(session.CodeStepIdentityChanged): C.CAIRN_E_STEP_IDENTITY_CHANGED,
 	string(session.CodeLocked):              C.CAIRN_E_LOCKED,
-	string(protocol.CodeUnavailable):        C.CAIRN_E_UNAVAILABLE,
+	string(api.CodeUnavailable):             C.CAIRN_E_UNAVAILABLE,
 	"forked":                                C.CAIRN_E_FORKED,
 	"bad_handle":                            C.CAIRN_E_BAD_HANDLE,
-	string(protocol.CodeMethodNotFound):     C.CAIRN_E_METHOD_NOT_FOUND,
-	string(protocol.CodeBadRequest):         C.CAIRN_E_BAD_REQUEST,
+	string(api.CodeMethodNotFound):          C.CAIRN_E_METHOD_NOT_FOUND,
+	string(api.CodeBadRequest):              C.CAIRN_E_BAD_REQUEST,
 }
 
 // codeOf names err's stable code.
@@ -195,11 +198,11 @@ func codeOf(err error) string {
 	case errors.As(err, &re):
 		return string(re.Code)
 	case errors.Is(err, protocol.ErrNoDaemon), errors.Is(err, protocol.ErrConnectionLost), errors.Is(err, protocol.ErrClosed), errors.Is(err, protocol.ErrUnavailable):
-		return string(protocol.CodeUnavailable)
+		return string(api.CodeUnavailable)
 	case errors.Is(err, protocol.ErrMethodNotFound):
-		return string(protocol.CodeMethodNotFound)
+		return string(api.CodeMethodNotFound)
 	case errors.Is(err, protocol.ErrBadRequest):
-		return string(protocol.CodeBadRequest)
+		return string(api.CodeBadRequest)
 	}
 	return string(session.CodeOf(err))
 }

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package main
 
 import (
@@ -12,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/internal/version"
@@ -89,10 +92,7 @@ func openInstance(raw string) (*instance, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
 	defer cancel()
-	// The client does not poll for answers in a host process: the host's
-	// own threads (an event loop, a worker, an interpreter) need the CPUs,
-	// and polling measured slower from Node.js (docs/PERFORMANCE.md).
-	popts := &protocol.Options{DaemonPath: o.Daemon, DaemonArgs: o.DaemonArgs, ClientName: "libcairn " + version.Version, PollBudget: -1}
+	popts := &protocol.Options{DaemonPath: o.Daemon, DaemonArgs: o.DaemonArgs, ClientName: "libcairn " + version.Version}
 	if o.AutoStart != nil && !*o.AutoStart {
 		popts.NoAutoStart = true
 	}
@@ -149,118 +149,93 @@ func decodeParams[P any](b []byte) (P, error) {
 }
 
 // method runs one method in either mode.
-type method func(ctx context.Context, in *instance, name string, params []byte) (any, error)
+type method func(ctx context.Context, in *instance, params []byte) (any, error)
 
-// forward makes a method whose params and result are the same in JSON and on
-// the wire: the engine runs it in embedded mode, the daemon otherwise.
-func forward[P, R any](local func(*engine.Engine, context.Context, P) (R, error)) method {
-	return func(ctx context.Context, in *instance, name string, b []byte) (any, error) {
+// entry is one method of the C API, typed by its api.Spec.
+type entry struct {
+	name string
+	m    method
+}
+
+// lib makes a method from a function of the decoded params.
+func lib[P, R any](s api.Spec[P, R], fn func(ctx context.Context, in *instance, p P) (any, error)) entry {
+	return libParams(s.Name, fn)
+}
+
+// libParams makes the method name from a function of params P, for the
+// methods whose params differ in the C API (api.Method.LibParams).
+func libParams[P any](name string, fn func(ctx context.Context, in *instance, p P) (any, error)) entry {
+	return entry{name, func(ctx context.Context, in *instance, b []byte) (any, error) {
 		p, err := decodeParams[P](b)
 		if err != nil {
 			return nil, err
 		}
+		return fn(ctx, in, p)
+	}}
+}
+
+// forward makes a method whose params and result are the same in JSON and
+// on the wire: the engine runs it in embedded mode, the daemon otherwise.
+func forward[P, R any](s api.Spec[P, R], local func(*engine.Engine, context.Context, P) (R, error)) entry {
+	return lib(s, func(ctx context.Context, in *instance, p P) (any, error) {
 		if in.eng != nil {
 			return local(in.eng, ctx, p)
 		}
-		var r R
-		err = in.client.Call(ctx, name, p, &r)
-		return r, err
-	}
-}
-
-func noResult[P any](local func(*engine.Engine, context.Context, P) error) method {
-	return forward(func(e *engine.Engine, ctx context.Context, p P) (protocol.Empty, error) {
-		return protocol.Empty{}, local(e, ctx, p)
+		return protocol.Do(ctx, in.client, s, p)
 	})
 }
 
-// exportResult and importParams carry the envelope as JSON itself, not as
-// the byte string the wire uses.
-type exportResult struct {
-	Envelope json.RawMessage `json:"envelope"`
+func noResult[P any](s api.Spec[P, api.Empty], local func(*engine.Engine, context.Context, P) error) entry {
+	return forward(s, func(e *engine.Engine, ctx context.Context, p P) (api.Empty, error) {
+		return api.Empty{}, local(e, ctx, p)
+	})
 }
 
-type importParams struct {
-	Envelope json.RawMessage `json:"envelope"`
+// deref adapts an engine method that answers with a pointer.
+func deref[P, R any](fn func(*engine.Engine, context.Context, P) (*R, error)) func(*engine.Engine, context.Context, P) (R, error) {
+	return func(e *engine.Engine, ctx context.Context, p P) (R, error) {
+		r, err := fn(e, ctx, p)
+		if err != nil {
+			var zero R
+			return zero, err
+		}
+		return *r, nil
+	}
 }
 
-// statusResult is the result of status through the C API.
-type statusResult struct {
-	Mode      string                 `json:"mode"` // "embedded" or "daemon"
-	Version   string                 `json:"version"`
-	Workspace string                 `json:"workspace"`
-	PID       int                    `json:"pid"`
-	Daemon    *protocol.StatusResult `json:"daemon,omitempty"`
-}
-
-var methods = map[string]method{
-	"status": func(ctx context.Context, in *instance, _ string, b []byte) (any, error) {
-		if _, err := decodeParams[protocol.Empty](b); err != nil {
-			return nil, err
-		}
-		res := statusResult{Mode: "embedded", Version: version.Version, Workspace: in.workspace, PID: in.pid}
-		if in.client != nil {
-			st, err := in.client.Status(ctx)
-			if err != nil {
-				return nil, err
-			}
-			res.Mode, res.Daemon = "daemon", &st
-		}
-		return res, nil
-	},
-	"hello": func(ctx context.Context, in *instance, name string, b []byte) (any, error) {
-		if _, err := decodeParams[protocol.Empty](b); err != nil {
-			return nil, err
-		}
-		if in.client != nil {
-			var r protocol.HelloResult
-			err := in.client.Call(ctx, name, protocol.HelloParams{ProtocolVersion: protocol.ProtocolVersion, Client: "libcairn"}, &r)
-			return r, err
-		}
-		return protocol.HelloResult{
-			ServerVersion: version.Version, ProtocolVersion: protocol.ProtocolVersion, Workspace: in.workspace, PID: in.pid,
-			Capabilities: protocol.HelloCapabilites{Store: in.eng.Capabilities(), Methods: methodNames(), Events: protocol.Events()},
-		}, nil
-	},
-	"save": forward((*engine.Engine).Save),
-	"resumeSession": forward(func(e *engine.Engine, ctx context.Context, p protocol.SessionParams) (*engine.ResumeSessionResult, error) {
+// methods maps every method of api.Methods and api.LibMethods to its C API
+// implementation; table panics at load if one is missing or unknown.
+var methods = table(
+	lib(api.Hello, hello),
+	lib(api.Status, status),
+	lib(api.Subscribe, subscribe),
+	libParams(api.Unsubscribe.Name, unsubscribe),
+	forward(api.Save, (*engine.Engine).Save),
+	forward(api.ResumeSession, deref(func(e *engine.Engine, ctx context.Context, p api.SessionParams) (*api.ResumeSessionResult, error) {
 		return e.ResumeSession(ctx, p.SessionID)
-	}),
-	"beginRun":      forward((*engine.Engine).BeginRun),
-	"checkpoint":    forward((*engine.Engine).Checkpoint),
-	"completeRun":   forward((*engine.Engine).CompleteRun),
-	"resumeRun":     forward((*engine.Engine).ResumeRun),
-	"beginWorkflow": forward((*engine.Engine).BeginWorkflow),
-	"completeStep":  noResult((*engine.Engine).CompleteStep),
-	"finishWorkflow": noResult(func(e *engine.Engine, ctx context.Context, p protocol.WorkflowParams) error {
+	})),
+	forward(api.BeginRun, (*engine.Engine).BeginRun),
+	forward(api.Checkpoint, (*engine.Engine).Checkpoint),
+	forward(api.CompleteRun, (*engine.Engine).CompleteRun),
+	forward(api.ResumeRun, deref((*engine.Engine).ResumeRun)),
+	forward(api.BeginWorkflow, (*engine.Engine).BeginWorkflow),
+	noResult(api.CompleteStep, (*engine.Engine).CompleteStep),
+	noResult(api.FinishWorkflow, func(e *engine.Engine, ctx context.Context, p api.WorkflowParams) error {
 		return e.FinishWorkflow(ctx, p.WorkflowID)
 	}),
-	"list": forward(func(e *engine.Engine, ctx context.Context, _ protocol.Empty) (protocol.ListResult, error) {
+	forward(api.List, func(e *engine.Engine, ctx context.Context, _ api.Empty) (api.ListResult, error) {
 		l, err := e.List(ctx)
-		return protocol.ListResult{Sessions: l}, err
+		return api.ListResult{Sessions: l}, err
 	}),
-	"delete": noResult(func(e *engine.Engine, ctx context.Context, p protocol.SessionParams) error {
+	noResult(api.Delete, func(e *engine.Engine, ctx context.Context, p api.SessionParams) error {
 		return e.Delete(ctx, p.SessionID)
 	}),
-	"fork": forward((*engine.Engine).Fork),
-	"export": func(ctx context.Context, in *instance, _ string, b []byte) (any, error) {
-		p, err := decodeParams[protocol.SessionParams](b)
-		if err != nil {
-			return nil, err
-		}
-		var env []byte
-		if in.eng != nil {
-			env, err = in.eng.Export(ctx, p.SessionID)
-		} else {
-			env, err = in.client.Export(ctx, p.SessionID)
-		}
-		return exportResult{Envelope: env}, err
-	},
-	"import": func(ctx context.Context, in *instance, _ string, b []byte) (any, error) {
-		p, err := decodeParams[importParams](b)
-		if err != nil {
-			return nil, err
-		}
+	forward(api.Fork, (*engine.Engine).Fork),
+	forward(api.Export, func(e *engine.Engine, ctx context.Context, p api.SessionParams) (api.ExportResult, error) {
+		env, err := e.Export(ctx, p.SessionID)
+		return api.ExportResult{Envelope: env}, err
+	}),
+	lib(api.Import, func(ctx context.Context, in *instance, p api.ImportParams) (any, error) {
 		if len(p.Envelope) == 0 {
 			return nil, session.Errorf(session.CodeInvalidArgument, "import needs an envelope")
 		}
@@ -268,40 +243,78 @@ var methods = map[string]method{
 			return in.eng.Import(ctx, p.Envelope)
 		}
 		return in.client.Import(ctx, p.Envelope)
-	},
-	"changes": func(ctx context.Context, in *instance, _ string, b []byte) (any, error) {
-		p, err := decodeParams[protocol.ChangesParams](b)
-		if err != nil {
-			return nil, err
-		}
+	}),
+	lib(api.Changes, func(ctx context.Context, in *instance, p api.ChangesParams) (any, error) {
 		if in.client != nil {
 			return in.client.Changes(ctx, p.Since)
 		}
 		if in.files == nil {
-			return nil, &codedError{code: string(protocol.CodeUnavailable), msg: "the workspace is not tracked in this process"}
+			return nil, &codedError{code: string(api.CodeUnavailable), msg: "the workspace is not tracked in this process"}
 		}
 		return in.files.Changes(ctx, p.Since)
-	},
-	"handoff":         forward((*engine.Engine).Handoff),
-	"runtime.check":   forward((*engine.Engine).RuntimeCheck),
-	"runtime.restart": forward((*engine.Engine).RuntimeRestart),
-	"subscribe":       subscribe,
-	"nextEvent":       nextEvent,
-	"unsubscribe":     unsubscribe,
+	}),
+	forward(api.Handoff, (*engine.Engine).Handoff),
+	forward(api.RuntimeCheck, (*engine.Engine).RuntimeCheck),
+	forward(api.RuntimeRestart, (*engine.Engine).RuntimeRestart),
+	lib(api.NextEvent, nextEvent),
+)
+
+// table builds the C API's dispatch table, checking that it serves exactly
+// the methods of api.Methods and api.LibMethods.
+func table(es ...entry) map[string]method {
+	m := make(map[string]method, len(es))
+	for _, e := range es {
+		m[e.name] = e.m
+	}
+	for _, name := range methodNames() {
+		if m[name] == nil {
+			panic("capi: no method " + name)
+		}
+	}
+	if len(m) != len(methodNames()) {
+		panic("capi: a method not in api.Methods or api.LibMethods")
+	}
+	return m
 }
 
-// methodNames lists the methods of the C API: the protocol's, and
-// nextEvent.
+func status(ctx context.Context, in *instance, _ api.Empty) (any, error) {
+	res := api.LibStatus{Mode: "embedded", Version: version.Version, Workspace: in.workspace, PID: in.pid}
+	if in.client != nil {
+		st, err := in.client.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Mode, res.Daemon = "daemon", &st
+	}
+	return res, nil
+}
+
+func hello(ctx context.Context, in *instance, _ api.HelloParams) (any, error) {
+	if in.client != nil {
+		return protocol.Do(ctx, in.client, api.Hello, api.HelloParams{ProtocolVersion: api.ProtocolVersion, Client: "libcairn"})
+	}
+	return api.HelloResult{
+		ServerVersion: version.Version, ProtocolVersion: api.ProtocolVersion, Workspace: in.workspace, PID: in.pid,
+		Capabilities: api.HelloCapabilities{Store: in.eng.Capabilities(), Methods: methodNames(), Events: api.SubscribableEvents()},
+	}, nil
+}
+
+// methodNames lists the methods of the C API: api.Methods, then
+// api.LibMethods.
 func methodNames() []string {
-	return append(protocol.Methods(), "nextEvent")
+	names := api.MethodNames()
+	for _, m := range api.LibMethods {
+		names = append(names, m.Name)
+	}
+	return names
 }
 
 func (in *instance) invoke(ctx context.Context, name string, params []byte) (any, error) {
 	m := methods[name]
 	if m == nil {
-		return nil, &codedError{code: string(protocol.CodeMethodNotFound), msg: fmt.Sprintf("no method %q", truncate(name, 64))}
+		return nil, &codedError{code: string(api.CodeMethodNotFound), msg: fmt.Sprintf("no method %q", truncate(name, 64))}
 	}
-	return m(ctx, in, name, params)
+	return m(ctx, in, params)
 }
 
 func truncate(s string, n int) string {
@@ -313,7 +326,7 @@ func truncate(s string, n int) string {
 
 // subscription queues events for nextEvent.
 type subscription struct {
-	events  <-chan engine.Event
+	events  <-chan api.Event
 	dropped atomic.Uint64
 	stop    func()
 	done    chan struct{}
@@ -331,15 +344,7 @@ func (s *subscription) close() {
 // it drops (and counts) further ones.
 const eventQueue = 1024
 
-type subscribeResult struct {
-	Subscription uint64 `json:"subscription"`
-}
-
-func subscribe(ctx context.Context, in *instance, _ string, b []byte) (any, error) {
-	p, err := decodeParams[protocol.SubscribeParams](b)
-	if err != nil {
-		return nil, err
-	}
+func subscribe(ctx context.Context, in *instance, p api.SubscribeParams) (any, error) {
 	if err := protocol.CheckEvents(p.Events); err != nil {
 		return nil, err
 	}
@@ -349,9 +354,9 @@ func subscribe(ctx context.Context, in *instance, _ string, b []byte) (any, erro
 		for _, e := range p.Events {
 			want[e] = true
 		}
-		ch := make(chan engine.Event, eventQueue)
+		ch := make(chan api.Event, eventQueue)
 		s.events = ch
-		deliver := func(ev engine.Event) {
+		deliver := func(ev api.Event) {
 			if len(want) > 0 && !want[ev.Type] {
 				return
 			}
@@ -365,7 +370,7 @@ func subscribe(ctx context.Context, in *instance, _ string, b []byte) (any, erro
 		s.stop = stopEngine
 		if in.files != nil {
 			stopFiles := in.files.Subscribe(func(path, kind string) {
-				deliver(engine.Event{Type: protocol.EventFileChanged, Data: map[string]any{"path": path, "kind": kind}})
+				deliver(api.NewEvent(api.EventFileChanged, api.FileChangedData{Path: path, Kind: kind}))
 			})
 			s.stop = func() { stopEngine(); stopFiles() }
 		}
@@ -389,18 +394,7 @@ func subscribe(ctx context.Context, in *instance, _ string, b []byte) (any, erro
 	}
 	in.nextSub++
 	in.subs[in.nextSub] = s
-	return subscribeResult{Subscription: in.nextSub}, nil
-}
-
-type nextEventParams struct {
-	Subscription uint64 `json:"subscription"`
-	TimeoutMS    int64  `json:"timeout_ms,omitempty"`
-}
-
-type nextEventResult struct {
-	Event   *engine.Event `json:"event,omitempty"`
-	Closed  bool          `json:"closed"`
-	Dropped uint64        `json:"dropped"`
+	return api.LibSubscription{Subscription: in.nextSub}, nil
 }
 
 // maxEventWait bounds one nextEvent call.
@@ -412,14 +406,10 @@ func (in *instance) sub(id uint64) *subscription {
 	return in.subs[id]
 }
 
-func nextEvent(ctx context.Context, in *instance, _ string, b []byte) (any, error) {
-	p, err := decodeParams[nextEventParams](b)
-	if err != nil {
-		return nil, err
-	}
+func nextEvent(ctx context.Context, in *instance, p api.NextEventParams) (any, error) {
 	s := in.sub(p.Subscription)
 	if s == nil {
-		return nextEventResult{Closed: true}, nil
+		return api.NextEventResult{Closed: true}, nil
 	}
 	wait := time.Duration(p.TimeoutMS) * time.Millisecond
 	if wait <= 0 || wait > maxEventWait {
@@ -430,21 +420,17 @@ func nextEvent(ctx context.Context, in *instance, _ string, b []byte) (any, erro
 	select {
 	case ev, ok := <-s.events:
 		if !ok {
-			return nextEventResult{Closed: true, Dropped: s.dropped.Load()}, nil
+			return api.NextEventResult{Closed: true, Dropped: s.dropped.Load()}, nil
 		}
-		return nextEventResult{Event: &ev, Dropped: s.dropped.Load()}, nil
+		return api.NextEventResult{Event: &ev, Dropped: s.dropped.Load()}, nil
 	case <-s.done:
-		return nextEventResult{Closed: true, Dropped: s.dropped.Load()}, nil
+		return api.NextEventResult{Closed: true, Dropped: s.dropped.Load()}, nil
 	case <-t.C:
-		return nextEventResult{Dropped: s.dropped.Load()}, nil
+		return api.NextEventResult{Dropped: s.dropped.Load()}, nil
 	}
 }
 
-func unsubscribe(ctx context.Context, in *instance, _ string, b []byte) (any, error) {
-	p, err := decodeParams[nextEventParams](b)
-	if err != nil {
-		return nil, err
-	}
+func unsubscribe(ctx context.Context, in *instance, p api.NextEventParams) (any, error) {
 	in.mu.Lock()
 	s := in.subs[p.Subscription]
 	delete(in.subs, p.Subscription)
@@ -453,5 +439,5 @@ func unsubscribe(ctx context.Context, in *instance, _ string, b []byte) (any, er
 		return nil, session.Errorf(session.CodeNotFound, "no subscription %d", p.Subscription)
 	}
 	s.close()
-	return protocol.Empty{}, nil
+	return api.Empty{}, nil
 }

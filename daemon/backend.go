@@ -3,8 +3,8 @@ package daemon
 import (
 	"context"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/procs"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -12,24 +12,24 @@ import (
 // the interface exists so the server can be tested and benchmarked over any
 // engine configuration (an engine over session.MemStore, for instance).
 type Backend interface {
-	Save(ctx context.Context, req engine.SaveRequest) (engine.SaveResult, error)
-	ResumeSession(ctx context.Context, sessionID string) (*engine.ResumeSessionResult, error)
-	BeginRun(ctx context.Context, req engine.BeginRunRequest) (engine.BeginRunResult, error)
-	Checkpoint(ctx context.Context, req engine.CheckpointRequest) (engine.CheckpointResult, error)
-	CompleteRun(ctx context.Context, req engine.CompleteRunRequest) (engine.CompleteRunResult, error)
-	ResumeRun(ctx context.Context, req engine.ResumeRunRequest) (*engine.ResumeRunResult, error)
-	BeginWorkflow(ctx context.Context, req engine.BeginWorkflowRequest) (engine.BeginWorkflowResult, error)
-	CompleteStep(ctx context.Context, req engine.CompleteStepRequest) error
+	Save(ctx context.Context, req api.SaveRequest) (api.SaveResult, error)
+	ResumeSession(ctx context.Context, sessionID string) (*api.ResumeSessionResult, error)
+	BeginRun(ctx context.Context, req api.BeginRunRequest) (api.BeginRunResult, error)
+	Checkpoint(ctx context.Context, req api.CheckpointRequest) (api.CheckpointResult, error)
+	CompleteRun(ctx context.Context, req api.CompleteRunRequest) (api.CompleteRunResult, error)
+	ResumeRun(ctx context.Context, req api.ResumeRunRequest) (*api.ResumeRunResult, error)
+	BeginWorkflow(ctx context.Context, req api.BeginWorkflowRequest) (api.BeginWorkflowResult, error)
+	CompleteStep(ctx context.Context, req api.CompleteStepRequest) error
 	FinishWorkflow(ctx context.Context, workflowID string) error
 	List(ctx context.Context) ([]session.Summary, error)
 	Delete(ctx context.Context, sessionID string) error
-	Fork(ctx context.Context, req engine.ForkRequest) (engine.ForkResult, error)
+	Fork(ctx context.Context, req api.ForkRequest) (api.ForkResult, error)
 	Export(ctx context.Context, sessionID string) ([]byte, error)
-	Import(ctx context.Context, envelope []byte) (engine.ImportResult, error)
-	Handoff(ctx context.Context, req engine.HandoffRequest) (engine.HandoffResult, error)
-	RuntimeCheck(ctx context.Context, req engine.RuntimeCheckRequest) (engine.RuntimeCheckResult, error)
-	RuntimeRestart(ctx context.Context, req engine.RuntimeRestartRequest) (procs.Result, error)
-	Subscribe(fn func(engine.Event)) (cancel func())
+	Import(ctx context.Context, envelope []byte) (api.ImportResult, error)
+	Handoff(ctx context.Context, req api.HandoffRequest) (api.HandoffResult, error)
+	RuntimeCheck(ctx context.Context, req api.RuntimeCheckRequest) (api.RuntimeCheckResult, error)
+	RuntimeRestart(ctx context.Context, req api.RuntimeRestartRequest) (api.RestartResult, error)
+	Subscribe(fn func(api.Event)) (cancel func())
 	Capabilities() session.Capabilities
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/internal/atomicfile"
@@ -23,16 +24,14 @@ import (
 
 // benchCommit is the commit every commit benchmark makes: one ~100-byte
 // message appended to the client's own session.
-func benchCommit(sid string, i int) engine.SaveRequest {
-	return engine.SaveRequest{SessionID: sid, Change: &session.Change{AppendMessages: []session.Value{
+func benchCommit(sid string, i int) api.SaveRequest {
+	return api.SaveRequest{SessionID: sid, Change: &session.Change{AppendMessages: []session.Value{
 		session.Value(fmt.Sprintf(`{"role":"assistant","content":"message number %08d of the benchmark, padded to about 100 bytes"}`, i)),
 	}}}
 }
 
 // BenchmarkStatusRoundTrip measures one status call over the socket of a
-// real cairnd, calls back to back: median and p99 latency. The no-polling
-// variant turns polling off on both sides (cairnd --poll-window=0, client
-// PollBudget < 0): the baseline for internal/busypoll.
+// real cairnd, calls back to back: median and p99 latency.
 func BenchmarkStatusRoundTrip(b *testing.B) { benchStatus(b, 0) }
 
 // BenchmarkStatusRoundTripSpaced is BenchmarkStatusRoundTrip with the
@@ -41,16 +40,8 @@ func BenchmarkStatusRoundTrip(b *testing.B) { benchStatus(b, 0) }
 func BenchmarkStatusRoundTripSpaced(b *testing.B) { benchStatus(b, time.Millisecond) }
 
 func benchStatus(b *testing.B, gap time.Duration) {
-	for _, polling := range []bool{true, false} {
-		name, args, opts := "polling", []string{"--log-level", "warn"}, &protocol.Options{}
-		if !polling {
-			name, args, opts = "no-polling", append(args, "--poll-window=0"), &protocol.Options{PollBudget: -1}
-		}
-		b.Run(name, func(b *testing.B) {
-			p := startCairnd(b, workspace(b), args...)
-			benchStatusCalls(b, p.dialOpts(b, opts), gap)
-		})
-	}
+	p := startCairnd(b, workspace(b), "--log-level", "warn")
+	benchStatusCalls(b, p.dial(b), gap)
 }
 
 func benchStatusCalls(b *testing.B, c *protocol.Client, gap time.Duration) {
@@ -108,8 +99,8 @@ func BenchmarkCommit(b *testing.B) {
 				}
 				eng := engine.New(st, opts)
 				defer eng.Close()
-				runCommits(b, clients, func(int) func(context.Context, engine.SaveRequest) error {
-					return func(ctx context.Context, r engine.SaveRequest) error { _, err := eng.Save(ctx, r); return err }
+				runCommits(b, clients, func(int) func(context.Context, api.SaveRequest) error {
+					return func(ctx context.Context, r api.SaveRequest) error { _, err := eng.Save(ctx, r); return err }
 				})
 			})
 			b.Run(fmt.Sprintf("socket%s/clients=%d", suffix, clients), func(b *testing.B) {
@@ -122,8 +113,8 @@ func BenchmarkCommit(b *testing.B) {
 				for i := range conns {
 					conns[i] = p.dial(b)
 				}
-				runCommits(b, clients, func(i int) func(context.Context, engine.SaveRequest) error {
-					return func(ctx context.Context, r engine.SaveRequest) error { _, err := conns[i].Save(ctx, r); return err }
+				runCommits(b, clients, func(i int) func(context.Context, api.SaveRequest) error {
+					return func(ctx context.Context, r api.SaveRequest) error { _, err := conns[i].Save(ctx, r); return err }
 				})
 			})
 		}
@@ -179,7 +170,7 @@ func alternate(b *testing.B, baseName string, base func(i int) error, otherName 
 
 // runCommits makes b.N commits split over clients goroutines, each with its
 // own session and its own save function, and reports commits/s.
-func runCommits(b *testing.B, clients int, saver func(i int) func(context.Context, engine.SaveRequest) error) {
+func runCommits(b *testing.B, clients int, saver func(i int) func(context.Context, api.SaveRequest) error) {
 	ctx := context.Background()
 	per := (b.N + clients - 1) / clients
 	var wg sync.WaitGroup

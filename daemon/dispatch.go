@@ -6,129 +6,143 @@ import (
 	"os"
 	"time"
 
+	"github.com/cairn-dev/cairn/protocol"
 	"github.com/fxamacker/cbor/v2"
 
-	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/api"
 )
 
 // handler serves one method: it decodes params, calls the backend and
 // returns the result to encode.
 type handler func(ctx context.Context, c *wsConn, params cbor.RawMessage) (any, error)
 
-// call adapts a backend method taking a request struct.
-func call[Req, Res any](fn func(Backend, context.Context, Req) (Res, error)) handler {
-	return func(ctx context.Context, c *wsConn, params cbor.RawMessage) (any, error) {
-		var req Req
-		if err := protocol.DecodeParams(params, &req); err != nil {
+// route is one method's handler, typed by its api.Spec so the compiler
+// checks the params and result against the method table.
+type route struct {
+	name string
+	h    handler
+}
+
+func handle[P, R any](m api.Spec[P, R], fn func(ctx context.Context, c *wsConn, p P) (R, error)) route {
+	return route{m.Name, func(ctx context.Context, c *wsConn, params cbor.RawMessage) (any, error) {
+		var p P
+		if err := protocol.DecodeParams(params, &p); err != nil {
 			return nil, err
 		}
-		return fn(c.s.cfg.Backend, ctx, req)
-	}
+		return fn(ctx, c, p)
+	}}
 }
 
-// handlers maps every method of PROTOCOL.md §5 to its handler.
-var handlers = map[string]handler{
-	protocol.MethodHello:       hello,
-	protocol.MethodStatus:      status,
-	protocol.MethodSubscribe:   subscribe(true),
-	protocol.MethodUnsubscribe: subscribe(false),
-	protocol.MethodSave:        call(Backend.Save),
-	protocol.MethodResumeSession: call(func(b Backend, ctx context.Context, p protocol.SessionParams) (*engine.ResumeSessionResult, error) {
-		return b.ResumeSession(ctx, p.SessionID)
+// backend adapts a Backend method that takes the method's params as they
+// are.
+func backend[P, R any](m api.Spec[P, R], fn func(Backend, context.Context, P) (R, error)) route {
+	return handle(m, func(ctx context.Context, c *wsConn, p P) (R, error) { return fn(c.s.cfg.Backend, ctx, p) })
+}
+
+// handlers maps every method of api.Methods to its handler; routes panics
+// at start-up if one is missing or unknown.
+var handlers = routes(
+	handle(api.Hello, hello),
+	handle(api.Status, func(_ context.Context, c *wsConn, _ api.Empty) (api.StatusResult, error) { return c.s.status(), nil }),
+	handle(api.Subscribe, subscribe(true)),
+	handle(api.Unsubscribe, subscribe(false)),
+	backend(api.Save, Backend.Save),
+	backend(api.ResumeSession, func(b Backend, ctx context.Context, p api.SessionParams) (api.ResumeSessionResult, error) {
+		r, err := b.ResumeSession(ctx, p.SessionID)
+		if err != nil {
+			return api.ResumeSessionResult{}, err
+		}
+		return *r, nil
 	}),
-	protocol.MethodBeginRun:      call(Backend.BeginRun),
-	protocol.MethodCheckpoint:    call(Backend.Checkpoint),
-	protocol.MethodCompleteRun:   call(Backend.CompleteRun),
-	protocol.MethodResumeRun:     call(Backend.ResumeRun),
-	protocol.MethodBeginWorkflow: call(Backend.BeginWorkflow),
-	protocol.MethodCompleteStep: call(func(b Backend, ctx context.Context, p engine.CompleteStepRequest) (protocol.Empty, error) {
-		return protocol.Empty{}, b.CompleteStep(ctx, p)
+	backend(api.BeginRun, Backend.BeginRun),
+	backend(api.Checkpoint, Backend.Checkpoint),
+	backend(api.CompleteRun, Backend.CompleteRun),
+	backend(api.ResumeRun, func(b Backend, ctx context.Context, p api.ResumeRunRequest) (api.ResumeRunResult, error) {
+		r, err := b.ResumeRun(ctx, p)
+		if err != nil {
+			return api.ResumeRunResult{}, err
+		}
+		return *r, nil
 	}),
-	protocol.MethodFinishWorkflow: call(func(b Backend, ctx context.Context, p protocol.WorkflowParams) (protocol.Empty, error) {
-		return protocol.Empty{}, b.FinishWorkflow(ctx, p.WorkflowID)
+	backend(api.BeginWorkflow, Backend.BeginWorkflow),
+	backend(api.CompleteStep, func(b Backend, ctx context.Context, p api.CompleteStepRequest) (api.Empty, error) {
+		return api.Empty{}, b.CompleteStep(ctx, p)
 	}),
-	protocol.MethodList: call(func(b Backend, ctx context.Context, _ protocol.Empty) (protocol.ListResult, error) {
+	backend(api.FinishWorkflow, func(b Backend, ctx context.Context, p api.WorkflowParams) (api.Empty, error) {
+		return api.Empty{}, b.FinishWorkflow(ctx, p.WorkflowID)
+	}),
+	backend(api.List, func(b Backend, ctx context.Context, _ api.Empty) (api.ListResult, error) {
 		l, err := b.List(ctx)
-		return protocol.ListResult{Sessions: l}, err
+		return api.ListResult{Sessions: l}, err
 	}),
-	protocol.MethodDelete: call(func(b Backend, ctx context.Context, p protocol.SessionParams) (protocol.Empty, error) {
-		return protocol.Empty{}, b.Delete(ctx, p.SessionID)
+	backend(api.Delete, func(b Backend, ctx context.Context, p api.SessionParams) (api.Empty, error) {
+		return api.Empty{}, b.Delete(ctx, p.SessionID)
 	}),
-	protocol.MethodFork: call(Backend.Fork),
-	protocol.MethodExport: call(func(b Backend, ctx context.Context, p protocol.SessionParams) (protocol.ExportResult, error) {
+	backend(api.Fork, Backend.Fork),
+	backend(api.Export, func(b Backend, ctx context.Context, p api.SessionParams) (api.ExportResult, error) {
 		env, err := b.Export(ctx, p.SessionID)
-		return protocol.ExportResult{Envelope: env}, err
+		return api.ExportResult{Envelope: env}, err
 	}),
-	protocol.MethodImport: call(func(b Backend, ctx context.Context, p protocol.ImportParams) (engine.ImportResult, error) {
+	backend(api.Import, func(b Backend, ctx context.Context, p api.ImportParams) (api.ImportResult, error) {
 		return b.Import(ctx, p.Envelope)
 	}),
-	protocol.MethodChanges:        changes,
-	protocol.MethodHandoff:        call(Backend.Handoff),
-	protocol.MethodRuntimeCheck:   call(Backend.RuntimeCheck),
-	protocol.MethodRuntimeRestart: call(Backend.RuntimeRestart),
+	handle(api.Changes, changes),
+	backend(api.Handoff, Backend.Handoff),
+	backend(api.RuntimeCheck, Backend.RuntimeCheck),
+	backend(api.RuntimeRestart, Backend.RuntimeRestart),
+)
+
+// routes builds the dispatch table, checking that it serves exactly the
+// methods of api.Methods.
+func routes(rs ...route) map[string]handler {
+	m := make(map[string]handler, len(rs))
+	for _, r := range rs {
+		if _, ok := api.Lookup(r.name); !ok {
+			panic("daemon: handler for a method not in api.Methods: " + r.name)
+		}
+		m[r.name] = r.h
+	}
+	for _, name := range api.MethodNames() {
+		if m[name] == nil {
+			panic("daemon: no handler for " + name)
+		}
+	}
+	return m
 }
 
-func changes(ctx context.Context, c *wsConn, params cbor.RawMessage) (any, error) {
-	var p protocol.ChangesParams
-	if err := protocol.DecodeParams(params, &p); err != nil {
-		return nil, err
-	}
+func changes(ctx context.Context, c *wsConn, p api.ChangesParams) (api.ChangeSet, error) {
 	tr := c.s.cfg.Files
 	if tr == nil {
-		return nil, &protocol.RemoteError{Method: protocol.MethodChanges, Code: protocol.CodeUnavailable, Message: "this daemon does not track the workspace"}
+		return api.ChangeSet{}, &protocol.RemoteError{Method: api.Changes.Name, Code: api.CodeUnavailable, Message: "this daemon does not track the workspace"}
 	}
 	return tr.Changes(ctx, p.Since)
 }
 
-func hello(_ context.Context, c *wsConn, params cbor.RawMessage) (any, error) {
-	var p protocol.HelloParams
-	if err := protocol.DecodeParams(params, &p); err != nil {
-		return nil, err
-	}
+func hello(_ context.Context, c *wsConn, p api.HelloParams) (api.HelloResult, error) {
 	s := c.s
 	if p.Client != "" {
 		c.log.Debug("hello", "client", truncate(p.Client, 64), "protocol_version", p.ProtocolVersion)
 	}
-	return protocol.HelloResult{
+	return api.HelloResult{
 		ServerVersion:   s.cfg.Version,
-		ProtocolVersion: protocol.ProtocolVersion,
+		ProtocolVersion: api.ProtocolVersion,
 		Workspace:       s.cfg.Workspace,
 		PID:             os.Getpid(),
-		Capabilities: protocol.HelloCapabilites{
+		Capabilities: api.HelloCapabilities{
 			Store:   s.cfg.Backend.Capabilities(),
-			Methods: protocol.Methods(),
-			Events:  protocol.Events(),
+			Methods: api.MethodNames(),
+			Events:  api.SubscribableEvents(),
 		},
-		Limits: protocol.Limits{
-			MaxMessageSize:     s.cfg.MaxMessageSize,
-			MaxNestedLevels:    protocol.MaxNestedLevels,
-			MaxArrayElements:   protocol.MaxArrayElements,
-			MaxMapPairs:        protocol.MaxMapPairs,
-			MaxInFlightPerConn: protocol.MaxInFlightPerConn,
-			EventQueueLen:      protocol.EventQueueLen,
-		},
+		Limits: protocol.DefaultLimits(s.cfg.MaxMessageSize),
 	}, nil
 }
 
-func status(_ context.Context, c *wsConn, params cbor.RawMessage) (any, error) {
-	var p protocol.Empty
-	if err := protocol.DecodeParams(params, &p); err != nil {
-		return nil, err
-	}
-	return c.s.status(), nil
-}
-
-func subscribe(add bool) handler {
-	return func(_ context.Context, c *wsConn, params cbor.RawMessage) (any, error) {
-		var p protocol.SubscribeParams
-		if err := protocol.DecodeParams(params, &p); err != nil {
-			return nil, err
-		}
+func subscribe(add bool) func(context.Context, *wsConn, api.SubscribeParams) (api.SubscribeResult, error) {
+	return func(_ context.Context, c *wsConn, p api.SubscribeParams) (api.SubscribeResult, error) {
 		if err := protocol.CheckEvents(p.Events); err != nil {
-			return nil, err
+			return api.SubscribeResult{}, err
 		}
-		return protocol.SubscribeResult{Events: c.s.events.update(c, add, p.Events)}, nil
+		return api.SubscribeResult{Events: c.s.events.update(c, add, p.Events)}, nil
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/protocol"
 )
 
@@ -80,7 +81,7 @@ func TestE2EBadInput(t *testing.T) {
 	}
 	defer ws.CloseNow()
 	ws.SetReadLimit(1 << 20)
-	statusReq, _ := protocol.EncodeRequest(9, protocol.MethodStatus, protocol.Empty{})
+	statusReq, _ := protocol.EncodeRequest(9, api.Status.Name, api.Empty{})
 	// Every case below is answered with an error; the same connection then
 	// still answers a good request.
 	cases := []struct {
@@ -94,7 +95,7 @@ func TestE2EBadInput(t *testing.T) {
 		{"truncated CBOR", websocket.MessageBinary, statusReq[:len(statusReq)-3], "bad_request", false},
 		{"deep nesting", websocket.MessageBinary, deepRequest(200), "bad_request", false},
 		{"unknown method", websocket.MessageBinary, mustReq(7, "dropTables", nil), "method_not_found", true},
-		{"wrong param types", websocket.MessageBinary, mustReq(8, protocol.MethodSave, map[string]any{"session_id": 12, "change": "x"}), "bad_request", true},
+		{"wrong param types", websocket.MessageBinary, mustReq(8, api.Save.Name, map[string]any{"session_id": 12, "change": "x"}), "bad_request", true},
 		{"text message", websocket.MessageText, []byte(`{"id":1,"method":"status"}`), "bad_request", false},
 		{"empty message", websocket.MessageBinary, nil, "bad_request", false},
 	}

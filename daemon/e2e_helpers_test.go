@@ -146,20 +146,15 @@ func (p *proc) wait(t *testing.T, within time.Duration) int {
 }
 
 // dial connects to p without auto-start.
-func (p *proc) dial(t testing.TB) *protocol.Client { return dialSocket(t, p.sock, nil) }
-
-// dialOpts is dial with client options.
-func (p *proc) dialOpts(t testing.TB, opts *protocol.Options) *protocol.Client {
-	return dialSocket(t, p.sock, opts)
-}
+func (p *proc) dial(t testing.TB) *protocol.Client { return dialSocket(t, p.sock) }
 
 // dialSocket connects a client to sock within 5 s and closes it when the
 // test ends.
-func dialSocket(t testing.TB, sock string, opts *protocol.Options) *protocol.Client {
+func dialSocket(t testing.TB, sock string) *protocol.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := protocol.Dial(ctx, sock, opts)
+	c, err := protocol.Dial(ctx, sock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/session"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,10 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/fsstore"
-	"github.com/cairn-dev/cairn/protocol"
-	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/api"
 )
 
 // TestE2EKill9DuringCommits: SIGKILL cairnd while a client streams
@@ -46,7 +46,7 @@ func TestE2EKill9DuringCommits(t *testing.T) {
 				return
 			default:
 			}
-			_, err := c.Save(ctx, engine.SaveRequest{SessionID: "stream", Change: &session.Change{AppendMessages: []session.Value{session.Value(strconv.Itoa(i))}}})
+			_, err := c.Save(ctx, api.SaveRequest{SessionID: "stream", Change: &session.Change{AppendMessages: []session.Value{session.Value(strconv.Itoa(i))}}})
 			if err != nil {
 				streamErr <- err
 				return
@@ -128,15 +128,15 @@ func TestE2EAutoStartAfterHolderExits(t *testing.T) {
 }
 
 // TestE2EAutoStartDaemonFails: a started daemon that exits for another
-// reason than a taken workspace fails Connect at once, naming its status.
+// reason than a taken workspace fails Connect at once, naming its status,
+// rather than waiting out its start timeout (here longer than the test's
+// context: waiting it out would fail with the context's error instead).
 func TestE2EAutoStartDaemonFails(t *testing.T) {
-	start := time.Now()
-	_, err := protocol.Connect(context.Background(), workspace(t), &protocol.Options{DaemonArgs: []string{"--poll-window=-1ms"}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := protocol.Connect(ctx, workspace(t), &protocol.Options{DaemonArgs: []string{"--log-level=nonsense"}, StartTimeout: time.Hour})
 	if err == nil || !strings.Contains(err.Error(), "exit status 2") || !errors.Is(err, protocol.ErrNoDaemon) {
 		t.Fatalf("Connect with a daemon that cannot start: %v, want exit status 2 and ErrNoDaemon", err)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("Connect took %v to report a daemon that exited at once", d)
 	}
 }
 
@@ -202,27 +202,6 @@ func TestE2ESecondDaemon(t *testing.T) {
 	}
 	if _, err := p.dial(t).Status(context.Background()); err != nil {
 		t.Fatalf("first daemon disturbed: %v", err)
-	}
-}
-
-// TestE2EPollWindow: a negative --poll-window is a usage error (exit 2);
-// --poll-window=0 turns the daemon's polling off, and calls back to back
-// (the client polling, the daemon not) all succeed.
-func TestE2EPollWindow(t *testing.T) {
-	bad := spawnCairnd(t, workspace(t), "--poll-window=-1ms")
-	if code := bad.wait(t, 10*time.Second); code != 2 || !strings.Contains(bad.logText(), "--poll-window") {
-		t.Fatalf("cairnd --poll-window=-1ms: exit %d, want 2 with a message; log:\n%s", code, bad.logText())
-	}
-	c := startCairnd(t, workspace(t), "--poll-window=0").dial(t)
-	ctx := context.Background()
-	for i := range 200 {
-		if _, err := c.Status(ctx); err != nil {
-			t.Fatal(err)
-		}
-		res, err := c.Save(ctx, engine.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{session.Value(`"m"`)}}})
-		if err != nil || res.Generation != uint64(i+1) {
-			t.Fatalf("save %d: generation %d, %v", i, res.Generation, err)
-		}
 	}
 }
 

@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/session"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/protocol"
-	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/api"
 )
 
 // TestE2EConcurrentClients: 32 clients (one connection each) commit 200
@@ -34,7 +34,7 @@ func TestE2EConcurrentClients(t *testing.T) {
 				if j%10 == 9 {
 					sid = "shared"
 				}
-				r, err := c.Save(ctx, engine.SaveRequest{SessionID: sid, Change: &session.Change{AppendMessages: []session.Value{session.Value(text)}}})
+				r, err := c.Save(ctx, api.SaveRequest{SessionID: sid, Change: &session.Change{AppendMessages: []session.Value{session.Value(text)}}})
 				if err != nil {
 					if failures.Add(1) < 5 {
 						t.Errorf("client %d commit %d: %v", i, j, err)
@@ -116,7 +116,7 @@ func TestE2ECASRace(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				r, err := c.Save(ctx, engine.SaveRequest{SessionID: "cas", ExpectGeneration: session.Expect(rs.Generation),
+				r, err := c.Save(ctx, api.SaveRequest{SessionID: "cas", ExpectGeneration: session.Expect(rs.Generation),
 					Change: &session.Change{AppendMessages: []session.Value{session.Value(fmt.Sprintf(`{"who":%d,"gen":%d}`, who, rs.Generation+1))}}})
 				switch {
 				case err == nil:
@@ -190,7 +190,7 @@ func TestE2ESubscribeOrder(t *testing.T) {
 			if !ok {
 				t.Fatalf("subscription ended: %v", sub.Err())
 			}
-			if ev.Type != engine.EventSessionCommitted {
+			if ev.Type != api.EventSessionCommitted {
 				t.Fatalf("unexpected event %+v", ev)
 			}
 			sid, _ := ev.Data["session_id"].(string)

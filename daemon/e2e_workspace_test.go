@@ -2,6 +2,8 @@ package daemon_test
 
 import (
 	"context"
+	"github.com/cairn-dev/cairn/internal/testkit"
+	"github.com/cairn-dev/cairn/session"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,10 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/internal/testkit"
-	"github.com/cairn-dev/cairn/protocol"
-	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/api"
 )
 
 // TestE2EDriftAcrossDaemonKill saves a session through a real cairnd, kills
@@ -26,7 +25,7 @@ func TestE2EDriftAcrossDaemonKill(t *testing.T) {
 	testkit.WriteFile(t, ws, "node_modules/dep/index.js", "ignored")
 	p := startCairnd(t, ws)
 	c := p.dial(t)
-	if _, err := c.Save(ctx, engine.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{session.Value(`1`)}}}); err != nil {
+	if _, err := c.Save(ctx, api.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{session.Value(`1`)}}}); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
@@ -71,7 +70,7 @@ func TestE2EChangesAndFileEvents(t *testing.T) {
 	if !first.FreshInstance || first.Clock == "" {
 		t.Fatalf("first changes = %+v", first)
 	}
-	sub, err := c.Subscribe(ctx, protocol.EventFileChanged)
+	sub, err := c.Subscribe(ctx, api.EventFileChanged)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +78,7 @@ func TestE2EChangesAndFileEvents(t *testing.T) {
 	testkit.WriteFile(t, ws, "a/b/c/f.txt", "burst")
 	select {
 	case ev := <-sub.C:
-		if ev.Type != protocol.EventFileChanged || ev.Data["path"] != "a/b/c/f.txt" || ev.Data["kind"] != "added" {
+		if ev.Type != api.EventFileChanged || ev.Data["path"] != "a/b/c/f.txt" || ev.Data["kind"] != "added" {
 			t.Fatalf("event = %+v", ev)
 		}
 	case <-ctx.Done():

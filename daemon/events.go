@@ -5,15 +5,14 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/api"
 )
 
 // fanout delivers the backend's events to the subscribed connections. It is
 // called on the engine's commit path (with a session lock held), so it never
 // blocks: each connection has a queue of protocol.EventQueueLen events, and
 // an event that finds the queue full is dropped and counted; the
-// connection's writer then pushes protocol.EventDropped with the count.
+// connection's writer then pushes api.EventDropped with the count.
 type fanout struct {
 	mu      sync.RWMutex // guards subs
 	subs    map[*wsConn]map[string]bool
@@ -25,7 +24,7 @@ func newFanout() *fanout {
 }
 
 // publish is the backend's subscriber.
-func (f *fanout) publish(ev engine.Event) {
+func (f *fanout) publish(ev api.Event) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	for c, want := range f.subs {
@@ -45,7 +44,7 @@ func (f *fanout) publish(ev engine.Event) {
 // all. It returns the subscription afterwards, sorted.
 func (f *fanout) update(c *wsConn, add bool, events []string) []string {
 	if len(events) == 0 {
-		events = protocol.Events()
+		events = api.SubscribableEvents()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

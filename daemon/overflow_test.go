@@ -8,8 +8,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/daemon"
-	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
@@ -28,7 +28,7 @@ func TestEventOverflow(t *testing.T) {
 	}
 	defer ws.CloseNow()
 	ws.SetReadLimit(1 << 20)
-	if err := ws.Write(ctx, websocket.MessageBinary, mustReq(1, protocol.MethodSubscribe, protocol.SubscribeParams{})); err != nil {
+	if err := ws.Write(ctx, websocket.MessageBinary, mustReq(1, api.Subscribe.Name, api.SubscribeParams{})); err != nil {
 		t.Fatal(err)
 	}
 	if r := answer(t, ctx, ws); r.Error != nil {
@@ -52,9 +52,9 @@ func TestEventOverflow(t *testing.T) {
 			t.Fatal(err)
 		}
 		switch p.Event {
-		case engine.EventSessionCommitted:
+		case api.EventSessionCommitted:
 			seen++
-		case protocol.EventDropped:
+		case api.EventDropped:
 			dropped += p.Data["dropped"].(uint64)
 		default:
 			t.Fatalf("unexpected push %+v", p)
@@ -80,7 +80,7 @@ func TestStalledReaderIsCutOff(t *testing.T) {
 	ctx := testkit.Context(t)
 	w := ip.dial(t)
 	big := session.Value(`"` + strings.Repeat("x", 256<<10) + `"`)
-	if _, err := w.Save(ctx, engine.SaveRequest{SessionID: "big", Change: &session.Change{AppendMessages: []session.Value{big}}}); err != nil {
+	if _, err := w.Save(ctx, api.SaveRequest{SessionID: "big", Change: &session.Change{AppendMessages: []session.Value{big}}}); err != nil {
 		t.Fatal(err)
 	}
 	ws, _, err := rawDial(ctx, ip.sock, []string{protocol.Subprotocol}, nil)
@@ -92,16 +92,16 @@ func TestStalledReaderIsCutOff(t *testing.T) {
 	// 64 answers of 256 KiB each: far more than the socket buffers hold.
 	const requests = 64
 	for i := range requests {
-		if err := ws.Write(ctx, websocket.MessageBinary, mustReq(uint64(i+1), protocol.MethodResumeSession, protocol.SessionParams{SessionID: "big"})); err != nil {
+		if err := ws.Write(ctx, websocket.MessageBinary, mustReq(uint64(i+1), api.ResumeSession.Name, api.SessionParams{SessionID: "big"})); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The daemon registers the connection, has answers it cannot write,
 	// and cuts the connection off: its requests stop holding the daemon.
-	waitStatus(t, w, "the stalled reader connected, its requests in flight", func(st *protocol.StatusResult) bool {
+	waitStatus(t, w, "the stalled reader connected, its requests in flight", func(st *api.StatusResult) bool {
 		return st.Connections == 2 && st.InFlight > 1
 	})
-	waitStatus(t, w, "the stalled reader cut off", func(st *protocol.StatusResult) bool {
+	waitStatus(t, w, "the stalled reader cut off", func(st *api.StatusResult) bool {
 		return st.Connections == 1 && st.InFlight == 1 // w, and this status call
 	})
 	// Reading now yields what was written before the cut, then an error.
@@ -126,7 +126,7 @@ func TestStalledReaderIsCutOff(t *testing.T) {
 }
 
 // waitStatus polls c's status until ok holds, for at most 20 s.
-func waitStatus(t *testing.T, c *protocol.Client, what string, ok func(*protocol.StatusResult) bool) {
+func waitStatus(t *testing.T, c *protocol.Client, what string, ok func(*api.StatusResult) bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {

@@ -29,12 +29,10 @@ type RunOptions struct {
 	Logger hclog.Logger
 	// Version is reported to clients.
 	Version string
-	// MaxMessageSize, IdleTimeout, ShutdownTimeout and PollWindow: see
-	// Config.
+	// MaxMessageSize, IdleTimeout and ShutdownTimeout: see Config.
 	MaxMessageSize  int64
 	IdleTimeout     time.Duration
 	ShutdownTimeout time.Duration
-	PollWindow      time.Duration
 	// Store tunes the file store.
 	Store fsstore.Options
 	// NoWorkspaceTracking turns the workspace tracker off.
@@ -109,7 +107,6 @@ func Run(ctx context.Context, opts RunOptions) error {
 		MaxMessageSize:  opts.MaxMessageSize,
 		IdleTimeout:     opts.IdleTimeout,
 		ShutdownTimeout: opts.ShutdownTimeout,
-		PollWindow:      opts.PollWindow,
 		Files:           files,
 	})
 	if err != nil {

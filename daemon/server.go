@@ -12,12 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/workspace"
 	"github.com/coder/websocket"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/protocol"
-	"github.com/cairn-dev/cairn/workspace"
+	"github.com/cairn-dev/cairn/api"
 )
 
 // Sentinel errors of this package.
@@ -58,11 +58,6 @@ type Config struct {
 	// file.changed event; nil: the workspace is not tracked (changes
 	// answers unavailable).
 	Files *workspace.Tracker
-	// PollWindow is how long, after answering, a connection's reader
-	// polls the socket for the next request before it parks
-	// (internal/busypoll), while no request runs. 0 means
-	// DefaultPollWindow; negative disables polling.
-	PollWindow time.Duration
 	// WriteTimeout is how long one message may take to write before the
 	// connection is closed: a client that stops reading while the daemon
 	// has a message for it. 0 means protocol.WriteTimeout.
@@ -85,18 +80,16 @@ type Server struct {
 
 	requests atomic.Uint64
 
-	mu         sync.Mutex // guards the fields below
-	conns      map[*wsConn]struct{}
-	stopping   bool
-	inFlight   atomic.Int32  // changed under mu; read without it by polling reads
-	serialRuns atomic.Uint64 // requests run without passing reading on (see wsConn.readLoop)
-	releases   atomic.Uint64 // of those, the ones that passed reading on after protocol.SerialLimit
-	drained    chan struct{} // closed when stopping and inFlight == 0
-	idle       *time.Timer
-	served     bool
-	stopped    chan struct{} // closed when shutdown completes
-	stopOnce   sync.Once
-	connWG     sync.WaitGroup
+	mu       sync.Mutex // guards the fields below
+	conns    map[*wsConn]struct{}
+	stopping bool
+	inFlight int           // requests started and not yet answered
+	drained  chan struct{} // closed when stopping and inFlight == 0
+	idle     *time.Timer
+	served   bool
+	stopped  chan struct{} // closed when shutdown completes
+	stopOnce sync.Once
+	connWG   sync.WaitGroup
 }
 
 // NewServer returns a server for cfg. It subscribes to the backend's events
@@ -120,9 +113,6 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = protocol.WriteTimeout
 	}
-	if cfg.PollWindow == 0 {
-		cfg.PollWindow = DefaultPollWindow
-	}
 	base, kill := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:     cfg,
@@ -140,13 +130,12 @@ func NewServer(cfg Config) (*Server, error) {
 		ReadHeaderTimeout: protocol.HandshakeTimeout,
 		ErrorLog:          s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		BaseContext:       func(net.Listener) context.Context { return base },
-		ConnContext:       connContext,
 	}
 	unsubEngine := cfg.Backend.Subscribe(s.events.publish)
 	s.unsub = unsubEngine
 	if cfg.Files != nil {
 		unsubFiles := cfg.Files.Subscribe(func(path, kind string) {
-			s.events.publish(engine.Event{Type: protocol.EventFileChanged, Data: map[string]any{"path": path, "kind": kind}})
+			s.events.publish(api.NewEvent(api.EventFileChanged, api.FileChangedData{Path: path, Kind: kind}))
 		})
 		s.unsub = func() { unsubEngine(); unsubFiles() }
 	}
@@ -192,7 +181,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}()
 
-	err := s.httpSrv.Serve(&pollListener{Listener: &peerListener{Listener: ln, log: s.log}, window: s.cfg.PollWindow, busy: &s.inFlight})
+	err := s.httpSrv.Serve(&peerListener{Listener: ln, log: s.log})
 	if errors.Is(err, http.ErrServerClosed) {
 		<-s.stopped
 		err = ErrServerClosed
@@ -298,7 +287,7 @@ func (s *Server) beginStop() {
 	if s.idle != nil {
 		s.idle.Stop()
 	}
-	if s.inFlight.Load() == 0 {
+	if s.inFlight == 0 {
 		close(s.drained)
 	}
 }
@@ -323,7 +312,7 @@ func (s *Server) startRequest() bool {
 	if s.stopping {
 		return false
 	}
-	s.inFlight.Add(1)
+	s.inFlight++
 	return true
 }
 
@@ -331,7 +320,8 @@ func (s *Server) endRequest() {
 	s.requests.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inFlight.Add(-1) == 0 && s.stopping {
+	s.inFlight--
+	if s.inFlight == 0 && s.stopping {
 		close(s.drained)
 	}
 }
@@ -362,17 +352,17 @@ func (s *Server) removeConn(c *wsConn) {
 	s.connWG.Done()
 }
 
-func (s *Server) status() protocol.StatusResult {
+func (s *Server) status() api.StatusResult {
 	s.mu.Lock()
-	conns, inFlight, stopping := len(s.conns), int(s.inFlight.Load()), s.stopping
+	conns, inFlight, stopping := len(s.conns), s.inFlight, s.stopping
 	s.mu.Unlock()
-	st := protocol.StateServing
+	st := api.StateServing
 	if stopping {
-		st = protocol.StateStopping
+		st = api.StateStopping
 	}
-	return protocol.StatusResult{
+	return api.StatusResult{
 		ServerVersion:   s.cfg.Version,
-		ProtocolVersion: protocol.ProtocolVersion,
+		ProtocolVersion: api.ProtocolVersion,
 		Workspace:       s.cfg.Workspace,
 		Socket:          s.socket,
 		PID:             os.Getpid(),
@@ -388,7 +378,7 @@ func (s *Server) status() protocol.StatusResult {
 	}
 }
 
-func (s *Server) filesStatus() *workspace.Status {
+func (s *Server) filesStatus() *api.FilesStatus {
 	if s.cfg.Files == nil {
 		return nil
 	}
@@ -415,7 +405,7 @@ func (s *Server) health(w http.ResponseWriter) {
 	st := s.status()
 	code := http.StatusOK
 	body := map[string]any{"status": "ok", "pid": st.PID, "version": st.ServerVersion, "workspace": st.Workspace, "connections": st.Connections}
-	if st.State == protocol.StateStopping {
+	if st.State == api.StateStopping {
 		code, body["status"] = http.StatusServiceUnavailable, "stopping"
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -452,7 +442,7 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("websocket upgrade failed", "error", err)
 		return
 	}
-	c := newWSConn(s, ws, activityOf(r.Context()), rawConnOf(r.Context()))
+	c := newWSConn(s, ws)
 	if !s.addConn(c) {
 		ws.Close(websocket.StatusTryAgainLater, "cairnd: not accepting connections")
 		return

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"go.uber.org/goleak"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/daemon"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/internal/testkit"
@@ -21,8 +23,7 @@ import (
 )
 
 // fakeBackend is an engine over a MemStore whose Save misbehaves on
-// request: session "block" waits for release; "slow" takes twice
-// protocol.SerialLimit; "err:<code>" fails with that
+// request: session "block" waits for release; "err:<code>" fails with that
 // code (a *session.LockedError for locked, a plain error for internal).
 type fakeBackend struct {
 	*engine.Engine
@@ -34,27 +35,25 @@ func newFakeBackend() *fakeBackend {
 	return &fakeBackend{
 		Engine:  engine.New(session.NewMemStore(), engine.Options{}),
 		release: make(chan struct{}),
-		blocked: make(chan struct{}, 16),
+		blocked: make(chan struct{}, protocol.MaxInFlightPerConn+1),
 	}
 }
 
-func (f *fakeBackend) Save(ctx context.Context, req engine.SaveRequest) (engine.SaveResult, error) {
+func (f *fakeBackend) Save(ctx context.Context, req api.SaveRequest) (api.SaveResult, error) {
 	switch {
 	case req.SessionID == "block":
 		f.blocked <- struct{}{}
 		select {
 		case <-f.release:
 		case <-ctx.Done():
-			return engine.SaveResult{}, ctx.Err()
+			return api.SaveResult{}, ctx.Err()
 		}
-	case req.SessionID == "slow":
-		time.Sleep(2 * protocol.SerialLimit)
 	case req.SessionID == "err:locked":
-		return engine.SaveResult{}, &session.LockedError{Path: "/x/.cairn/LOCK", PID: 4242}
+		return api.SaveResult{}, &session.LockedError{Path: "/x/.cairn/LOCK", PID: 4242}
 	case req.SessionID == "err:internal":
-		return engine.SaveResult{}, errors.New("disk on fire")
+		return api.SaveResult{}, errors.New("disk on fire")
 	case strings.HasPrefix(req.SessionID, "err:"):
-		return engine.SaveResult{}, session.Errorf(session.Code(strings.TrimPrefix(req.SessionID, "err:")), "injected")
+		return api.SaveResult{}, session.Errorf(session.Code(strings.TrimPrefix(req.SessionID, "err:")), "injected")
 	}
 	return f.Engine.Save(ctx, req)
 }
@@ -95,10 +94,10 @@ func startInproc(t *testing.T, cfg daemon.Config) *inproc {
 	return ip
 }
 
-func (ip *inproc) dial(t *testing.T) *protocol.Client { return dialSocket(t, ip.sock, nil) }
+func (ip *inproc) dial(t *testing.T) *protocol.Client { return dialSocket(t, ip.sock) }
 
-func msg(s string) engine.SaveRequest {
-	return engine.SaveRequest{SessionID: s, Change: &session.Change{AppendMessages: []session.Value{session.Value(`{"m":1}`)}}}
+func msg(s string) api.SaveRequest {
+	return api.SaveRequest{SessionID: s, Change: &session.Change{AppendMessages: []session.Value{session.Value(`{"m":1}`)}}}
 }
 
 // TestEveryErrorCodeOnTheWire checks that each code, with its data, reaches
@@ -117,15 +116,15 @@ func TestEveryErrorCodeOnTheWire(t *testing.T) {
 			t.Errorf("locked: data %v, want pid 4242", re.Data)
 		}
 	}
-	err := c.Call(ctx, "noSuchMethod", protocol.Empty{}, nil)
-	if protocol.CodeOf(err) != protocol.CodeMethodNotFound || !errors.Is(err, protocol.ErrMethodNotFound) {
+	err := c.Call(ctx, "noSuchMethod", api.Empty{}, nil)
+	if protocol.CodeOf(err) != api.CodeMethodNotFound || !errors.Is(err, protocol.ErrMethodNotFound) {
 		t.Errorf("unknown method: %v", err)
 	}
-	err = c.Call(ctx, protocol.MethodSave, map[string]any{"session_id": 7}, nil)
-	if protocol.CodeOf(err) != protocol.CodeBadRequest || !errors.Is(err, protocol.ErrBadRequest) {
+	err = c.Call(ctx, api.Save.Name, map[string]any{"session_id": 7}, nil)
+	if protocol.CodeOf(err) != api.CodeBadRequest || !errors.Is(err, protocol.ErrBadRequest) {
 		t.Errorf("wrong param type: %v", err)
 	}
-	err = c.Call(ctx, protocol.MethodSubscribe, protocol.SubscribeParams{Events: []string{"nope"}}, nil)
+	err = c.Call(ctx, api.Subscribe.Name, api.SubscribeParams{Events: []string{"nope"}}, nil)
 	if protocol.CodeOf(err) != session.CodeInvalidArgument {
 		t.Errorf("unknown event: %v", err)
 	}
@@ -172,12 +171,12 @@ func TestShutdownDrainsAndRefuses(t *testing.T) {
 	for {
 		st, err := c.Status(ctx)
 		if err != nil {
-			if protocol.CodeOf(err) != protocol.CodeUnavailable {
+			if protocol.CodeOf(err) != api.CodeUnavailable {
 				t.Fatalf("status during shutdown: %v", err)
 			}
 			break
 		}
-		if st.State == protocol.StateStopping {
+		if st.State == api.StateStopping {
 			t.Fatalf("status answered while stopping")
 		}
 		time.Sleep(time.Millisecond)
@@ -270,33 +269,22 @@ func TestNoLeaksAfterShutdown(t *testing.T) {
 	}
 }
 
-// TestSerialRequestPassesReadingOn: on a connection whose requests arrive
-// one at a time, a save runs without passing reading on; once it has run
-// for long (here: blocked in the backend), reading passes on, and calls
-// made meanwhile are answered before it ends. Those calls overlapped it,
-// so the connection then passes reading on at once again.
-func TestSerialRequestPassesReadingOn(t *testing.T) {
+// TestRequestsRunConcurrently: on one connection, a save blocked in the
+// backend holds up neither status nor other saves; it is answered once it
+// is released.
+func TestRequestsRunConcurrently(t *testing.T) {
 	ip := startInproc(t, daemon.Config{})
 	c := ip.dial(t)
 	ctx := testkit.Context(t)
-	for i := range 40 { // one at a time: the connection turns serial
-		if _, err := c.Save(ctx, msg(fmt.Sprint("one-", i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	runs, released := daemon.SerialRuns(ip.srv)
-	if runs == 0 || released != 0 {
-		t.Fatalf("after 40 saves one at a time: %d serial runs, %d released", runs, released)
-	}
 	blocked := make(chan error, 1)
 	go func() { _, err := c.Save(ctx, msg("block")); blocked <- err }()
 	<-ip.be.blocked
 	for i := range 3 {
 		if _, err := c.Status(ctx); err != nil {
-			t.Fatalf("status %d while a serial save blocks: %v", i, err)
+			t.Fatalf("status %d while a save blocks: %v", i, err)
 		}
 		if _, err := c.Save(ctx, msg("beside")); err != nil {
-			t.Fatalf("save %d while a serial save blocks: %v", i, err)
+			t.Fatalf("save %d while a save blocks: %v", i, err)
 		}
 	}
 	select {
@@ -304,58 +292,107 @@ func TestSerialRequestPassesReadingOn(t *testing.T) {
 		t.Fatalf("the blocked save returned before its release: %v", err)
 	default:
 	}
-	if r, rel := daemon.SerialRuns(ip.srv); r != runs+1 || rel != 1 {
-		t.Fatalf("the blocked save: %d serial runs (%d before), %d released", r, runs, rel)
-	}
-	ip.be.release <- struct{}{}
+	close(ip.be.release)
 	if err := <-blocked; err != nil {
 		t.Fatalf("blocked save: %v", err)
 	}
-	// The next save that blocks passes reading on from the start.
-	go func() { _, err := c.Save(ctx, msg("block")); blocked <- err }()
-	<-ip.be.blocked
-	if _, err := c.Save(ctx, msg("beside")); err != nil {
+}
+
+// TestInFlightLimitPerConnection: with protocol.MaxInFlightPerConn
+// requests of one connection running, the daemon reads nothing more from
+// it: a status sent then is answered only after one of them is.
+func TestInFlightLimitPerConnection(t *testing.T) {
+	ip := startInproc(t, daemon.Config{})
+	ctx := testkit.Context(t)
+	ws, _, err := rawDial(ctx, ip.sock, []string{protocol.Subprotocol}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	close(ip.be.release)
-	if err := <-blocked; err != nil {
-		t.Fatalf("second blocked save: %v", err)
+	defer ws.CloseNow()
+	const limit = protocol.MaxInFlightPerConn
+	for i := range limit {
+		if err := ws.Write(ctx, websocket.MessageBinary, mustReq(uint64(i+1), api.Save.Name, msg("block"))); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if r, rel := daemon.SerialRuns(ip.srv); r != runs+1 || rel != 1 {
-		t.Fatalf("after requests overlapped: %d serial runs (%d before), %d released", r, runs+1, rel)
+	for range limit {
+		<-ip.be.blocked
+	}
+	const statusID = limit + 1
+	if err := ws.Write(ctx, websocket.MessageBinary, mustReq(statusID, api.Status.Name, api.Empty{})); err != nil {
+		t.Fatal(err)
+	}
+	// A round trip on another connection: had the status been read, it
+	// would have been answered by now.
+	st, err := ip.dial(t).Status(ctx)
+	if err != nil || st.InFlight < limit+1 {
+		t.Fatalf("status from another connection: %d in flight, want at least %d (%v)", st.InFlight, limit+1, err)
+	}
+	ip.be.release <- struct{}{}
+	if r := answer(t, ctx, ws); r.ID == nil || *r.ID == statusID || r.Error != nil {
+		t.Fatalf("first answer: id %v, error %+v; want a save's, before the status's", idOf(r), r.Error)
+	}
+	if r := answer(t, ctx, ws); r.ID == nil || *r.ID != statusID || r.Error != nil {
+		t.Fatalf("second answer: id %v, error %+v; want the status's", idOf(r), r.Error)
+	}
+	close(ip.be.release)
+	for range limit - 1 {
+		if r := answer(t, ctx, ws); r.Error != nil {
+			t.Fatalf("save answer %+v", r)
+		}
 	}
 }
 
-// TestSerialReleaseRace mixes, on one connection, saves that run serially
-// and end in time, saves that run past protocol.SerialLimit (reading
-// passes on mid-run), and calls from a second goroutine that overlap them;
-// run under -race. Every call is answered: reading is never lost between
-// goroutines.
-func TestSerialReleaseRace(t *testing.T) {
+// idOf is a response's id for a message: a number, or nil.
+func idOf(r protocol.Response) any {
+	if r.ID == nil {
+		return nil
+	}
+	return *r.ID
+}
+
+// TestOneConnectionManyCallers: goroutines sharing one connection, which
+// is also subscribed, call concurrently while the writer interleaves their
+// answers with the events; run under -race. Every call is answered and
+// every event delivered or counted as dropped.
+func TestOneConnectionManyCallers(t *testing.T) {
+	const callers, saves = 8, 40
 	ip := startInproc(t, daemon.Config{})
 	c := ip.dial(t)
 	ctx := testkit.Context(t)
-	side := make(chan error, 1)
-	for i := range 300 {
-		sid := fmt.Sprint("quick-", i%7)
-		if i%10 == 9 {
-			sid = "slow"
-		}
-		if i%50 == 25 {
-			go func() { _, err := c.Status(ctx); side <- err }()
-		}
-		if _, err := c.Save(ctx, msg(sid)); err != nil {
-			t.Fatalf("save %d (%s): %v", i, sid, err)
-		}
-		if i%50 == 25 {
-			if err := <-side; err != nil {
-				t.Fatalf("status beside save %d: %v", i, err)
+	sub, err := c.Subscribe(ctx, api.EventSessionCommitted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close(ctx)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			for j := range saves {
+				if _, err := c.Save(ctx, msg(fmt.Sprint("c", i))); err != nil {
+					t.Errorf("caller %d save %d: %v", i, j, err)
+					return
+				}
+				if _, err := c.Status(ctx); err != nil {
+					t.Errorf("caller %d status %d: %v", i, j, err)
+					return
+				}
 			}
+		})
+	}
+	wg.Wait()
+	var seen, dropped uint64 // dropped by the daemon, reported by events.dropped
+	for seen+dropped+sub.Dropped() < callers*saves {
+		select {
+		case ev := <-sub.C:
+			if ev.Type == api.EventDropped {
+				n, _ := ev.Data["dropped"].(uint64)
+				dropped += n
+				continue
+			}
+			seen++
+		case <-ctx.Done():
+			t.Fatalf("%d events seen, %d dropped by the daemon, %d by the client, of %d commits", seen, dropped, sub.Dropped(), callers*saves)
 		}
 	}
-	runs, released := daemon.SerialRuns(ip.srv)
-	if runs == 0 || released == 0 {
-		t.Fatalf("%d serial runs, %d released: the test did not exercise serial mode", runs, released)
-	}
-	t.Logf("%d serial runs, %d released", runs, released)
 }

@@ -1,13 +1,13 @@
 package engine_test
 
 import (
+	"github.com/cairn-dev/cairn/internal/testkit"
+	"github.com/cairn-dev/cairn/session"
 	"slices"
 	"sync"
 	"testing"
 
-	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/internal/testkit"
-	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/api"
 )
 
 // TestConcurrentSaversWithExpectGeneration: 16 goroutines save to one
@@ -36,7 +36,7 @@ func TestConcurrentSaversWithExpectGeneration(t *testing.T) {
 					if cur, err := e.ResumeSession(ctx, "s"); err == nil {
 						expect = cur.Generation
 					}
-					res, err := e.Save(ctx, engine.SaveRequest{SessionID: "s", ExpectGeneration: session.Expect(expect),
+					res, err := e.Save(ctx, api.SaveRequest{SessionID: "s", ExpectGeneration: session.Expect(expect),
 						Change: &session.Change{AppendMessages: []session.Value{msg("w", w*1000+i)}}})
 					mu.Lock()
 					switch {
@@ -88,18 +88,18 @@ func TestConcurrentRuns(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "s"})
+				r, err := e.BeginRun(ctx, api.BeginRunRequest{SessionID: "s"})
 				if err != nil {
 					errs <- err
 					return
 				}
 				for turn := 1; turn <= turns; turn++ {
-					_, err := e.Checkpoint(ctx, engine.CheckpointRequest{RunID: r.RunID, Turn: int64(turn), NewMessages: []session.Value{msg(r.RunID, turn)}, ToolCallsCount: int64(turn)})
+					_, err := e.Checkpoint(ctx, api.CheckpointRequest{RunID: r.RunID, Turn: int64(turn), NewMessages: []session.Value{msg(r.RunID, turn)}, ToolCallsCount: int64(turn)})
 					if err != nil {
 						errs <- err
 					}
 				}
-				if _, err := e.CompleteRun(ctx, engine.CompleteRunRequest{RunID: r.RunID, Status: session.RunCompleted}); err != nil {
+				if _, err := e.CompleteRun(ctx, api.CompleteRunRequest{RunID: r.RunID, Status: session.RunCompleted}); err != nil {
 					errs <- err
 				}
 			}()

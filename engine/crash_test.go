@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/internal/testkit"
@@ -60,13 +61,13 @@ func runCrashChild() int {
 	e := engine.New(st, engine.Options{})
 	defer e.Close()
 	ctx := context.Background()
-	if _, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: crashSession, RunID: runID}); err != nil {
+	if _, err := e.BeginRun(ctx, api.BeginRunRequest{SessionID: crashSession, RunID: runID}); err != nil {
 		fmt.Fprintln(os.Stderr, "child: begin:", err)
 		return 2
 	}
 	fmt.Fprintln(os.Stdout, "begun")
 	for turn := int64(1); turn <= crashMaxTurns; turn++ {
-		_, err := e.Checkpoint(ctx, engine.CheckpointRequest{
+		_, err := e.Checkpoint(ctx, api.CheckpointRequest{
 			RunID: runID, Turn: turn, NewMessages: crashMessages(runID, turn),
 			Usage: crashUsage(turn), ToolCallsCount: turn, State: session.Value(fmt.Sprintf(`{"next":%d}`, turn+1)),
 		})
@@ -186,13 +187,13 @@ func TestCrashResumeRun(t *testing.T) {
 		acked := killChild(t, root, runID, acks, rng)
 
 		e := open()
-		res, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: runID, SessionID: crashSession, NewRunID: runID + "-resumed"})
+		res, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: runID, SessionID: crashSession, NewRunID: runID + "-resumed"})
 		if acked < 1 && session.CodeOf(err) == session.CodeNoCheckpoint {
 			// Killed before the first checkpoint was durable: nothing to
 			// resume, and the engine says so instead of inventing a
 			// boundary. Close the run if it had begun.
 			kinds["before first checkpoint"]++
-			if _, err := e.CompleteRun(ctx, engine.CompleteRunRequest{RunID: runID, Status: session.RunFailed}); err != nil {
+			if _, err := e.CompleteRun(ctx, api.CompleteRunRequest{RunID: runID, Status: session.RunFailed}); err != nil {
 				wantCode(t, err, session.CodeNotFound)
 			}
 			noErr(t, e.Close())
@@ -231,10 +232,10 @@ func TestCrashResumeRun(t *testing.T) {
 		// Continue the run from the boundary and complete it.
 		next := res.RunID
 		for k := turn + 1; k <= turn+2; k++ {
-			_, err := e.Checkpoint(ctx, engine.CheckpointRequest{RunID: next, Turn: k, NewMessages: crashMessages(next, k), Usage: crashUsage(k), ToolCallsCount: k})
+			_, err := e.Checkpoint(ctx, api.CheckpointRequest{RunID: next, Turn: k, NewMessages: crashMessages(next, k), Usage: crashUsage(k), ToolCallsCount: k})
 			noErr(t, err)
 		}
-		_, err = e.CompleteRun(ctx, engine.CompleteRunRequest{RunID: next, Status: session.RunCompleted})
+		_, err = e.CompleteRun(ctx, api.CompleteRunRequest{RunID: next, Status: session.RunCompleted})
 		noErr(t, err)
 		rs, err := e.ResumeSession(ctx, crashSession)
 		noErr(t, err)

@@ -65,15 +65,15 @@
 // # Events
 //
 // After a commit is durable the engine publishes events to Subscribe
-// callbacks (see the Event* constants). Callbacks run synchronously, in
+// callbacks (see the api.Event* constants). Callbacks run synchronously, in
 // order, under the operation's locks: they must be fast and must not call
 // back into the engine. A daemon puts events on a queue.
 //
 // # Limits and caveats
 //
-//   - Drift and the files touched after a checkpoint come from
+//   - api.Drift and the files touched after a checkpoint come from
 //     Options.Workspace. Without a tracker, or for a generation saved
-//     without a manifest, ResumeSession reports Drift with Tracked false
+//     without a manifest, ResumeSession reports api.Drift with Tracked false
 //     and the reason (unknown, never "no drift"), and ResumeRun reports
 //     FilesTracked false. A tracker failure never fails a commit.
 //   - ResumeSession runs the health check of every recorded process

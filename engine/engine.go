@@ -58,7 +58,7 @@ type Options struct {
 	ProbeTimeout time.Duration
 }
 
-// Engine implements cairn's operations (DESIGN §3) over a session.Store.
+// Engine implements cairn's operations (docs/DESIGN.md §3) over a session.Store.
 // It is safe for concurrent use. See the package documentation for what it
 // guarantees.
 type Engine struct {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/internal/testkit"
@@ -24,10 +25,10 @@ func TestCapabilitiesAndClose(t *testing.T) {
 		ctx := testkit.Context(t)
 		saveDelta(t, e, "s", msg("u", 1))
 		calls := 0
-		e.Subscribe(func(engine.Event) { calls++ })
+		e.Subscribe(func(api.Event) { calls++ })
 		noErr(t, e.Close())
 		noErr(t, e.Close()) // a second Close is harmless
-		_, err = e.Save(ctx, engine.SaveRequest{SessionID: "s", Change: &session.Change{}})
+		_, err = e.Save(ctx, api.SaveRequest{SessionID: "s", Change: &session.Change{}})
 		if !errors.Is(err, session.ErrInternal) || !errors.Is(err, engine.ErrClosed) {
 			t.Fatalf("save after close: %v", err)
 		}
@@ -55,11 +56,11 @@ func TestStoreErrorsPassThrough(t *testing.T) {
 	ctx := testkit.Context(t)
 	saveDelta(t, e, "s", msg("u", 1))
 	big := session.Value(`"` + strings.Repeat("x", 8<<10) + `"`)
-	_, err = e.Save(ctx, engine.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{big}}})
+	_, err = e.Save(ctx, api.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{big}}})
 	wantCode(t, err, session.CodeTooLarge)
-	r, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "s"})
+	r, err := e.BeginRun(ctx, api.BeginRunRequest{SessionID: "s"})
 	noErr(t, err)
-	_, err = e.Checkpoint(ctx, engine.CheckpointRequest{RunID: r.RunID, Turn: 1, NewMessages: []session.Value{big}})
+	_, err = e.Checkpoint(ctx, api.CheckpointRequest{RunID: r.RunID, Turn: 1, NewMessages: []session.Value{big}})
 	wantCode(t, err, session.CodeTooLarge)
 	res, err := e.ResumeSession(ctx, "s")
 	noErr(t, err)
@@ -82,14 +83,14 @@ func TestOutsideWriters(t *testing.T) {
 		t.Cleanup(func() { _ = e1.Close() })
 		ctx := testkit.Context(t)
 		saveDelta(t, e1, "s", msg("u", 0))
-		r, err := e1.BeginRun(ctx, engine.BeginRunRequest{SessionID: "s"})
+		r, err := e1.BeginRun(ctx, api.BeginRunRequest{SessionID: "s"})
 		noErr(t, err)
-		_, err = e1.Checkpoint(ctx, engine.CheckpointRequest{RunID: r.RunID, Turn: 1, NewMessages: []session.Value{msg("a", 1)}})
+		_, err = e1.Checkpoint(ctx, api.CheckpointRequest{RunID: r.RunID, Turn: 1, NewMessages: []session.Value{msg("a", 1)}})
 		noErr(t, err)
 		// A commit straight to the store, behind the engine's back.
 		_, err = st.Commit(ctx, "s", &session.Change{AppendMessages: []session.Value{msg("outside", 2)}}, session.CommitOptions{})
 		noErr(t, err)
-		cp, err := e1.Checkpoint(ctx, engine.CheckpointRequest{RunID: r.RunID, Turn: 2, NewMessages: []session.Value{msg("a", 3)}})
+		cp, err := e1.Checkpoint(ctx, api.CheckpointRequest{RunID: r.RunID, Turn: 2, NewMessages: []session.Value{msg("a", 3)}})
 		noErr(t, err)
 		if cp.MessageCount != 4 || cp.Generation != 5 {
 			t.Fatalf("checkpoint after an outside commit = %+v, want 4 messages at generation 5", cp)
@@ -98,13 +99,13 @@ func TestOutsideWriters(t *testing.T) {
 		noErr(t, st.Delete(ctx, "s"))
 		_, err = st.Commit(ctx, "s", &session.Change{AppendMessages: []session.Value{msg("u", 9)}}, session.CommitOptions{})
 		noErr(t, err)
-		_, err = e1.Checkpoint(ctx, engine.CheckpointRequest{RunID: r.RunID, Turn: 3})
+		_, err = e1.Checkpoint(ctx, api.CheckpointRequest{RunID: r.RunID, Turn: 3})
 		wantCode(t, err, session.CodeNotFound)
 
 		// Two engines checkpointing runs of one session at once.
-		r1, err := e1.BeginRun(ctx, engine.BeginRunRequest{SessionID: "s"})
+		r1, err := e1.BeginRun(ctx, api.BeginRunRequest{SessionID: "s"})
 		noErr(t, err)
-		r2, err := e2.BeginRun(ctx, engine.BeginRunRequest{SessionID: "s", RunID: "other"})
+		r2, err := e2.BeginRun(ctx, api.BeginRunRequest{SessionID: "s", RunID: "other"})
 		noErr(t, err)
 		const turns = 25
 		var wg sync.WaitGroup
@@ -117,7 +118,7 @@ func TestOutsideWriters(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for k := 1; k <= turns; k++ {
-					if _, err := x.e.Checkpoint(ctx, engine.CheckpointRequest{RunID: x.run, Turn: int64(k), NewMessages: []session.Value{msg(x.run, k)}, ToolCallsCount: int64(k)}); err != nil {
+					if _, err := x.e.Checkpoint(ctx, api.CheckpointRequest{RunID: x.run, Turn: int64(k), NewMessages: []session.Value{msg(x.run, k)}, ToolCallsCount: int64(k)}); err != nil {
 						errs <- err
 					}
 				}

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/cairn-dev/cairn/api"
 )
 
 // eventBus delivers events to subscribers synchronously, in publication
@@ -14,7 +16,7 @@ import (
 type eventBus struct {
 	mu     sync.Mutex
 	next   int
-	subs   map[int]func(Event)
+	subs   map[int]func(api.Event)
 	closed bool
 	log    hclog.Logger
 }
@@ -30,7 +32,7 @@ type eventBus struct {
 // events on a queue and sends them from its own goroutine. A panicking fn
 // is recovered and logged; the operation has already succeeded. Events are
 // published only after the commit is durable, and never for a failed call.
-func (e *Engine) Subscribe(fn func(Event)) (cancel func()) {
+func (e *Engine) Subscribe(fn func(api.Event)) (cancel func()) {
 	b := &e.events
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -38,7 +40,7 @@ func (e *Engine) Subscribe(fn func(Event)) (cancel func()) {
 		return func() {}
 	}
 	if b.subs == nil {
-		b.subs = map[int]func(Event){}
+		b.subs = map[int]func(api.Event){}
 	}
 	id := b.next
 	b.next++
@@ -50,7 +52,7 @@ func (e *Engine) Subscribe(fn func(Event)) (cancel func()) {
 	}
 }
 
-func (b *eventBus) publish(events ...Event) {
+func (b *eventBus) publish(events ...api.Event) {
 	b.mu.Lock()
 	if len(b.subs) == 0 {
 		b.mu.Unlock()
@@ -58,7 +60,7 @@ func (b *eventBus) publish(events ...Event) {
 	}
 	// Deliver in subscription order so tests and logs are deterministic.
 	ids := slices.Sorted(maps.Keys(b.subs))
-	fns := make([]func(Event), len(ids))
+	fns := make([]func(api.Event), len(ids))
 	for i, id := range ids {
 		fns[i] = b.subs[id]
 	}
@@ -70,7 +72,7 @@ func (b *eventBus) publish(events ...Event) {
 	}
 }
 
-func (b *eventBus) call(fn func(Event), ev Event) {
+func (b *eventBus) call(fn func(api.Event), ev api.Event) {
 	defer func() {
 		if r := recover(); r != nil {
 			b.log.Error("event subscriber panicked", "event", ev.Type, "panic", r)
@@ -86,6 +88,6 @@ func (b *eventBus) closeAll() {
 	b.mu.Unlock()
 }
 
-func committedEvent(sid string, gen uint64) Event {
-	return Event{Type: EventSessionCommitted, Data: map[string]any{"session_id": sid, "generation": gen}}
+func committedEvent(sid string, gen uint64) api.Event {
+	return api.NewEvent(api.EventSessionCommitted, api.SessionCommittedData{SessionID: sid, Generation: gen})
 }

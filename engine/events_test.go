@@ -1,12 +1,12 @@
 package engine_test
 
 import (
+	"github.com/cairn-dev/cairn/internal/testkit"
+	"github.com/cairn-dev/cairn/session"
 	"sync"
 	"testing"
 
-	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/internal/testkit"
-	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/api"
 )
 
 func TestEvents(t *testing.T) {
@@ -15,28 +15,28 @@ func TestEvents(t *testing.T) {
 		ctx := testkit.Context(t)
 		var mu sync.Mutex
 		var got []string
-		cancel := e.Subscribe(func(ev engine.Event) {
+		cancel := e.Subscribe(func(ev api.Event) {
 			mu.Lock()
 			defer mu.Unlock()
 			got = append(got, ev.Type+" "+mustJSON(t, ev.Data))
 		})
 		// A panicking subscriber does not break the engine or the others.
-		cancelPanic := e.Subscribe(func(engine.Event) { panic("subscriber bug") })
+		cancelPanic := e.Subscribe(func(api.Event) { panic("subscriber bug") })
 		defer cancelPanic()
 
 		saveDelta(t, e, "s", msg("u", 1))
-		_, err := e.Save(ctx, engine.SaveRequest{SessionID: "s", Change: &session.Change{}, ExpectGeneration: session.Expect(9)})
+		_, err := e.Save(ctx, api.SaveRequest{SessionID: "s", Change: &session.Change{}, ExpectGeneration: session.Expect(9)})
 		wantCode(t, err, session.CodeConflict) // failed: no event
-		_, err = e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "s", RunID: "r"})
+		_, err = e.BeginRun(ctx, api.BeginRunRequest{SessionID: "s", RunID: "r"})
 		noErr(t, err)
-		_, err = e.Checkpoint(ctx, engine.CheckpointRequest{RunID: "r", Turn: 1})
+		_, err = e.Checkpoint(ctx, api.CheckpointRequest{RunID: "r", Turn: 1})
 		noErr(t, err)
-		_, err = e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "r", NewRunID: "r2"})
+		_, err = e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "r", NewRunID: "r2"})
 		noErr(t, err)
-		_, err = e.CompleteRun(ctx, engine.CompleteRunRequest{RunID: "r2", Status: session.RunCompleted})
+		_, err = e.CompleteRun(ctx, api.CompleteRunRequest{RunID: "r2", Status: session.RunCompleted})
 		noErr(t, err)
-		noErr(t, e.CompleteStep(ctx, engine.CompleteStepRequest{WorkflowID: "w", StepID: "a", Identity: "1"}))
-		_, err = e.Fork(ctx, engine.ForkRequest{SessionID: "s", NewID: "f"})
+		noErr(t, e.CompleteStep(ctx, api.CompleteStepRequest{WorkflowID: "w", StepID: "a", Identity: "1"}))
+		_, err = e.Fork(ctx, api.ForkRequest{SessionID: "s", NewID: "f"})
 		noErr(t, err)
 		noErr(t, e.Delete(ctx, "f"))
 		cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -15,11 +16,11 @@ func Example() {
 	e := engine.New(session.NewMemStore(), engine.Options{})
 	defer e.Close()
 
-	_, _ = e.Save(ctx, engine.SaveRequest{SessionID: "demo", Change: &session.Change{
+	_, _ = e.Save(ctx, api.SaveRequest{SessionID: "demo", Change: &session.Change{
 		AppendMessages: []session.Value{session.Value(`{"role":"user","content":"fix the build"}`)},
 	}})
-	run, _ := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "demo", RunID: "run-1"})
-	_, _ = e.Checkpoint(ctx, engine.CheckpointRequest{
+	run, _ := e.BeginRun(ctx, api.BeginRunRequest{SessionID: "demo", RunID: "run-1"})
+	_, _ = e.Checkpoint(ctx, api.CheckpointRequest{
 		RunID:          run.RunID,
 		Turn:           1,
 		NewMessages:    []session.Value{session.Value(`{"role":"assistant","tool":"make"}`)},
@@ -29,7 +30,7 @@ func Example() {
 	})
 
 	// ... the host crashes here; a new process picks the run up:
-	res, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "run-1", NewRunID: "run-2"})
+	res, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "run-1", NewRunID: "run-2"})
 	if err != nil {
 		fmt.Println(session.CodeOf(err))
 		return
@@ -38,7 +39,7 @@ func Example() {
 	fmt.Println("messages:", len(res.Messages), "tokens:", res.Usage.TotalTokens, "tool calls:", res.ToolCallsCount)
 	fmt.Println("state:", string(res.State))
 
-	_, err = e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "no-such-run"})
+	_, err = e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "no-such-run"})
 	fmt.Println(session.CodeOf(err))
 	// Output:
 	// run-2 resumes run-1 at turn 1

@@ -8,30 +8,9 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/session"
 )
-
-// EnvelopeSchemaVersion is the version of the export envelope this build
-// writes and the newest it reads.
-const EnvelopeSchemaVersion = 1
-
-// Envelope is the single-file JSON form of a session that Export writes and
-// Import reads. Session holds the snapshot's own fields (id, generation,
-// times, workspace, agent, metadata, messages, files); its records travel
-// beside it. Artifact content is base64 (encoding/json's []byte form).
-// Loop checkpoints and workflow checkpoints are not exported: they belong
-// to the host process that wrote them.
-type Envelope struct {
-	SchemaVersion int                    `json:"schema_version"`
-	Session       *session.Snapshot      `json:"session"`
-	Artifacts     []session.Artifact     `json:"artifacts"`
-	Traces        []session.Trace        `json:"traces"`
-	Runs          []session.Run          `json:"runs"`
-	Verifications []session.Verification `json:"verifications"`
-	SubagentTasks []session.SubagentTask `json:"subagent_tasks"`
-	Handoff       *session.Handoff       `json:"handoff"`
-	Runtime       *session.Runtime       `json:"runtime"`
-}
 
 // envelopeKeys are the top-level keys of a version-1 envelope. A document
 // with any other top-level key is not a version-1 envelope.
@@ -50,8 +29,8 @@ func (e *Engine) Export(ctx context.Context, sessionID string) ([]byte, error) {
 		return nil, err
 	}
 	s := st.Snapshot
-	env := Envelope{
-		SchemaVersion: EnvelopeSchemaVersion,
+	env := api.Envelope{
+		SchemaVersion: api.EnvelopeSchemaVersion,
 		Artifacts:     nonNil(s.Artifacts),
 		Traces:        nonNil(s.Traces),
 		Runs:          nonNil(s.Runs),
@@ -78,11 +57,11 @@ func (e *Engine) Export(ctx context.Context, sessionID string) ([]byte, error) {
 	}
 	core.Agent = raw.holdMap(s.Agent)
 	core.Metadata = raw.holdMap(s.Metadata)
-	env.Traces = append([]session.Trace(nil), env.Traces...)
+	env.Traces = append([]session.Trace{}, env.Traces...)
 	for i := range env.Traces {
 		env.Traces[i].Data = raw.hold(env.Traces[i].Data)
 	}
-	env.SubagentTasks = append([]session.SubagentTask(nil), env.SubagentTasks...)
+	env.SubagentTasks = append([]session.SubagentTask{}, env.SubagentTasks...)
 	for i := range env.SubagentTasks {
 		env.SubagentTasks[i].Result = raw.hold(env.SubagentTasks[i].Result)
 	}
@@ -109,33 +88,33 @@ func nonNil[T any](s []T) []T {
 // reinterpreted as the bare form. An existing session id is conflict.
 // Everything is validated (and secret-named keys dropped) before anything
 // is written.
-func (e *Engine) Import(ctx context.Context, doc []byte) (ImportResult, error) {
+func (e *Engine) Import(ctx context.Context, doc []byte) (api.ImportResult, error) {
 	if err := e.check(); err != nil {
-		return ImportResult{}, err
+		return api.ImportResult{}, err
 	}
 	snap, err := decodeExport(doc)
 	if err != nil {
-		return ImportResult{}, err
+		return api.ImportResult{}, err
 	}
 	sid := snap.SessionID
 	if err := session.ValidateID("session", sid); err != nil {
-		return ImportResult{}, err
+		return api.ImportResult{}, err
 	}
 	snap.SchemaVersion = session.SchemaVersion
 	snap.Generation = 0
 	c := &session.Change{Replace: snap}
 	if err := normalize(c); err != nil {
-		return ImportResult{}, err
+		return api.ImportResult{}, err
 	}
 	unlock := e.sessions.lock(sid)
 	defer unlock()
 	e.cache.drop(sid)
 	res, err := e.store.Commit(ctx, sid, c, session.CommitOptions{MustNotExist: true, Normalized: true})
 	if err != nil {
-		return ImportResult{}, wrapStore("Import", err)
+		return api.ImportResult{}, wrapStore("Import", err)
 	}
 	e.events.publish(committedEvent(sid, res.Generation))
-	return ImportResult{SessionID: sid, Generation: res.Generation}, nil
+	return api.ImportResult{SessionID: sid, Generation: res.Generation}, nil
 }
 
 // decodeExport reads an envelope or a bare session object into a snapshot.
@@ -181,15 +160,15 @@ func decodeEnvelope(top map[string]json.RawMessage, doc []byte) (*session.Snapsh
 	if err != nil {
 		return nil, session.Errorf(session.CodeInvalidArgument, "import: envelope schema_version %s is not an integer", rawVer)
 	}
-	if ver != EnvelopeSchemaVersion {
-		return nil, session.Errorf(session.CodeSchemaUnsupported, "import: envelope schema_version %d is not supported; this build reads version %d", ver, EnvelopeSchemaVersion)
+	if ver != api.EnvelopeSchemaVersion {
+		return nil, session.Errorf(session.CodeSchemaUnsupported, "import: envelope schema_version %d is not supported; this build reads version %d", ver, api.EnvelopeSchemaVersion)
 	}
 	for _, k := range sortedKeys(top) {
 		if !envelopeKeys[k] {
 			return nil, session.Errorf(session.CodeInvalidArgument, "import: unknown envelope field %q for schema_version %d", k, ver)
 		}
 	}
-	var env Envelope
+	var env api.Envelope
 	if err := json.Unmarshal(doc, &env); err != nil {
 		return nil, session.Errorf(session.CodeInvalidArgument, "import: envelope: %v", err)
 	}

@@ -2,19 +2,19 @@ package engine_test
 
 import (
 	"encoding/json"
+	"github.com/cairn-dev/cairn/internal/testkit"
+	"github.com/cairn-dev/cairn/session"
 	"strings"
 	"testing"
 
-	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/internal/testkit"
-	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/api"
 )
 
 func TestExportEnvelopeShape(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f storeFactory) {
 		e := newEngine(t, f)
 		ctx := testkit.Context(t)
-		_, err := e.Save(ctx, engine.SaveRequest{SessionID: "s", Snapshot: fullSnapshot()})
+		_, err := e.Save(ctx, api.SaveRequest{SessionID: "s", Snapshot: fullSnapshot()})
 		noErr(t, err)
 		doc, err := e.Export(ctx, "s")
 		noErr(t, err)

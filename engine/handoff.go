@@ -3,25 +3,10 @@ package engine
 import (
 	"context"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/handoff"
 	"github.com/cairn-dev/cairn/session"
 )
-
-// HandoffRequest asks for a session's handoff.
-type HandoffRequest struct {
-	SessionID string `json:"session_id"`
-}
-
-// HandoffResult is HANDOFF.md rendered from the latest generation's
-// evidence, and what the handoff lacks.
-type HandoffResult struct {
-	SessionID  string            `json:"session_id"`
-	Generation uint64            `json:"generation"`
-	Markdown   string            `json:"markdown"`
-	Complete   bool              `json:"complete"` // nothing required is missing
-	Missing    []handoff.Missing `json:"missing"`
-	Files      Drift             `json:"files"` // the files changed in the session, per the manifests
-}
 
 // Handoff renders HANDOFF.md for the session's latest generation: the
 // handoff record, runs, verification reports with their exact commands,
@@ -31,10 +16,10 @@ type HandoffResult struct {
 // open decisions apart, and the next step. Whatever the session cannot
 // prove is printed as unverified. Missing lists the required parts the
 // handoff lacks (see handoff.Check).
-func (e *Engine) Handoff(ctx context.Context, req HandoffRequest) (HandoffResult, error) {
+func (e *Engine) Handoff(ctx context.Context, req api.HandoffRequest) (api.HandoffResult, error) {
 	st, err := e.loadLatest(ctx, "Handoff", req.SessionID)
 	if err != nil {
-		return HandoffResult{}, err
+		return api.HandoffResult{}, err
 	}
 	snap := st.Snapshot
 	files := e.sessionFiles(ctx, req.SessionID, snap)
@@ -43,7 +28,7 @@ func (e *Engine) Handoff(ctx context.Context, req HandoffRequest) (HandoffResult
 		Snapshot: snap,
 		Files:    handoff.Files{Tracked: files.Tracked, Added: files.Added, Modified: files.Modified, Deleted: files.Deleted},
 	})
-	return HandoffResult{
+	return api.HandoffResult{
 		SessionID: req.SessionID, Generation: snap.Generation, Markdown: string(md),
 		Complete: len(missing) == 0, Missing: nonNil(missing), Files: files,
 	}, nil
@@ -51,24 +36,24 @@ func (e *Engine) Handoff(ctx context.Context, req HandoffRequest) (HandoffResult
 
 // sessionFiles diffs the manifest of the session's first generation with
 // that of latest.
-func (e *Engine) sessionFiles(ctx context.Context, sid string, latest *session.Snapshot) Drift {
+func (e *Engine) sessionFiles(ctx context.Context, sid string, latest *session.Snapshot) api.Drift {
 	switch {
 	case e.ws == nil:
-		return Drift{Reason: "workspace tracking is off"}
+		return untracked("workspace tracking is off")
 	case latest.Files == nil || latest.Files.ID == "":
-		return Drift{Reason: "the latest generation was saved without a workspace manifest"}
+		return untracked("the latest generation was saved without a workspace manifest")
 	}
 	first, err := e.store.Load(ctx, sid, 1)
 	if err != nil {
-		return Drift{Reason: "the session's first generation is no longer kept (compacted), so its files cannot be compared"}
+		return untracked("the session's first generation is no longer kept (compacted), so its files cannot be compared")
 	}
 	if first.Snapshot.Files == nil || first.Snapshot.Files.ID == "" {
-		return Drift{Reason: "the session's first generation was saved without a workspace manifest"}
+		return untracked("the session's first generation was saved without a workspace manifest")
 	}
 	to := *latest.Files
 	added, modified, deleted, err := e.ws.DiffFiles(ctx, *first.Snapshot.Files, &to)
 	if err != nil {
-		return Drift{Reason: "the session's manifests cannot be compared: " + err.Error()}
+		return untracked("the session's manifests cannot be compared: " + err.Error())
 	}
-	return Drift{Tracked: true, Added: nonNil(added), Modified: nonNil(modified), Deleted: nonNil(deleted)}
+	return api.Drift{Tracked: true, Added: nonNil(added), Modified: nonNil(modified), Deleted: nonNil(deleted)}
 }

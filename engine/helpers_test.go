@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/internal/testkit"
@@ -109,7 +110,7 @@ func msg(role string, n int) session.Value {
 // saveDelta saves a delta appending messages and returns the generation.
 func saveDelta(t *testing.T, e *engine.Engine, sid string, m ...session.Value) uint64 {
 	t.Helper()
-	res, err := e.Save(testkit.Context(t), engine.SaveRequest{SessionID: sid, Change: &session.Change{AppendMessages: m}})
+	res, err := e.Save(testkit.Context(t), api.SaveRequest{SessionID: sid, Change: &session.Change{AppendMessages: m}})
 	noErr(t, err)
 	return res.Generation
 }

@@ -11,6 +11,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -221,7 +222,7 @@ func (h *harness) saveDelta(t *rapid.T) {
 		expect = session.Expect(gen + 1 + rapid.Uint64Range(0, 2).Draw(t, "off"))
 	}
 	ms := h.newMsgs(n)
-	res, err := h.e.Save(h.ctx, engine.SaveRequest{SessionID: sid, ExpectGeneration: expect, Change: &session.Change{AppendMessages: values(ms)}})
+	res, err := h.e.Save(h.ctx, api.SaveRequest{SessionID: sid, ExpectGeneration: expect, Change: &session.Change{AppendMessages: values(ms)}})
 	if mode == 2 {
 		wantCodeT(t, "delta with stale expect", err, session.CodeConflict)
 		return
@@ -259,7 +260,7 @@ func (h *harness) saveSnapshot(t *rapid.T) {
 		}
 		snap.Runs = append(snap.Runs, sr)
 	}
-	res, err := h.e.Save(h.ctx, engine.SaveRequest{SessionID: sid, Snapshot: snap})
+	res, err := h.e.Save(h.ctx, api.SaveRequest{SessionID: sid, Snapshot: snap})
 	wantCodeT(t, "snapshot", err, "")
 	for id, cp := range s.CPs {
 		r := s.run(id)
@@ -284,7 +285,7 @@ func (h *harness) beginRun(t *rapid.T) {
 			id = rapid.SampledFrom(runs).Draw(t, "existing id")
 		}
 	}
-	res, err := h.e.BeginRun(h.ctx, engine.BeginRunRequest{SessionID: sid, RunID: id})
+	res, err := h.e.BeginRun(h.ctx, api.BeginRunRequest{SessionID: sid, RunID: id})
 	switch {
 	case id != "" && len(h.m.recording(id)) > 0:
 		wantCodeT(t, "begin with taken id", err, session.CodeConflict)
@@ -350,7 +351,7 @@ func (h *harness) checkpoint(t *rapid.T) {
 	ms := h.newMsgs(rapid.IntRange(0, 2).Draw(t, "n"))
 	usage := int64(rapid.IntRange(0, 100).Draw(t, "usage"))
 	tc := int64(rapid.IntRange(0, 5).Draw(t, "tool calls"))
-	res, err := h.e.Checkpoint(h.ctx, engine.CheckpointRequest{RunID: runID, SessionID: hint, Turn: turn, NewMessages: values(ms),
+	res, err := h.e.Checkpoint(h.ctx, api.CheckpointRequest{RunID: runID, SessionID: hint, Turn: turn, NewMessages: values(ms),
 		Usage: session.Usage{TotalTokens: usage}, ToolCallsCount: tc, State: session.Value(fmt.Sprintf(`{"turn":%d}`, turn))})
 
 	sid, code := h.target(runID, hint)
@@ -384,7 +385,7 @@ func (h *harness) complete(t *rapid.T) {
 	runID := h.pickRun(t)
 	hint := h.pickHint(t, runID)
 	status := rapid.SampledFrom([]string{session.RunCompleted, session.RunFailed, session.RunInterrupted, session.RunRunning}).Draw(t, "status")
-	res, err := h.e.CompleteRun(h.ctx, engine.CompleteRunRequest{RunID: runID, SessionID: hint, Status: status})
+	res, err := h.e.CompleteRun(h.ctx, api.CompleteRunRequest{RunID: runID, SessionID: hint, Status: status})
 	if status == session.RunRunning {
 		wantCodeT(t, "complete as running", err, session.CodeInvalidArgument)
 		return
@@ -441,7 +442,7 @@ func (h *harness) resume(t *rapid.T) {
 			}
 		}
 	}
-	res, err := h.e.ResumeRun(h.ctx, engine.ResumeRunRequest{RunID: runID, SessionID: hint, NewRunID: newID})
+	res, err := h.e.ResumeRun(h.ctx, api.ResumeRunRequest{RunID: runID, SessionID: hint, NewRunID: newID})
 
 	if newID == runID {
 		wantCodeT(t, "resume onto itself", err, session.CodeInvalidArgument)
@@ -534,7 +535,7 @@ func (h *harness) fork(t *rapid.T) {
 	if rapid.Bool().Draw(t, "at generation") {
 		at = rapid.Uint64Range(1, gen+1).Draw(t, "at")
 	}
-	res, err := h.e.Fork(h.ctx, engine.ForkRequest{SessionID: src, NewID: dst, AtGeneration: at})
+	res, err := h.e.Fork(h.ctx, api.ForkRequest{SessionID: src, NewID: dst, AtGeneration: at})
 	switch {
 	case gen == 0 || at > gen:
 		wantCodeT(t, "fork of a missing session or generation", err, session.CodeNotFound)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -15,21 +16,21 @@ const maxRunIDAttempts = 16
 // when the host names one, else a fresh unique id. A run id that any session
 // in the store already records is conflict; a session that does not exist
 // is not_found.
-func (e *Engine) BeginRun(ctx context.Context, req BeginRunRequest) (BeginRunResult, error) {
+func (e *Engine) BeginRun(ctx context.Context, req api.BeginRunRequest) (api.BeginRunResult, error) {
 	sid := req.SessionID
 	if err := e.checkSession(sid); err != nil {
-		return BeginRunResult{}, err
+		return api.BeginRunResult{}, err
 	}
 	if req.RunID != "" {
 		if err := session.ValidateID("run", req.RunID); err != nil {
-			return BeginRunResult{}, err
+			return api.BeginRunResult{}, err
 		}
 	}
 	e.runIDs.Lock()
 	defer e.runIDs.Unlock()
 	id, err := e.claimRunID(ctx, req.RunID)
 	if err != nil {
-		return BeginRunResult{}, err
+		return api.BeginRunResult{}, err
 	}
 	now := e.clock()
 	res, _, err := e.update(ctx, sid, false, func(st *session.State) (*session.Change, error) {
@@ -41,9 +42,9 @@ func (e *Engine) BeginRun(ctx context.Context, req BeginRunRequest) (BeginRunRes
 		e.events.publish(committedEvent(sid, res.Generation))
 	})
 	if err != nil {
-		return BeginRunResult{}, wrapStore("BeginRun", err)
+		return api.BeginRunResult{}, wrapStore("BeginRun", err)
 	}
-	return BeginRunResult{RunID: id, Generation: res.Generation}, nil
+	return api.BeginRunResult{RunID: id, Generation: res.Generation}, nil
 }
 
 // claimRunID returns want when no session records it (conflict otherwise),
@@ -84,15 +85,15 @@ func (e *Engine) claimRunID(ctx context.Context, want string) (string, error) {
 // resumed from (invalid_argument otherwise). A run that is not running is
 // conflict; an unknown run is not_found. A resumed run's first checkpoint
 // releases the checkpoint it was resumed from.
-func (e *Engine) Checkpoint(ctx context.Context, req CheckpointRequest) (CheckpointResult, error) {
+func (e *Engine) Checkpoint(ctx context.Context, req api.CheckpointRequest) (api.CheckpointResult, error) {
 	if err := e.check(); err != nil {
-		return CheckpointResult{}, err
+		return api.CheckpointResult{}, err
 	}
 	if err := session.ValidateID("run", req.RunID); err != nil {
-		return CheckpointResult{}, err
+		return api.CheckpointResult{}, err
 	}
 	if req.Turn < 0 || req.ToolCallsCount < 0 {
-		return CheckpointResult{}, session.Errorf(session.CodeInvalidArgument, "checkpoint: turn and tool_calls_count must not be negative")
+		return api.CheckpointResult{}, session.Errorf(session.CodeInvalidArgument, "checkpoint: turn and tool_calls_count must not be negative")
 	}
 	now := e.clock()
 	tmpl := session.Change{
@@ -104,7 +105,7 @@ func (e *Engine) Checkpoint(ctx context.Context, req CheckpointRequest) (Checkpo
 	}
 	// Validate the host's input before looking anything up.
 	if err := normalize(&tmpl); err != nil {
-		return CheckpointResult{}, err
+		return api.CheckpointResult{}, err
 	}
 	res, _, err := e.withRun(ctx, req.RunID, req.SessionID, func(st *session.State, run *session.Run) (*session.Change, error) {
 		if run.Status != session.RunRunning {
@@ -130,14 +131,14 @@ func (e *Engine) Checkpoint(ctx context.Context, req CheckpointRequest) (Checkpo
 		c.UpsertRuns = []session.Run{r}
 		return &c, nil
 	}, func(sid string, res session.CommitResult) {
-		e.events.publish(committedEvent(sid, res.Generation), Event{Type: EventRunCheckpointed, Data: map[string]any{
-			"session_id": sid, "run_id": req.RunID, "turn": req.Turn, "generation": res.Generation,
-		}})
+		e.events.publish(committedEvent(sid, res.Generation), api.NewEvent(api.EventRunCheckpointed, api.RunCheckpointedData{
+			SessionID: sid, RunID: req.RunID, Turn: req.Turn, Generation: res.Generation,
+		}))
 	})
 	if err != nil {
-		return CheckpointResult{}, wrapStore("Checkpoint", err)
+		return api.CheckpointResult{}, wrapStore("Checkpoint", err)
 	}
-	return CheckpointResult{Generation: res.Generation, MessageCount: res.MessageCount}, nil
+	return api.CheckpointResult{Generation: res.Generation, MessageCount: res.MessageCount}, nil
 }
 
 // CompleteRun ends a run with status completed, failed or interrupted,
@@ -147,20 +148,20 @@ func (e *Engine) Checkpoint(ctx context.Context, req CheckpointRequest) (Checkpo
 // the checkpoint it was resumed from. Completing a run again with the status
 // it already ended with is a no-op that returns the current generation; a
 // different final status is conflict. An unknown run is not_found.
-func (e *Engine) CompleteRun(ctx context.Context, req CompleteRunRequest) (CompleteRunResult, error) {
+func (e *Engine) CompleteRun(ctx context.Context, req api.CompleteRunRequest) (api.CompleteRunResult, error) {
 	if err := e.check(); err != nil {
-		return CompleteRunResult{}, err
+		return api.CompleteRunResult{}, err
 	}
 	if err := session.ValidateID("run", req.RunID); err != nil {
-		return CompleteRunResult{}, err
+		return api.CompleteRunResult{}, err
 	}
 	switch req.Status {
 	case session.RunCompleted, session.RunFailed, session.RunInterrupted:
 	default:
-		return CompleteRunResult{}, session.Errorf(session.CodeInvalidArgument, "completeRun: status %q is not one of completed, failed, interrupted", req.Status)
+		return api.CompleteRunResult{}, session.Errorf(session.CodeInvalidArgument, "completeRun: status %q is not one of completed, failed, interrupted", req.Status)
 	}
 	if req.ToolCallsCount != nil && *req.ToolCallsCount < 0 {
-		return CompleteRunResult{}, session.Errorf(session.CodeInvalidArgument, "completeRun: tool_calls_count must not be negative")
+		return api.CompleteRunResult{}, session.Errorf(session.CodeInvalidArgument, "completeRun: tool_calls_count must not be negative")
 	}
 	now := e.clock()
 	var gen uint64
@@ -194,17 +195,17 @@ func (e *Engine) CompleteRun(ctx context.Context, req CompleteRunRequest) (Compl
 		c.UpsertRuns = []session.Run{r}
 		return c, nil
 	}, func(sid string, res session.CommitResult) {
-		e.events.publish(committedEvent(sid, res.Generation), Event{Type: EventRunCompleted, Data: map[string]any{
-			"session_id": sid, "run_id": req.RunID, "status": req.Status, "generation": res.Generation,
-		}})
+		e.events.publish(committedEvent(sid, res.Generation), api.NewEvent(api.EventRunCompleted, api.RunCompletedData{
+			SessionID: sid, RunID: req.RunID, Status: req.Status, Generation: res.Generation,
+		}))
 	})
 	if err != nil {
-		return CompleteRunResult{}, wrapStore("CompleteRun", err)
+		return api.CompleteRunResult{}, wrapStore("CompleteRun", err)
 	}
 	if committed {
 		gen = res.Generation
 	}
-	return CompleteRunResult{Generation: gen}, nil
+	return api.CompleteRunResult{Generation: gen}, nil
 }
 
 // ResumeRun continues a run from its latest loop checkpoint. It creates a
@@ -227,7 +228,7 @@ func (e *Engine) CompleteRun(ctx context.Context, req CompleteRunRequest) (Compl
 // nothing is written. Resuming again with another id (or none) supersedes
 // that successor: it is marked interrupted and a new run starts from the
 // same boundary.
-func (e *Engine) ResumeRun(ctx context.Context, req ResumeRunRequest) (*ResumeRunResult, error) {
+func (e *Engine) ResumeRun(ctx context.Context, req api.ResumeRunRequest) (*api.ResumeRunResult, error) {
 	if err := e.check(); err != nil {
 		return nil, err
 	}
@@ -270,7 +271,7 @@ func (e *Engine) ResumeRun(ctx context.Context, req ResumeRunRequest) (*ResumeRu
 	}
 
 	now := e.clock()
-	var out *ResumeRunResult
+	var out *api.ResumeRunResult
 	var boundary *session.ManifestRef
 	_, _, err := e.update(ctx, sid, false, func(st *session.State) (*session.Change, error) {
 		out = nil
@@ -293,7 +294,7 @@ func (e *Engine) ResumeRun(ctx context.Context, req ResumeRunRequest) (*ResumeRu
 			return nil, session.Errorf(session.CodeInternal, "run %q: checkpoint boundary %d is past the session's %d messages", run.RunID, cp.MessageCount, len(msgs))
 		}
 		boundary = cp.Files
-		out = &ResumeRunResult{
+		out = &api.ResumeRunResult{
 			RunID:                       newID,
 			ResumedFrom:                 run.RunID,
 			SessionID:                   sid,
@@ -344,9 +345,9 @@ func (e *Engine) ResumeRun(ctx context.Context, req ResumeRunRequest) (*ResumeRu
 		})
 		return &session.Change{UpsertRuns: runs}, nil
 	}, func(res session.CommitResult) {
-		e.events.publish(committedEvent(sid, res.Generation), Event{Type: EventRunResumed, Data: map[string]any{
-			"session_id": sid, "run_id": newID, "resumed_from": req.RunID, "generation": res.Generation,
-		}})
+		e.events.publish(committedEvent(sid, res.Generation), api.NewEvent(api.EventRunResumed, api.RunResumedData{
+			SessionID: sid, RunID: newID, ResumedFrom: req.RunID, Generation: res.Generation,
+		}))
 	})
 	if err != nil {
 		return nil, wrapStore("ResumeRun", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/session"
@@ -17,22 +18,22 @@ func runFixture(t *testing.T, e *engine.Engine) {
 	t.Helper()
 	ctx := testkit.Context(t)
 	saveDelta(t, e, "s", msg("user", 0))
-	_, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "s", RunID: "r"})
+	_, err := e.BeginRun(ctx, api.BeginRunRequest{SessionID: "s", RunID: "r"})
 	noErr(t, err)
-	_, err = e.Checkpoint(ctx, engine.CheckpointRequest{RunID: "r", Turn: 1, NewMessages: []session.Value{msg("a", 1)},
+	_, err = e.Checkpoint(ctx, api.CheckpointRequest{RunID: "r", Turn: 1, NewMessages: []session.Value{msg("a", 1)},
 		Usage: session.Usage{InputTokens: 5, OutputTokens: 5, TotalTokens: 10, Cost: 0.5}, ToolCallsCount: 1, State: session.Value(`{"step":  1}`)})
 	noErr(t, err)
-	_, err = e.Checkpoint(ctx, engine.CheckpointRequest{RunID: "r", Turn: 2, NewMessages: []session.Value{msg("a", 2)},
+	_, err = e.Checkpoint(ctx, api.CheckpointRequest{RunID: "r", Turn: 2, NewMessages: []session.Value{msg("a", 2)},
 		Usage: session.Usage{InputTokens: 10, OutputTokens: 10, TotalTokens: 20, Cost: 1}, ToolCallsCount: 3, State: session.Value(`{"step":  2}`)})
 	noErr(t, err)
 	saveDelta(t, e, "t", msg("user", 0))
-	_, err = e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "t", RunID: "done"})
+	_, err = e.BeginRun(ctx, api.BeginRunRequest{SessionID: "t", RunID: "done"})
 	noErr(t, err)
-	_, err = e.Checkpoint(ctx, engine.CheckpointRequest{RunID: "done", Turn: 1, NewMessages: []session.Value{msg("a", 1)}})
+	_, err = e.Checkpoint(ctx, api.CheckpointRequest{RunID: "done", Turn: 1, NewMessages: []session.Value{msg("a", 1)}})
 	noErr(t, err)
-	_, err = e.CompleteRun(ctx, engine.CompleteRunRequest{RunID: "done", Status: session.RunCompleted})
+	_, err = e.CompleteRun(ctx, api.CompleteRunRequest{RunID: "done", Status: session.RunCompleted})
 	noErr(t, err)
-	_, err = e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "t", RunID: "fresh"})
+	_, err = e.BeginRun(ctx, api.BeginRunRequest{SessionID: "t", RunID: "fresh"})
 	noErr(t, err)
 }
 
@@ -44,125 +45,125 @@ func TestRunErrors(t *testing.T) {
 		code session.Code
 	}{
 		{"begin: assigned id", func(ctx context.Context, e *engine.Engine) error {
-			r, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "s"})
+			r, err := e.BeginRun(ctx, api.BeginRunRequest{SessionID: "s"})
 			if err == nil && r.RunID == "" {
 				t.Error("no run id assigned")
 			}
 			return err
 		}, ""},
 		{"begin: duplicate id in same session", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "s", RunID: "r"})
+			_, err := e.BeginRun(ctx, api.BeginRunRequest{SessionID: "s", RunID: "r"})
 			return err
 		}, session.CodeConflict},
 		{"begin: duplicate id in another session", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "t", RunID: "r"})
+			_, err := e.BeginRun(ctx, api.BeginRunRequest{SessionID: "t", RunID: "r"})
 			return err
 		}, session.CodeConflict},
 		{"begin: unknown session", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "nope"})
+			_, err := e.BeginRun(ctx, api.BeginRunRequest{SessionID: "nope"})
 			return err
 		}, session.CodeNotFound},
 		{"begin: bad run id", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "s", RunID: "a\x00b"})
+			_, err := e.BeginRun(ctx, api.BeginRunRequest{SessionID: "s", RunID: "a\x00b"})
 			return err
 		}, session.CodeInvalidArgument},
 		{"checkpoint: turn repeats", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.Checkpoint(ctx, engine.CheckpointRequest{RunID: "r", Turn: 2})
+			_, err := e.Checkpoint(ctx, api.CheckpointRequest{RunID: "r", Turn: 2})
 			return err
 		}, session.CodeInvalidArgument},
 		{"checkpoint: turn goes back", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.Checkpoint(ctx, engine.CheckpointRequest{RunID: "r", Turn: 1})
+			_, err := e.Checkpoint(ctx, api.CheckpointRequest{RunID: "r", Turn: 1})
 			return err
 		}, session.CodeInvalidArgument},
 		{"checkpoint: negative turn", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.Checkpoint(ctx, engine.CheckpointRequest{RunID: "r", Turn: -1})
+			_, err := e.Checkpoint(ctx, api.CheckpointRequest{RunID: "r", Turn: -1})
 			return err
 		}, session.CodeInvalidArgument},
 		{"checkpoint: bad message", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.Checkpoint(ctx, engine.CheckpointRequest{RunID: "r", Turn: 3, NewMessages: msgs(`{`)})
+			_, err := e.Checkpoint(ctx, api.CheckpointRequest{RunID: "r", Turn: 3, NewMessages: msgs(`{`)})
 			return err
 		}, session.CodeInvalidArgument},
 		{"checkpoint: bad state", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.Checkpoint(ctx, engine.CheckpointRequest{RunID: "r", Turn: 3, State: session.Value(`nope`)})
+			_, err := e.Checkpoint(ctx, api.CheckpointRequest{RunID: "r", Turn: 3, State: session.Value(`nope`)})
 			return err
 		}, session.CodeInvalidArgument},
 		{"checkpoint: unknown run", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.Checkpoint(ctx, engine.CheckpointRequest{RunID: "ghost", Turn: 1})
+			_, err := e.Checkpoint(ctx, api.CheckpointRequest{RunID: "ghost", Turn: 1})
 			return err
 		}, session.CodeNotFound},
 		{"checkpoint: completed run", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.Checkpoint(ctx, engine.CheckpointRequest{RunID: "done", Turn: 5})
+			_, err := e.Checkpoint(ctx, api.CheckpointRequest{RunID: "done", Turn: 5})
 			return err
 		}, session.CodeConflict},
 		{"checkpoint: wrong session", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.Checkpoint(ctx, engine.CheckpointRequest{RunID: "r", SessionID: "t", Turn: 3})
+			_, err := e.Checkpoint(ctx, api.CheckpointRequest{RunID: "r", SessionID: "t", Turn: 3})
 			return err
 		}, session.CodeNotOwner},
 		{"checkpoint: first turn of a fresh run", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.Checkpoint(ctx, engine.CheckpointRequest{RunID: "fresh", Turn: 0})
+			_, err := e.Checkpoint(ctx, api.CheckpointRequest{RunID: "fresh", Turn: 0})
 			return err
 		}, ""},
 		{"complete: bad status", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.CompleteRun(ctx, engine.CompleteRunRequest{RunID: "r", Status: session.RunRunning})
+			_, err := e.CompleteRun(ctx, api.CompleteRunRequest{RunID: "r", Status: session.RunRunning})
 			return err
 		}, session.CodeInvalidArgument},
 		{"complete: unknown run", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.CompleteRun(ctx, engine.CompleteRunRequest{RunID: "ghost", Status: session.RunCompleted})
+			_, err := e.CompleteRun(ctx, api.CompleteRunRequest{RunID: "ghost", Status: session.RunCompleted})
 			return err
 		}, session.CodeNotFound},
 		{"complete: different final status", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.CompleteRun(ctx, engine.CompleteRunRequest{RunID: "done", Status: session.RunFailed})
+			_, err := e.CompleteRun(ctx, api.CompleteRunRequest{RunID: "done", Status: session.RunFailed})
 			return err
 		}, session.CodeConflict},
 		{"complete: same final status again", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.CompleteRun(ctx, engine.CompleteRunRequest{RunID: "done", Status: session.RunCompleted})
+			_, err := e.CompleteRun(ctx, api.CompleteRunRequest{RunID: "done", Status: session.RunCompleted})
 			return err
 		}, ""},
 		{"complete: wrong session", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.CompleteRun(ctx, engine.CompleteRunRequest{RunID: "r", SessionID: "t", Status: session.RunCompleted})
+			_, err := e.CompleteRun(ctx, api.CompleteRunRequest{RunID: "r", SessionID: "t", Status: session.RunCompleted})
 			return err
 		}, session.CodeNotOwner},
 		{"resume: unknown run", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "ghost"})
+			_, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "ghost"})
 			return err
 		}, session.CodeNoCheckpoint},
 		{"resume: unknown run in a named session", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "ghost", SessionID: "s"})
+			_, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "ghost", SessionID: "s"})
 			return err
 		}, session.CodeNoCheckpoint},
 		{"resume: completed run", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "done"})
+			_, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "done"})
 			return err
 		}, session.CodeNoCheckpoint},
 		{"resume: never checkpointed", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "fresh"})
+			_, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "fresh"})
 			return err
 		}, session.CodeNoCheckpoint},
 		{"resume: not the owner", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "r", SessionID: "t"})
+			_, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "r", SessionID: "t"})
 			return err
 		}, session.CodeNotOwner},
 		{"resume: unknown named session", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "r", SessionID: "nope"})
+			_, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "r", SessionID: "nope"})
 			return err
 		}, session.CodeNotFound},
 		{"resume: new id taken elsewhere", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "r", NewRunID: "fresh"})
+			_, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "r", NewRunID: "fresh"})
 			return err
 		}, session.CodeConflict},
 		{"resume: new id is an unrelated run of the session", func(ctx context.Context, e *engine.Engine) error {
-			if _, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "s", RunID: "other"}); err != nil {
+			if _, err := e.BeginRun(ctx, api.BeginRunRequest{SessionID: "s", RunID: "other"}); err != nil {
 				return err
 			}
-			_, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "r", NewRunID: "other"})
+			_, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "r", NewRunID: "other"})
 			return err
 		}, session.CodeConflict},
 		{"resume: new id equals old", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "r", NewRunID: "r"})
+			_, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "r", NewRunID: "r"})
 			return err
 		}, session.CodeInvalidArgument},
 		{"resume: owner named", func(ctx context.Context, e *engine.Engine) error {
-			_, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "r", SessionID: "s"})
+			_, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "r", SessionID: "s"})
 			return err
 		}, ""},
 	}
@@ -196,7 +197,7 @@ func TestCheckpointCommitsMessagesAndBoundaryTogether(t *testing.T) {
 		ctx := testkit.Context(t)
 		before, err := e.ResumeSession(ctx, "s")
 		noErr(t, err)
-		res, err := e.Checkpoint(ctx, engine.CheckpointRequest{RunID: "r", Turn: 3, NewMessages: []session.Value{msg("tool", 3), msg("a", 4)},
+		res, err := e.Checkpoint(ctx, api.CheckpointRequest{RunID: "r", Turn: 3, NewMessages: []session.Value{msg("tool", 3), msg("a", 4)},
 			Usage: session.Usage{TotalTokens: 33}, ToolCallsCount: 5})
 		noErr(t, err)
 		if res.Generation != before.Generation+1 || res.MessageCount != 5 {
@@ -223,7 +224,7 @@ func TestCompleteRunDeletesCheckpoint(t *testing.T) {
 				ctx := testkit.Context(t)
 				final := session.Usage{TotalTokens: 99}
 				n := int64(9)
-				res, err := e.CompleteRun(ctx, engine.CompleteRunRequest{RunID: "r", Status: status, Usage: &final, ToolCallsCount: &n})
+				res, err := e.CompleteRun(ctx, api.CompleteRunRequest{RunID: "r", Status: status, Usage: &final, ToolCallsCount: &n})
 				noErr(t, err)
 				after, err := e.ResumeSession(ctx, "s")
 				noErr(t, err)
@@ -244,10 +245,10 @@ func TestCompleteRunDeletesCheckpoint(t *testing.T) {
 						t.Fatalf("store still holds %d checkpoints", s.Checkpoints)
 					}
 				}
-				_, err = e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "r"})
+				_, err = e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "r"})
 				wantCode(t, err, session.CodeNoCheckpoint)
 				// Idempotent: the same status again writes nothing.
-				again, err := e.CompleteRun(ctx, engine.CompleteRunRequest{RunID: "r", Status: status})
+				again, err := e.CompleteRun(ctx, api.CompleteRunRequest{RunID: "r", Status: status})
 				noErr(t, err)
 				if again.Generation != res.Generation {
 					t.Fatalf("second complete committed: %d -> %d", res.Generation, again.Generation)
@@ -268,15 +269,15 @@ func TestSaveOfEndedRunDropsCheckpoint(t *testing.T) {
 				noErr(t, err)
 				run := cur.Snapshot.Runs[0]
 				run.Status = session.RunCompleted
-				req := engine.SaveRequest{SessionID: "s", Change: &session.Change{UpsertRuns: []session.Run{run}}}
+				req := api.SaveRequest{SessionID: "s", Change: &session.Change{UpsertRuns: []session.Run{run}}}
 				if mode == "snapshot" {
 					snap := cur.Snapshot
 					snap.Runs[0] = run
-					req = engine.SaveRequest{SessionID: "s", Snapshot: snap}
+					req = api.SaveRequest{SessionID: "s", Snapshot: snap}
 				}
 				_, err = e.Save(ctx, req)
 				noErr(t, err)
-				_, err = e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "r"})
+				_, err = e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "r"})
 				wantCode(t, err, session.CodeNoCheckpoint)
 			})
 		}
@@ -292,7 +293,7 @@ func TestResumeRun(t *testing.T) {
 		// handed back.
 		saveDelta(t, e, "s", msg("partial", 9))
 
-		res, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "r", NewRunID: "r2"})
+		res, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "r", NewRunID: "r2"})
 		noErr(t, err)
 		if res.RunID != "r2" || res.ResumedFrom != "r" || res.SessionID != "s" || res.Turn != 2 || res.ToolCallsCount != 3 {
 			t.Fatalf("resume = %+v", res)
@@ -320,7 +321,7 @@ func TestResumeRun(t *testing.T) {
 		}
 
 		// Idempotent: the same resume again returns the same run, writes nothing.
-		again, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "r", NewRunID: "r2"})
+		again, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "r", NewRunID: "r2"})
 		noErr(t, err)
 		if mustJSON(t, again) != mustJSON(t, res) {
 			t.Fatalf("second resume differs:\n%s\n%s", mustJSON(t, again), mustJSON(t, res))
@@ -331,28 +332,28 @@ func TestResumeRun(t *testing.T) {
 			t.Fatalf("idempotent resume wrote: gen %d -> %d", s1.Generation, s2.Generation)
 		}
 		// The successor has no checkpoint of its own yet.
-		_, err = e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "r2"})
+		_, err = e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "r2"})
 		wantCode(t, err, session.CodeNoCheckpoint)
 		// Its first turn must follow the resumed boundary.
-		_, err = e.Checkpoint(ctx, engine.CheckpointRequest{RunID: "r2", Turn: 2})
+		_, err = e.Checkpoint(ctx, api.CheckpointRequest{RunID: "r2", Turn: 2})
 		wantCode(t, err, session.CodeInvalidArgument)
 
 		// Resuming again under another id supersedes r2.
-		r3, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "r"})
+		r3, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "r"})
 		noErr(t, err)
 		if r3.RunID == "r2" || r3.Turn != 2 || r3.Usage != res.Usage {
 			t.Fatalf("re-resume = %+v", r3)
 		}
-		_, err = e.Checkpoint(ctx, engine.CheckpointRequest{RunID: "r2", Turn: 3})
+		_, err = e.Checkpoint(ctx, api.CheckpointRequest{RunID: "r2", Turn: 3})
 		wantCode(t, err, session.CodeConflict)
-		_, err = e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "r", NewRunID: "r2"})
+		_, err = e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "r", NewRunID: "r2"})
 		wantCode(t, err, session.CodeConflict)
 
 		// The successor's first checkpoint consumes the old boundary.
-		_, err = e.Checkpoint(ctx, engine.CheckpointRequest{RunID: r3.RunID, Turn: 3, NewMessages: []session.Value{msg("a", 3)},
+		_, err = e.Checkpoint(ctx, api.CheckpointRequest{RunID: r3.RunID, Turn: 3, NewMessages: []session.Value{msg("a", 3)},
 			Usage: session.Usage{TotalTokens: 25}, ToolCallsCount: 4})
 		noErr(t, err)
-		_, err = e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: "r"})
+		_, err = e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "r"})
 		wantCode(t, err, session.CodeNoCheckpoint)
 		s3, err := e.ResumeSession(ctx, "s")
 		noErr(t, err)
@@ -360,12 +361,12 @@ func TestResumeRun(t *testing.T) {
 			t.Fatalf("interrupted runs = %+v", s3.InterruptedRuns)
 		}
 		// And the chain goes on: resuming r3 carries its own totals.
-		r4, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: r3.RunID, SessionID: "s"})
+		r4, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: r3.RunID, SessionID: "s"})
 		noErr(t, err)
 		if r4.Turn != 3 || r4.Usage.TotalTokens != 25 || r4.ToolCallsCount != 4 || len(r4.Messages) != 5 {
 			t.Fatalf("second-generation resume = %+v", r4)
 		}
-		_, err = e.CompleteRun(ctx, engine.CompleteRunRequest{RunID: r4.RunID, Status: session.RunCompleted})
+		_, err = e.CompleteRun(ctx, api.CompleteRunRequest{RunID: r4.RunID, Status: session.RunCompleted})
 		noErr(t, err)
 		s4, err := e.ResumeSession(ctx, "s")
 		noErr(t, err)

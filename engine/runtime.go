@@ -5,37 +5,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/procs"
 	"github.com/cairn-dev/cairn/session"
 )
-
-// RuntimeCheckRequest asks for the live state of a session's recorded
-// processes.
-type RuntimeCheckRequest struct {
-	SessionID string `json:"session_id"`
-	TimeoutMS int64  `json:"timeout_ms,omitempty"` // per health check; 0: the default
-}
-
-// PreviewState is a recorded preview with the state of its process.
-type PreviewState struct {
-	URL     string `json:"url"`
-	Process string `json:"process,omitempty"`
-	State   string `json:"state"` // the process's state; unknown without one
-}
-
-// RuntimeCheckResult is the live state of the recorded processes and
-// previews.
-type RuntimeCheckResult struct {
-	Processes []procs.ProcessState `json:"processes"`
-	Previews  []PreviewState       `json:"previews"`
-}
-
-// RuntimeRestartRequest asks to bring one recorded process back.
-type RuntimeRestartRequest struct {
-	SessionID string `json:"session_id"`
-	Name      string `json:"name"`
-	TimeoutMS int64  `json:"timeout_ms,omitempty"` // for the health check to pass; 0: the default
-}
 
 // maxRuntimeTimeout bounds the timeouts a caller may ask for.
 const maxRuntimeTimeout = 5 * time.Minute
@@ -75,16 +48,16 @@ func (e *Engine) latestRuntime(ctx context.Context, sessionID string) (*session.
 // RuntimeCheck runs the health check of every process the session's latest
 // generation records, now, and reports each preview with its process's
 // state. It starts nothing.
-func (e *Engine) RuntimeCheck(ctx context.Context, req RuntimeCheckRequest) (RuntimeCheckResult, error) {
+func (e *Engine) RuntimeCheck(ctx context.Context, req api.RuntimeCheckRequest) (api.RuntimeCheckResult, error) {
 	timeout, err := clampTimeout(req.TimeoutMS)
 	if err != nil {
-		return RuntimeCheckResult{}, err
+		return api.RuntimeCheckResult{}, err
 	}
 	rt, err := e.latestRuntime(ctx, req.SessionID)
 	if err != nil {
-		return RuntimeCheckResult{}, err
+		return api.RuntimeCheckResult{}, err
 	}
-	res := RuntimeCheckResult{Processes: procs.Probe(ctx, rt, timeout), Previews: []PreviewState{}}
+	res := api.RuntimeCheckResult{Processes: procs.Probe(ctx, rt, timeout), Previews: []api.PreviewState{}}
 	state := map[string]string{}
 	for _, p := range res.Processes {
 		state[p.Name] = p.State
@@ -94,7 +67,7 @@ func (e *Engine) RuntimeCheck(ctx context.Context, req RuntimeCheckRequest) (Run
 		if v, ok := state[pv.Process]; ok {
 			s = v
 		}
-		res.Previews = append(res.Previews, PreviewState{URL: pv.URL, Process: pv.Process, State: s})
+		res.Previews = append(res.Previews, api.PreviewState{URL: pv.URL, Process: pv.Process, State: s})
 	}
 	return res, nil
 }
@@ -106,21 +79,21 @@ func (e *Engine) RuntimeCheck(ctx context.Context, req RuntimeCheckRequest) (Run
 // the timeout ends, when it kills what it started. A failure to come up is
 // reported in the result (outcome "failed", error), not as an error: only
 // an unknown session or process (not_found) or bad input is.
-func (e *Engine) RuntimeRestart(ctx context.Context, req RuntimeRestartRequest) (procs.Result, error) {
+func (e *Engine) RuntimeRestart(ctx context.Context, req api.RuntimeRestartRequest) (api.RestartResult, error) {
 	timeout, err := clampTimeout(req.TimeoutMS)
 	if err != nil {
-		return procs.Result{}, err
+		return api.RestartResult{}, err
 	}
 	if e.root == "" {
-		return procs.Result{}, session.Errorf(session.CodeInvalidArgument, "this engine has no workspace directory to restart processes in")
+		return api.RestartResult{}, session.Errorf(session.CodeInvalidArgument, "this engine has no workspace directory to restart processes in")
 	}
 	rt, err := e.latestRuntime(ctx, req.SessionID)
 	if err != nil {
-		return procs.Result{}, err
+		return api.RestartResult{}, err
 	}
 	p, ok := procs.Find(rt, req.Name)
 	if !ok {
-		return procs.Result{}, session.Errorf(session.CodeNotFound, "session %q records no process %q", req.SessionID, req.Name)
+		return api.RestartResult{}, session.Errorf(session.CodeNotFound, "session %q records no process %q", req.SessionID, req.Name)
 	}
 	res, err := procs.Restart(ctx, p, procs.Options{LogDir: filepath.Join(e.root, ".cairn", "logs"), Timeout: timeout})
 	if err != nil && session.CodeOf(err) == session.CodeInvalidArgument {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -24,28 +25,28 @@ import (
 // same commit, and a whole snapshot drops the checkpoints of runs it no
 // longer lists as running or interrupted and of boundaries past its last
 // message.
-func (e *Engine) Save(ctx context.Context, req SaveRequest) (SaveResult, error) {
+func (e *Engine) Save(ctx context.Context, req api.SaveRequest) (api.SaveResult, error) {
 	sid := req.SessionID
 	if err := e.checkSession(sid); err != nil {
-		return SaveResult{}, err
+		return api.SaveResult{}, err
 	}
 	var c *session.Change
 	switch {
 	case req.Snapshot != nil && req.Change != nil:
-		return SaveResult{}, session.Errorf(session.CodeInvalidArgument, "save: give a snapshot or a change, not both")
+		return api.SaveResult{}, session.Errorf(session.CodeInvalidArgument, "save: give a snapshot or a change, not both")
 	case req.Snapshot != nil:
 		if req.Snapshot.SessionID != "" && req.Snapshot.SessionID != sid {
-			return SaveResult{}, session.Errorf(session.CodeInvalidArgument,
+			return api.SaveResult{}, session.Errorf(session.CodeInvalidArgument,
 				"save: snapshot.session_id %q does not match session_id %q (use fork to copy a session)", req.Snapshot.SessionID, sid)
 		}
 		c = &session.Change{Replace: session.CloneSnapshot(req.Snapshot)}
 	case req.Change != nil:
 		c = cloneChange(req.Change)
 	default:
-		return SaveResult{}, session.Errorf(session.CodeInvalidArgument, "save: neither a snapshot nor a change was given")
+		return api.SaveResult{}, session.Errorf(session.CodeInvalidArgument, "save: neither a snapshot nor a change was given")
 	}
 	if c.Checkpoint != nil || len(c.DropCheckpoints) > 0 {
-		return SaveResult{}, session.Errorf(session.CodeInvalidArgument,
+		return api.SaveResult{}, session.Errorf(session.CodeInvalidArgument,
 			"save: loop checkpoints are written by checkpoint and completeRun, not by save")
 	}
 	if c.Replace != nil {
@@ -55,7 +56,7 @@ func (e *Engine) Save(ctx context.Context, req SaveRequest) (SaveResult, error) 
 		return e.saveSnapshot(ctx, sid, c, req.ExpectGeneration)
 	}
 	if err := normalize(c); err != nil {
-		return SaveResult{}, err
+		return api.SaveResult{}, err
 	}
 
 	// A delta needs no read: the store applies it to whatever the latest
@@ -70,11 +71,11 @@ func (e *Engine) Save(ctx context.Context, req SaveRequest) (SaveResult, error) 
 	e.stamp(ctx, c)
 	res, err := e.store.Commit(ctx, sid, c, session.CommitOptions{ExpectGeneration: req.ExpectGeneration, Normalized: true})
 	if err != nil {
-		return SaveResult{}, wrapStore("Save", err)
+		return api.SaveResult{}, wrapStore("Save", err)
 	}
 	e.advanceLocked(sid, c, res)
 	e.events.publish(committedEvent(sid, res.Generation))
-	return SaveResult{Generation: res.Generation}, nil
+	return api.SaveResult{Generation: res.Generation}, nil
 }
 
 // saveSnapshot commits a whole snapshot, dropping the checkpoints it makes
@@ -82,7 +83,7 @@ func (e *Engine) Save(ctx context.Context, req SaveRequest) (SaveResult, error) 
 // only the difference (session.Diff) when a delta can express it, so the
 // commit costs what the snapshot added; otherwise it commits the snapshot
 // as a replace. Either way the result is the same generation.
-func (e *Engine) saveSnapshot(ctx context.Context, sid string, replace *session.Change, expect *uint64) (SaveResult, error) {
+func (e *Engine) saveSnapshot(ctx context.Context, sid string, replace *session.Change, expect *uint64) (api.SaveResult, error) {
 	snap := replace.Replace
 	status := make(map[string]string, len(snap.Runs))
 	for _, r := range snap.Runs {
@@ -117,15 +118,15 @@ func (e *Engine) saveSnapshot(ctx context.Context, sid string, replace *session.
 		e.events.publish(committedEvent(sid, res.Generation))
 	})
 	if err != nil {
-		return SaveResult{}, wrapStore("Save", err)
+		return api.SaveResult{}, wrapStore("Save", err)
 	}
-	return SaveResult{Generation: res.Generation}, nil
+	return api.SaveResult{Generation: res.Generation}, nil
 }
 
 // ResumeSession returns the latest generation of the session: its snapshot,
 // generation, workspace drift and the runs that can be resumed.
 //
-// Drift names the workspace files added, modified and deleted since the
+// api.Drift names the workspace files added, modified and deleted since the
 // generation was saved, compared with the workspace as it is now (exact
 // even when nothing watched in between). It is reported as not tracked,
 // with the reason, when the engine has no workspace tracker or the
@@ -137,7 +138,7 @@ func (e *Engine) saveSnapshot(ctx context.Context, sid string, replace *session.
 // host), and runs already resumed whose successor has not checkpointed yet
 // (Status interrupted, ResumedAs naming the successor); both are resumed
 // with ResumeRun on the listed run id.
-func (e *Engine) ResumeSession(ctx context.Context, sessionID string) (*ResumeSessionResult, error) {
+func (e *Engine) ResumeSession(ctx context.Context, sessionID string) (*api.ResumeSessionResult, error) {
 	st, err := e.loadLatest(ctx, "ResumeSession", sessionID)
 	if err != nil {
 		return nil, err
@@ -145,7 +146,7 @@ func (e *Engine) ResumeSession(ctx context.Context, sessionID string) (*ResumeSe
 	if err := session.CheckSchema("snapshot", st.Snapshot.SchemaVersion); err != nil {
 		return nil, err
 	}
-	return &ResumeSessionResult{
+	return &api.ResumeSessionResult{
 		Snapshot:        st.Snapshot,
 		Generation:      st.Snapshot.Generation,
 		Drift:           e.drift(ctx, st.Snapshot.Files),
@@ -154,14 +155,14 @@ func (e *Engine) ResumeSession(ctx context.Context, sessionID string) (*ResumeSe
 	}, nil
 }
 
-func interruptedRuns(st *session.State) []InterruptedRun {
-	out := []InterruptedRun{}
+func interruptedRuns(st *session.State) []api.InterruptedRun {
+	out := []api.InterruptedRun{}
 	for _, r := range st.Snapshot.Runs {
 		cp := st.Checkpoints[r.RunID]
 		if cp == nil || (r.Status != session.RunRunning && r.Status != session.RunInterrupted) {
 			continue
 		}
-		ir := InterruptedRun{
+		ir := api.InterruptedRun{
 			RunID:          r.RunID,
 			Status:         r.Status,
 			Turn:           cp.Turn,
@@ -207,7 +208,7 @@ func (e *Engine) Delete(ctx context.Context, sessionID string) error {
 	if err := e.store.Delete(ctx, sessionID); err != nil {
 		return wrapStore("Delete", err)
 	}
-	e.events.publish(Event{Type: EventSessionDeleted, Data: map[string]any{"session_id": sessionID}})
+	e.events.publish(api.NewEvent(api.EventSessionDeleted, api.SessionDeletedData{SessionID: sessionID}))
 	return nil
 }
 
@@ -220,16 +221,16 @@ func (e *Engine) Delete(ctx context.Context, sessionID string) error {
 // copied, and runs copied with status running are recorded as interrupted
 // in the fork, so a run id keeps resolving to the session that is actually
 // running it. The fork's created_at is the time of the fork.
-func (e *Engine) Fork(ctx context.Context, req ForkRequest) (ForkResult, error) {
+func (e *Engine) Fork(ctx context.Context, req api.ForkRequest) (api.ForkResult, error) {
 	if err := e.checkSession(req.SessionID); err != nil {
-		return ForkResult{}, err
+		return api.ForkResult{}, err
 	}
 	if err := session.ValidateID("session", req.NewID); err != nil {
-		return ForkResult{}, err
+		return api.ForkResult{}, err
 	}
 	src, err := e.store.Load(ctx, req.SessionID, req.AtGeneration)
 	if err != nil {
-		return ForkResult{}, wrapStore("Fork", err)
+		return api.ForkResult{}, wrapStore("Fork", err)
 	}
 	snap := src.Snapshot
 	snap.SessionID = req.NewID
@@ -242,17 +243,17 @@ func (e *Engine) Fork(ctx context.Context, req ForkRequest) (ForkResult, error) 
 	}
 	c := &session.Change{Replace: snap}
 	if err := normalize(c); err != nil {
-		return ForkResult{}, err
+		return api.ForkResult{}, err
 	}
 	unlock := e.sessions.lock(req.NewID)
 	defer unlock()
 	e.cache.drop(req.NewID)
 	res, err := e.store.Commit(ctx, req.NewID, c, session.CommitOptions{MustNotExist: true, Normalized: true})
 	if err != nil {
-		return ForkResult{}, wrapStore("Fork", err)
+		return api.ForkResult{}, wrapStore("Fork", err)
 	}
 	e.events.publish(committedEvent(req.NewID, res.Generation))
-	return ForkResult{SessionID: req.NewID, Generation: res.Generation}, nil
+	return api.ForkResult{SessionID: req.NewID, Generation: res.Generation}, nil
 }
 
 // cloneChange copies the parts of c that session.Normalize rewrites in

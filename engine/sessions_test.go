@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/session"
@@ -14,42 +15,42 @@ func TestSave(t *testing.T) {
 	cases := []struct {
 		name    string
 		setup   func(t *testing.T, e *engine.Engine) // may be nil
-		req     engine.SaveRequest
+		req     api.SaveRequest
 		code    session.Code
 		wantGen uint64
 	}{
-		{name: "delta creates session", req: engine.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: msgs(`{"a":1}`)}}, wantGen: 1},
-		{name: "snapshot creates session", req: engine.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{Messages: msgs(`1`)}}, wantGen: 1},
-		{name: "snapshot with matching id", req: engine.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{SessionID: "s"}}, wantGen: 1},
-		{name: "hostile id is just an id", req: engine.SaveRequest{SessionID: "../x", Change: &session.Change{AppendMessages: msgs(`1`)}}, wantGen: 1},
-		{name: "expect 0 on new session", req: engine.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: msgs(`1`)}, ExpectGeneration: session.Expect(0)}, wantGen: 1},
+		{name: "delta creates session", req: api.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: msgs(`{"a":1}`)}}, wantGen: 1},
+		{name: "snapshot creates session", req: api.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{Messages: msgs(`1`)}}, wantGen: 1},
+		{name: "snapshot with matching id", req: api.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{SessionID: "s"}}, wantGen: 1},
+		{name: "hostile id is just an id", req: api.SaveRequest{SessionID: "../x", Change: &session.Change{AppendMessages: msgs(`1`)}}, wantGen: 1},
+		{name: "expect 0 on new session", req: api.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: msgs(`1`)}, ExpectGeneration: session.Expect(0)}, wantGen: 1},
 		{
 			name: "expect current", setup: func(t *testing.T, e *engine.Engine) { saveDelta(t, e, "s", msg("u", 1)) },
-			req: engine.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: msgs(`1`)}, ExpectGeneration: session.Expect(1)}, wantGen: 2,
+			req: api.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: msgs(`1`)}, ExpectGeneration: session.Expect(1)}, wantGen: 2,
 		},
 		{
 			name: "expect stale delta", setup: func(t *testing.T, e *engine.Engine) {
 				saveDelta(t, e, "s", msg("u", 1))
 				saveDelta(t, e, "s", msg("u", 2))
 			},
-			req: engine.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: msgs(`1`)}, ExpectGeneration: session.Expect(1)}, code: session.CodeConflict,
+			req: api.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: msgs(`1`)}, ExpectGeneration: session.Expect(1)}, code: session.CodeConflict,
 		},
 		{
 			name: "expect stale snapshot", setup: func(t *testing.T, e *engine.Engine) { saveDelta(t, e, "s", msg("u", 1)) },
-			req: engine.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{}, ExpectGeneration: session.Expect(0)}, code: session.CodeConflict,
+			req: api.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{}, ExpectGeneration: session.Expect(0)}, code: session.CodeConflict,
 		},
-		{name: "expect on missing session", req: engine.SaveRequest{SessionID: "s", Change: &session.Change{}, ExpectGeneration: session.Expect(3)}, code: session.CodeConflict},
-		{name: "empty id", req: engine.SaveRequest{Change: &session.Change{}}, code: session.CodeInvalidArgument},
-		{name: "neither", req: engine.SaveRequest{SessionID: "s"}, code: session.CodeInvalidArgument},
-		{name: "both", req: engine.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{}, Change: &session.Change{}}, code: session.CodeInvalidArgument},
-		{name: "snapshot of another id", req: engine.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{SessionID: "t"}}, code: session.CodeInvalidArgument},
-		{name: "invalid message JSON", req: engine.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: msgs(`{"a":`)}}, code: session.CodeInvalidArgument},
-		{name: "bad run status", req: engine.SaveRequest{SessionID: "s", Change: &session.Change{UpsertRuns: []session.Run{{RunID: "r", Status: "walking"}}}}, code: session.CodeInvalidArgument},
-		{name: "env value", req: engine.SaveRequest{SessionID: "s", Change: &session.Change{Runtime: &session.Runtime{Processes: []session.Process{{Name: "p", EnvKeys: []string{"TOKEN=abc"}}}}}}, code: session.CodeInvalidArgument},
-		{name: "future change schema", req: engine.SaveRequest{SessionID: "s", Change: &session.Change{SchemaVersion: session.SchemaVersion + 1}}, code: session.CodeSchemaUnsupported},
-		{name: "future snapshot schema", req: engine.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{SchemaVersion: session.SchemaVersion + 1}}, code: session.CodeSchemaUnsupported},
-		{name: "checkpoint through save", req: engine.SaveRequest{SessionID: "s", Change: &session.Change{Checkpoint: &session.LoopCheckpoint{RunID: "r"}}}, code: session.CodeInvalidArgument},
-		{name: "drop checkpoints through save", req: engine.SaveRequest{SessionID: "s", Change: &session.Change{DropCheckpoints: []string{"r"}}}, code: session.CodeInvalidArgument},
+		{name: "expect on missing session", req: api.SaveRequest{SessionID: "s", Change: &session.Change{}, ExpectGeneration: session.Expect(3)}, code: session.CodeConflict},
+		{name: "empty id", req: api.SaveRequest{Change: &session.Change{}}, code: session.CodeInvalidArgument},
+		{name: "neither", req: api.SaveRequest{SessionID: "s"}, code: session.CodeInvalidArgument},
+		{name: "both", req: api.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{}, Change: &session.Change{}}, code: session.CodeInvalidArgument},
+		{name: "snapshot of another id", req: api.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{SessionID: "t"}}, code: session.CodeInvalidArgument},
+		{name: "invalid message JSON", req: api.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: msgs(`{"a":`)}}, code: session.CodeInvalidArgument},
+		{name: "bad run status", req: api.SaveRequest{SessionID: "s", Change: &session.Change{UpsertRuns: []session.Run{{RunID: "r", Status: "walking"}}}}, code: session.CodeInvalidArgument},
+		{name: "env value", req: api.SaveRequest{SessionID: "s", Change: &session.Change{Runtime: &session.Runtime{Processes: []session.Process{{Name: "p", EnvKeys: []string{"TOKEN=abc"}}}}}}, code: session.CodeInvalidArgument},
+		{name: "future change schema", req: api.SaveRequest{SessionID: "s", Change: &session.Change{SchemaVersion: session.SchemaVersion + 1}}, code: session.CodeSchemaUnsupported},
+		{name: "future snapshot schema", req: api.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{SchemaVersion: session.SchemaVersion + 1}}, code: session.CodeSchemaUnsupported},
+		{name: "checkpoint through save", req: api.SaveRequest{SessionID: "s", Change: &session.Change{Checkpoint: &session.LoopCheckpoint{RunID: "r"}}}, code: session.CodeInvalidArgument},
+		{name: "drop checkpoints through save", req: api.SaveRequest{SessionID: "s", Change: &session.Change{DropCheckpoints: []string{"r"}}}, code: session.CodeInvalidArgument},
 	}
 	forEachStore(t, func(t *testing.T, f storeFactory) {
 		for _, tc := range cases {
@@ -82,7 +83,7 @@ func TestSaveDoesNotModifyRequest(t *testing.T) {
 		e := newEngine(t, f)
 		agent := map[string]session.Value{"model": session.Value(`"m"`), "API_KEY": session.Value(`"sk"`)}
 		c := &session.Change{Agent: agent}
-		_, err := e.Save(testkit.Context(t), engine.SaveRequest{SessionID: "s", Change: c})
+		_, err := e.Save(testkit.Context(t), api.SaveRequest{SessionID: "s", Change: c})
 		noErr(t, err)
 		if len(agent) != 2 {
 			t.Fatalf("Save scrubbed the caller's map: %v", agent)
@@ -108,12 +109,12 @@ func TestSecretKeysNeverStored(t *testing.T) {
 			do   func(t *testing.T, e *engine.Engine) string // returns the session to inspect
 		}{
 			{"delta", func(t *testing.T, e *engine.Engine) string {
-				_, err := e.Save(testkit.Context(t), engine.SaveRequest{SessionID: "s", Change: &session.Change{Agent: withKeep(), Metadata: withKeep()}})
+				_, err := e.Save(testkit.Context(t), api.SaveRequest{SessionID: "s", Change: &session.Change{Agent: withKeep(), Metadata: withKeep()}})
 				noErr(t, err)
 				return "s"
 			}},
 			{"snapshot", func(t *testing.T, e *engine.Engine) string {
-				_, err := e.Save(testkit.Context(t), engine.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{Agent: withKeep(), Metadata: withKeep()}})
+				_, err := e.Save(testkit.Context(t), api.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{Agent: withKeep(), Metadata: withKeep()}})
 				noErr(t, err)
 				return "s"
 			}},
@@ -265,7 +266,7 @@ func TestRoundTripByteIdentical(t *testing.T) {
 		noErr(t, session.Normalize(norm))
 
 		t.Run("snapshot", func(t *testing.T) {
-			_, err := e.Save(ctx, engine.SaveRequest{SessionID: "snap", Snapshot: want})
+			_, err := e.Save(ctx, api.SaveRequest{SessionID: "snap", Snapshot: want})
 			noErr(t, err)
 			got, err := e.ResumeSession(ctx, "snap")
 			noErr(t, err)
@@ -274,10 +275,10 @@ func TestRoundTripByteIdentical(t *testing.T) {
 		t.Run("deltas", func(t *testing.T) {
 			w := want
 			for _, m := range w.Messages {
-				_, err := e.Save(ctx, engine.SaveRequest{SessionID: "delta", Change: &session.Change{AppendMessages: []session.Value{m}}})
+				_, err := e.Save(ctx, api.SaveRequest{SessionID: "delta", Change: &session.Change{AppendMessages: []session.Value{m}}})
 				noErr(t, err)
 			}
-			_, err := e.Save(ctx, engine.SaveRequest{SessionID: "delta", Change: &session.Change{
+			_, err := e.Save(ctx, api.SaveRequest{SessionID: "delta", Change: &session.Change{
 				Workspace: w.Workspace, Agent: w.Agent, Metadata: w.Metadata, AppendTraces: w.Traces, AppendArtifacts: w.Artifacts,
 				UpsertRuns: w.Runs, UpsertVerifications: w.Verifications, UpsertSubagentTasks: w.SubagentTasks,
 				Handoff: w.Handoff, Runtime: w.Runtime, Files: w.Files,
@@ -290,7 +291,7 @@ func TestRoundTripByteIdentical(t *testing.T) {
 		t.Run("resave unchanged", func(t *testing.T) {
 			first, err := e.ResumeSession(ctx, "snap")
 			noErr(t, err)
-			_, err = e.Save(ctx, engine.SaveRequest{SessionID: "snap", Snapshot: first.Snapshot, ExpectGeneration: session.Expect(first.Generation)})
+			_, err = e.Save(ctx, api.SaveRequest{SessionID: "snap", Snapshot: first.Snapshot, ExpectGeneration: session.Expect(first.Generation)})
 			noErr(t, err)
 			second, err := e.ResumeSession(ctx, "snap")
 			noErr(t, err)
@@ -335,17 +336,17 @@ func TestResumeSession(t *testing.T) {
 		wantCode(t, err, session.CodeInvalidArgument)
 
 		saveDelta(t, e, "s", msg("user", 0))
-		r1, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "s"})
+		r1, err := e.BeginRun(ctx, api.BeginRunRequest{SessionID: "s"})
 		noErr(t, err)
-		r2, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "s"})
+		r2, err := e.BeginRun(ctx, api.BeginRunRequest{SessionID: "s"})
 		noErr(t, err)
-		r3, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "s"})
+		r3, err := e.BeginRun(ctx, api.BeginRunRequest{SessionID: "s"})
 		noErr(t, err)
-		_, err = e.Checkpoint(ctx, engine.CheckpointRequest{RunID: r1.RunID, Turn: 1, NewMessages: []session.Value{msg("a", 1)}, Usage: session.Usage{TotalTokens: 7}, ToolCallsCount: 2})
+		_, err = e.Checkpoint(ctx, api.CheckpointRequest{RunID: r1.RunID, Turn: 1, NewMessages: []session.Value{msg("a", 1)}, Usage: session.Usage{TotalTokens: 7}, ToolCallsCount: 2})
 		noErr(t, err)
-		_, err = e.Checkpoint(ctx, engine.CheckpointRequest{RunID: r3.RunID, Turn: 1, NewMessages: []session.Value{msg("a", 2)}})
+		_, err = e.Checkpoint(ctx, api.CheckpointRequest{RunID: r3.RunID, Turn: 1, NewMessages: []session.Value{msg("a", 2)}})
 		noErr(t, err)
-		_, err = e.CompleteRun(ctx, engine.CompleteRunRequest{RunID: r3.RunID, Status: session.RunCompleted})
+		_, err = e.CompleteRun(ctx, api.CompleteRunRequest{RunID: r3.RunID, Status: session.RunCompleted})
 		noErr(t, err)
 
 		res, err := e.ResumeSession(ctx, "s")
@@ -369,7 +370,7 @@ func TestResumeSession(t *testing.T) {
 
 		// After a resume whose successor has not checkpointed, the resumed
 		// run is still listed, naming its successor.
-		rr, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: r1.RunID})
+		rr, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: r1.RunID})
 		noErr(t, err)
 		res, err = e.ResumeSession(ctx, "s")
 		noErr(t, err)
@@ -390,12 +391,12 @@ func TestListAndDelete(t *testing.T) {
 		}
 		saveDelta(t, e, "b", msg("u", 1), msg("u", 2))
 		saveDelta(t, e, "a", msg("u", 1))
-		r, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "b"})
+		r, err := e.BeginRun(ctx, api.BeginRunRequest{SessionID: "b"})
 		noErr(t, err)
-		_, err = e.Checkpoint(ctx, engine.CheckpointRequest{RunID: r.RunID, Turn: 1, NewMessages: []session.Value{msg("a", 3)}})
+		_, err = e.Checkpoint(ctx, api.CheckpointRequest{RunID: r.RunID, Turn: 1, NewMessages: []session.Value{msg("a", 3)}})
 		noErr(t, err)
-		noErr(t, e.CompleteStep(ctx, engine.CompleteStepRequest{WorkflowID: "wf-b", SessionID: "b", StepID: "s1", Identity: "i1"}))
-		noErr(t, e.CompleteStep(ctx, engine.CompleteStepRequest{WorkflowID: "wf-free", StepID: "s1", Identity: "i1"}))
+		noErr(t, e.CompleteStep(ctx, api.CompleteStepRequest{WorkflowID: "wf-b", SessionID: "b", StepID: "s1", Identity: "i1"}))
+		noErr(t, e.CompleteStep(ctx, api.CompleteStepRequest{WorkflowID: "wf-free", StepID: "s1", Identity: "i1"}))
 
 		l, err = e.List(ctx)
 		noErr(t, err)
@@ -415,20 +416,20 @@ func TestListAndDelete(t *testing.T) {
 		wantCode(t, err, session.CodeNotFound)
 		// Cascade: the run's checkpoint and the owned workflow are gone;
 		// the unowned workflow stays.
-		_, err = e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: r.RunID})
+		_, err = e.ResumeRun(ctx, api.ResumeRunRequest{RunID: r.RunID})
 		wantCode(t, err, session.CodeNoCheckpoint)
-		got, err := e.BeginWorkflow(ctx, engine.BeginWorkflowRequest{WorkflowID: "wf-b", Steps: []engine.StepSpec{{StepID: "s1", Identity: "i1"}}})
+		got, err := e.BeginWorkflow(ctx, api.BeginWorkflowRequest{WorkflowID: "wf-b", Steps: []api.StepSpec{{StepID: "s1", Identity: "i1"}}})
 		noErr(t, err)
 		if len(got.Completed) != 0 {
 			t.Fatalf("owned workflow survived its session: %+v", got)
 		}
-		got, err = e.BeginWorkflow(ctx, engine.BeginWorkflowRequest{WorkflowID: "wf-free", Steps: []engine.StepSpec{{StepID: "s1", Identity: "i1"}}})
+		got, err = e.BeginWorkflow(ctx, api.BeginWorkflowRequest{WorkflowID: "wf-free", Steps: []api.StepSpec{{StepID: "s1", Identity: "i1"}}})
 		noErr(t, err)
 		if len(got.Completed) != 1 {
 			t.Fatalf("unowned workflow lost: %+v", got)
 		}
 		// The run id is free again.
-		_, err = e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "a", RunID: r.RunID})
+		_, err = e.BeginRun(ctx, api.BeginRunRequest{SessionID: "a", RunID: r.RunID})
 		noErr(t, err)
 		l, err = e.List(ctx)
 		noErr(t, err)
@@ -442,27 +443,27 @@ func TestFork(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f storeFactory) {
 		e := newEngine(t, f)
 		ctx := testkit.Context(t)
-		saveDelta(t, e, "src", msg("u", 1))                                 // gen 1
-		saveDelta(t, e, "src", msg("u", 2))                                 // gen 2
-		r, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "src"}) // gen 3
+		saveDelta(t, e, "src", msg("u", 1))                              // gen 1
+		saveDelta(t, e, "src", msg("u", 2))                              // gen 2
+		r, err := e.BeginRun(ctx, api.BeginRunRequest{SessionID: "src"}) // gen 3
 		noErr(t, err)
-		_, err = e.Checkpoint(ctx, engine.CheckpointRequest{RunID: r.RunID, Turn: 1, NewMessages: []session.Value{msg("a", 3)}}) // gen 4
+		_, err = e.Checkpoint(ctx, api.CheckpointRequest{RunID: r.RunID, Turn: 1, NewMessages: []session.Value{msg("a", 3)}}) // gen 4
 		noErr(t, err)
 		saveDelta(t, e, "other", msg("u", 1))
 
 		cases := []struct {
 			name     string
-			req      engine.ForkRequest
+			req      api.ForkRequest
 			code     session.Code
 			messages int
 		}{
-			{"latest", engine.ForkRequest{SessionID: "src", NewID: "f-latest"}, "", 3},
-			{"at generation", engine.ForkRequest{SessionID: "src", NewID: "f-1", AtGeneration: 1}, "", 1},
-			{"new id exists", engine.ForkRequest{SessionID: "src", NewID: "other"}, session.CodeConflict, 0},
-			{"onto itself", engine.ForkRequest{SessionID: "src", NewID: "src"}, session.CodeConflict, 0},
-			{"missing source", engine.ForkRequest{SessionID: "nope", NewID: "f-x"}, session.CodeNotFound, 0},
-			{"missing generation", engine.ForkRequest{SessionID: "src", NewID: "f-y", AtGeneration: 99}, session.CodeNotFound, 0},
-			{"empty new id", engine.ForkRequest{SessionID: "src"}, session.CodeInvalidArgument, 0},
+			{"latest", api.ForkRequest{SessionID: "src", NewID: "f-latest"}, "", 3},
+			{"at generation", api.ForkRequest{SessionID: "src", NewID: "f-1", AtGeneration: 1}, "", 1},
+			{"new id exists", api.ForkRequest{SessionID: "src", NewID: "other"}, session.CodeConflict, 0},
+			{"onto itself", api.ForkRequest{SessionID: "src", NewID: "src"}, session.CodeConflict, 0},
+			{"missing source", api.ForkRequest{SessionID: "nope", NewID: "f-x"}, session.CodeNotFound, 0},
+			{"missing generation", api.ForkRequest{SessionID: "src", NewID: "f-y", AtGeneration: 99}, session.CodeNotFound, 0},
+			{"empty new id", api.ForkRequest{SessionID: "src"}, session.CodeInvalidArgument, 0},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -497,7 +498,7 @@ func TestFork(t *testing.T) {
 			})
 		}
 		// The source's run still resolves to the source and keeps going.
-		_, err = e.Checkpoint(ctx, engine.CheckpointRequest{RunID: r.RunID, Turn: 2, NewMessages: []session.Value{msg("a", 4)}})
+		_, err = e.Checkpoint(ctx, api.CheckpointRequest{RunID: r.RunID, Turn: 2, NewMessages: []session.Value{msg("a", 4)}})
 		noErr(t, err)
 		src, err := e.ResumeSession(ctx, "src")
 		noErr(t, err)
@@ -506,9 +507,9 @@ func TestFork(t *testing.T) {
 		}
 		// Addressing the run through the fork: it records the run but has
 		// no checkpoint for it.
-		_, err = e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: r.RunID, SessionID: "f-latest"})
+		_, err = e.ResumeRun(ctx, api.ResumeRunRequest{RunID: r.RunID, SessionID: "f-latest"})
 		wantCode(t, err, session.CodeNoCheckpoint)
-		_, err = e.Checkpoint(ctx, engine.CheckpointRequest{RunID: r.RunID, SessionID: "f-latest", Turn: 3})
+		_, err = e.Checkpoint(ctx, api.CheckpointRequest{RunID: r.RunID, SessionID: "f-latest", Turn: 3})
 		wantCode(t, err, session.CodeConflict)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/session"
@@ -32,7 +33,7 @@ func TestWholeSnapshotSavesCostTheirDelta(t *testing.T) {
 			snap.Metadata = map[string]session.Value{"other": session.Value(`2`)}
 		}
 		before := st.Stats().BytesWritten
-		res, err := e.Save(ctx, engine.SaveRequest{SessionID: "s", Snapshot: snap})
+		res, err := e.Save(ctx, api.SaveRequest{SessionID: "s", Snapshot: snap})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +58,7 @@ func TestWholeSnapshotSavesCostTheirDelta(t *testing.T) {
 	}
 	// A snapshot that rewrites history is still saved whole and exactly.
 	snap.Messages = snap.Messages[:3]
-	if _, err := e.Save(ctx, engine.SaveRequest{SessionID: "s", Snapshot: snap}); err != nil {
+	if _, err := e.Save(ctx, api.SaveRequest{SessionID: "s", Snapshot: snap}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = e.ResumeSession(ctx, "s")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -17,31 +18,31 @@ import (
 // to start over). Recorded steps that the spec no longer lists are ignored.
 // When SessionID is given the session must exist (not_found), and a
 // workflow owned by another session is not_owner.
-func (e *Engine) BeginWorkflow(ctx context.Context, req BeginWorkflowRequest) (BeginWorkflowResult, error) {
+func (e *Engine) BeginWorkflow(ctx context.Context, req api.BeginWorkflowRequest) (api.BeginWorkflowResult, error) {
 	if err := e.check(); err != nil {
-		return BeginWorkflowResult{}, err
+		return api.BeginWorkflowResult{}, err
 	}
 	if err := session.ValidateID("workflow", req.WorkflowID); err != nil {
-		return BeginWorkflowResult{}, err
+		return api.BeginWorkflowResult{}, err
 	}
 	seen := make(map[string]bool, len(req.Steps))
 	for _, s := range req.Steps {
 		if err := session.ValidateID("step", s.StepID); err != nil {
-			return BeginWorkflowResult{}, err
+			return api.BeginWorkflowResult{}, err
 		}
 		if s.Identity == "" {
-			return BeginWorkflowResult{}, session.Errorf(session.CodeInvalidArgument, "workflow %q: step %q has an empty identity", req.WorkflowID, s.StepID)
+			return api.BeginWorkflowResult{}, session.Errorf(session.CodeInvalidArgument, "workflow %q: step %q has an empty identity", req.WorkflowID, s.StepID)
 		}
 		if seen[s.StepID] {
-			return BeginWorkflowResult{}, session.Errorf(session.CodeInvalidArgument, "workflow %q: step %q appears twice in the spec", req.WorkflowID, s.StepID)
+			return api.BeginWorkflowResult{}, session.Errorf(session.CodeInvalidArgument, "workflow %q: step %q appears twice in the spec", req.WorkflowID, s.StepID)
 		}
 		seen[s.StepID] = true
 	}
 	w, err := e.loadWorkflow(ctx, "BeginWorkflow", req.WorkflowID, req.SessionID)
 	if err != nil {
-		return BeginWorkflowResult{}, err
+		return api.BeginWorkflowResult{}, err
 	}
-	out := BeginWorkflowResult{Completed: []session.StepRecord{}}
+	out := api.BeginWorkflowResult{Completed: []session.StepRecord{}}
 	if w == nil {
 		return out, nil
 	}
@@ -57,7 +58,7 @@ func (e *Engine) BeginWorkflow(ctx context.Context, req BeginWorkflowRequest) (B
 		}
 	}
 	if len(changed) > 0 {
-		return BeginWorkflowResult{}, session.Errorf(session.CodeStepIdentityChanged,
+		return api.BeginWorkflowResult{}, session.Errorf(session.CodeStepIdentityChanged,
 			"workflow %q: recorded step(s) %s have a different identity from the spec given now; nothing may run (finish the workflow to start over)",
 			req.WorkflowID, strings.Join(changed, ", "))
 	}
@@ -71,7 +72,7 @@ func (e *Engine) BeginWorkflow(ctx context.Context, req BeginWorkflowRequest) (B
 // identity replaces its record; with a different identity it is
 // step_identity_changed. Only successes are recorded: a failed step is
 // simply not completed.
-func (e *Engine) CompleteStep(ctx context.Context, req CompleteStepRequest) error {
+func (e *Engine) CompleteStep(ctx context.Context, req api.CompleteStepRequest) error {
 	if err := e.check(); err != nil {
 		return err
 	}
@@ -96,9 +97,9 @@ func (e *Engine) CompleteStep(ctx context.Context, req CompleteStepRequest) erro
 	if err := e.store.SaveStep(ctx, req.WorkflowID, owner, rec); err != nil {
 		return wrapStore("CompleteStep", err)
 	}
-	e.events.publish(Event{Type: EventWorkflowStepCompleted, Data: map[string]any{
-		"workflow_id": req.WorkflowID, "step_id": req.StepID,
-	}})
+	e.events.publish(api.NewEvent(api.EventWorkflowStepCompleted, api.WorkflowStepCompletedData{
+		WorkflowID: req.WorkflowID, StepID: req.StepID,
+	}))
 	return nil
 }
 

@@ -3,13 +3,14 @@ package engine_test
 import (
 	"testing"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/session"
 )
 
 func TestWorkflows(t *testing.T) {
-	spec := []engine.StepSpec{{StepID: "fetch", Identity: "f1"}, {StepID: "build", Identity: "b1"}, {StepID: "test", Identity: "t1"}}
+	spec := []api.StepSpec{{StepID: "fetch", Identity: "f1"}, {StepID: "build", Identity: "b1"}, {StepID: "test", Identity: "t1"}}
 	// fixture: "wf" has test and fetch done (in that order), owned by "s";
 	// "free" has no owner.
 	fixture := func(t *testing.T, e *engine.Engine) {
@@ -17,27 +18,27 @@ func TestWorkflows(t *testing.T) {
 		ctx := testkit.Context(t)
 		saveDelta(t, e, "s", msg("u", 1))
 		saveDelta(t, e, "other", msg("u", 1))
-		noErr(t, e.CompleteStep(ctx, engine.CompleteStepRequest{WorkflowID: "wf", SessionID: "s", StepID: "test", Identity: "t1", Result: session.Value(`{"passed":  true}`)}))
-		noErr(t, e.CompleteStep(ctx, engine.CompleteStepRequest{WorkflowID: "wf", SessionID: "s", StepID: "fetch", Identity: "f1", Result: session.Value(`"ok"`)}))
-		noErr(t, e.CompleteStep(ctx, engine.CompleteStepRequest{WorkflowID: "free", StepID: "fetch", Identity: "f1"}))
+		noErr(t, e.CompleteStep(ctx, api.CompleteStepRequest{WorkflowID: "wf", SessionID: "s", StepID: "test", Identity: "t1", Result: session.Value(`{"passed":  true}`)}))
+		noErr(t, e.CompleteStep(ctx, api.CompleteStepRequest{WorkflowID: "wf", SessionID: "s", StepID: "fetch", Identity: "f1", Result: session.Value(`"ok"`)}))
+		noErr(t, e.CompleteStep(ctx, api.CompleteStepRequest{WorkflowID: "free", StepID: "fetch", Identity: "f1"}))
 	}
 	cases := []struct {
 		name string
-		req  engine.BeginWorkflowRequest
+		req  api.BeginWorkflowRequest
 		code session.Code
 		want []string // completed step ids in order
 	}{
-		{"new workflow", engine.BeginWorkflowRequest{WorkflowID: "new", Steps: spec}, "", nil},
-		{"spec order", engine.BeginWorkflowRequest{WorkflowID: "wf", Steps: spec}, "", []string{"fetch", "test"}},
-		{"owner named", engine.BeginWorkflowRequest{WorkflowID: "wf", SessionID: "s", Steps: spec}, "", []string{"fetch", "test"}},
-		{"recorded steps absent from spec are ignored", engine.BeginWorkflowRequest{WorkflowID: "wf", Steps: spec[1:]}, "", []string{"test"}},
-		{"identity changed", engine.BeginWorkflowRequest{WorkflowID: "wf", Steps: []engine.StepSpec{{StepID: "fetch", Identity: "f1"}, {StepID: "test", Identity: "t2"}}}, session.CodeStepIdentityChanged, nil},
-		{"not the owner", engine.BeginWorkflowRequest{WorkflowID: "wf", SessionID: "other", Steps: spec}, session.CodeNotOwner, nil},
-		{"unknown session", engine.BeginWorkflowRequest{WorkflowID: "wf", SessionID: "nope", Steps: spec}, session.CodeNotFound, nil},
-		{"duplicate step in spec", engine.BeginWorkflowRequest{WorkflowID: "wf", Steps: []engine.StepSpec{{StepID: "a", Identity: "1"}, {StepID: "a", Identity: "1"}}}, session.CodeInvalidArgument, nil},
-		{"empty identity", engine.BeginWorkflowRequest{WorkflowID: "wf", Steps: []engine.StepSpec{{StepID: "a"}}}, session.CodeInvalidArgument, nil},
-		{"empty workflow id", engine.BeginWorkflowRequest{Steps: spec}, session.CodeInvalidArgument, nil},
-		{"unowned workflow, any session", engine.BeginWorkflowRequest{WorkflowID: "free", SessionID: "other", Steps: spec}, "", []string{"fetch"}},
+		{"new workflow", api.BeginWorkflowRequest{WorkflowID: "new", Steps: spec}, "", nil},
+		{"spec order", api.BeginWorkflowRequest{WorkflowID: "wf", Steps: spec}, "", []string{"fetch", "test"}},
+		{"owner named", api.BeginWorkflowRequest{WorkflowID: "wf", SessionID: "s", Steps: spec}, "", []string{"fetch", "test"}},
+		{"recorded steps absent from spec are ignored", api.BeginWorkflowRequest{WorkflowID: "wf", Steps: spec[1:]}, "", []string{"test"}},
+		{"identity changed", api.BeginWorkflowRequest{WorkflowID: "wf", Steps: []api.StepSpec{{StepID: "fetch", Identity: "f1"}, {StepID: "test", Identity: "t2"}}}, session.CodeStepIdentityChanged, nil},
+		{"not the owner", api.BeginWorkflowRequest{WorkflowID: "wf", SessionID: "other", Steps: spec}, session.CodeNotOwner, nil},
+		{"unknown session", api.BeginWorkflowRequest{WorkflowID: "wf", SessionID: "nope", Steps: spec}, session.CodeNotFound, nil},
+		{"duplicate step in spec", api.BeginWorkflowRequest{WorkflowID: "wf", Steps: []api.StepSpec{{StepID: "a", Identity: "1"}, {StepID: "a", Identity: "1"}}}, session.CodeInvalidArgument, nil},
+		{"empty identity", api.BeginWorkflowRequest{WorkflowID: "wf", Steps: []api.StepSpec{{StepID: "a"}}}, session.CodeInvalidArgument, nil},
+		{"empty workflow id", api.BeginWorkflowRequest{Steps: spec}, session.CodeInvalidArgument, nil},
+		{"unowned workflow, any session", api.BeginWorkflowRequest{WorkflowID: "free", SessionID: "other", Steps: spec}, "", []string{"fetch"}},
 	}
 	forEachStore(t, func(t *testing.T, f storeFactory) {
 		for _, tc := range cases {
@@ -68,20 +69,20 @@ func TestWorkflows(t *testing.T) {
 			fixture(t, e)
 			ctx := testkit.Context(t)
 			for _, c := range []struct {
-				req  engine.CompleteStepRequest
+				req  api.CompleteStepRequest
 				code session.Code
 			}{
-				{engine.CompleteStepRequest{WorkflowID: "wf", StepID: "fetch", Identity: "f2"}, session.CodeStepIdentityChanged},
-				{engine.CompleteStepRequest{WorkflowID: "wf", SessionID: "other", StepID: "build", Identity: "b1"}, session.CodeNotOwner},
-				{engine.CompleteStepRequest{WorkflowID: "wf", SessionID: "nope", StepID: "build", Identity: "b1"}, session.CodeNotFound},
-				{engine.CompleteStepRequest{WorkflowID: "wf", StepID: "build"}, session.CodeInvalidArgument},
-				{engine.CompleteStepRequest{WorkflowID: "wf", StepID: "build", Identity: "b1", Result: session.Value(`{`)}, session.CodeInvalidArgument},
-				{engine.CompleteStepRequest{WorkflowID: "", StepID: "build", Identity: "b1"}, session.CodeInvalidArgument},
-				{engine.CompleteStepRequest{WorkflowID: "wf", StepID: "fetch", Identity: "f1", Result: session.Value(`"again"`)}, ""},
+				{api.CompleteStepRequest{WorkflowID: "wf", StepID: "fetch", Identity: "f2"}, session.CodeStepIdentityChanged},
+				{api.CompleteStepRequest{WorkflowID: "wf", SessionID: "other", StepID: "build", Identity: "b1"}, session.CodeNotOwner},
+				{api.CompleteStepRequest{WorkflowID: "wf", SessionID: "nope", StepID: "build", Identity: "b1"}, session.CodeNotFound},
+				{api.CompleteStepRequest{WorkflowID: "wf", StepID: "build"}, session.CodeInvalidArgument},
+				{api.CompleteStepRequest{WorkflowID: "wf", StepID: "build", Identity: "b1", Result: session.Value(`{`)}, session.CodeInvalidArgument},
+				{api.CompleteStepRequest{WorkflowID: "", StepID: "build", Identity: "b1"}, session.CodeInvalidArgument},
+				{api.CompleteStepRequest{WorkflowID: "wf", StepID: "fetch", Identity: "f1", Result: session.Value(`"again"`)}, ""},
 			} {
 				wantCode(t, e.CompleteStep(ctx, c.req), c.code)
 			}
-			res, err := e.BeginWorkflow(ctx, engine.BeginWorkflowRequest{WorkflowID: "wf", Steps: spec})
+			res, err := e.BeginWorkflow(ctx, api.BeginWorkflowRequest{WorkflowID: "wf", Steps: spec})
 			noErr(t, err)
 			if len(res.Completed) != 2 || string(res.Completed[0].Result) != `"again"` {
 				t.Fatalf("after errors: %+v", res.Completed)
@@ -92,13 +93,13 @@ func TestWorkflows(t *testing.T) {
 			fixture(t, e)
 			ctx := testkit.Context(t)
 			// A changed spec fails closed until the workflow is finished.
-			changed := []engine.StepSpec{{StepID: "fetch", Identity: "f9"}}
-			_, err := e.BeginWorkflow(ctx, engine.BeginWorkflowRequest{WorkflowID: "wf", Steps: changed})
+			changed := []api.StepSpec{{StepID: "fetch", Identity: "f9"}}
+			_, err := e.BeginWorkflow(ctx, api.BeginWorkflowRequest{WorkflowID: "wf", Steps: changed})
 			wantCode(t, err, session.CodeStepIdentityChanged)
 			noErr(t, e.FinishWorkflow(ctx, "wf"))
 			wantCode(t, e.FinishWorkflow(ctx, "wf"), session.CodeNotFound)
 			wantCode(t, e.FinishWorkflow(ctx, ""), session.CodeInvalidArgument)
-			res, err := e.BeginWorkflow(ctx, engine.BeginWorkflowRequest{WorkflowID: "wf", Steps: changed})
+			res, err := e.BeginWorkflow(ctx, api.BeginWorkflowRequest{WorkflowID: "wf", Steps: changed})
 			noErr(t, err)
 			if len(res.Completed) != 0 {
 				t.Fatalf("finished workflow still has steps: %+v", res.Completed)

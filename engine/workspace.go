@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/procs"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -33,22 +34,22 @@ func (e *Engine) stamp(ctx context.Context, c *session.Change) {
 }
 
 // drift compares the manifest from with the workspace now.
-func (e *Engine) drift(ctx context.Context, from *session.ManifestRef) Drift {
+func (e *Engine) drift(ctx context.Context, from *session.ManifestRef) api.Drift {
 	switch {
 	case e.ws == nil:
-		return Drift{Reason: "workspace tracking is off"}
+		return untracked("workspace tracking is off")
 	case from == nil || from.ID == "":
-		return Drift{Reason: "this generation was saved without a workspace manifest"}
+		return untracked("this generation was saved without a workspace manifest")
 	}
 	added, modified, deleted, err := e.ws.DiffFiles(ctx, *from, nil)
 	if err != nil {
-		return Drift{Reason: "the manifest of this generation cannot be compared: " + err.Error()}
+		return untracked("the manifest of this generation cannot be compared: " + err.Error())
 	}
-	return Drift{Tracked: true, Added: nonNil(added), Modified: nonNil(modified), Deleted: nonNil(deleted)}
+	return api.Drift{Tracked: true, Added: nonNil(added), Modified: nonNil(modified), Deleted: nonNil(deleted)}
 }
 
 // touched lists every path of d once, sorted.
-func touched(d Drift) []string {
+func touched(d api.Drift) []string {
 	out := slices.Concat(d.Added, d.Modified, d.Deleted)
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -57,14 +58,14 @@ func touched(d Drift) []string {
 // probeProcesses runs the health check of every recorded process, now and
 // concurrently, bounded by the probe timeout. A process that was running
 // when the session was saved is never assumed to be running still.
-func (e *Engine) probeProcesses(ctx context.Context, rt *session.Runtime) []procs.ProcessState {
+func (e *Engine) probeProcesses(ctx context.Context, rt *session.Runtime) []api.ProcessState {
 	if rt == nil || len(rt.Processes) == 0 {
-		return []procs.ProcessState{}
+		return []api.ProcessState{}
 	}
 	if e.probe < 0 {
-		out := make([]procs.ProcessState, len(rt.Processes))
+		out := make([]api.ProcessState, len(rt.Processes))
 		for i, p := range rt.Processes {
-			out[i] = procs.ProcessState{Name: p.Name, State: procs.StateUnknown, Detail: "health checks are off"}
+			out[i] = api.ProcessState{Name: p.Name, State: procs.StateUnknown, Detail: "health checks are off"}
 		}
 		return out
 	}
@@ -72,4 +73,10 @@ func (e *Engine) probeProcesses(ctx context.Context, rt *session.Runtime) []proc
 		rt = procs.Rooted(rt, e.root)
 	}
 	return procs.Probe(ctx, rt, e.probe)
+}
+
+// untracked is the drift of a generation whose files cannot be compared,
+// and why: not "no changes", which would be a claim.
+func untracked(reason string) api.Drift {
+	return api.Drift{Reason: reason, Added: []string{}, Modified: []string{}, Deleted: []string{}}
 }

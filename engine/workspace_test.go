@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/internal/testkit"
@@ -43,7 +44,7 @@ func TestDriftAcrossRestart(t *testing.T) {
 	testkit.WriteFile(t, dir, "edit.go", "package edit")
 	testkit.WriteFile(t, dir, "gone/old.txt", "old")
 	e, closeAll := tracked(t, dir)
-	if _, err := e.Save(ctx, engine.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{session.Value(`1`)}}}); err != nil {
+	if _, err := e.Save(ctx, api.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{session.Value(`1`)}}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := e.ResumeSession(ctx, "s")
@@ -82,20 +83,20 @@ func TestRunAttribution(t *testing.T) {
 	testkit.WriteFile(t, dir, "src/a.go", "package a")
 	e, closeAll := tracked(t, dir)
 	defer closeAll()
-	if _, err := e.Save(ctx, engine.SaveRequest{SessionID: "s", Change: &session.Change{}}); err != nil {
+	if _, err := e.Save(ctx, api.SaveRequest{SessionID: "s", Change: &session.Change{}}); err != nil {
 		t.Fatal(err)
 	}
-	run, err := e.BeginRun(ctx, engine.BeginRunRequest{SessionID: "s", RunID: "r"})
+	run, err := e.BeginRun(ctx, api.BeginRunRequest{SessionID: "s", RunID: "r"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	testkit.WriteFile(t, dir, "src/before.go", "written before the checkpoint")
-	if _, err := e.Checkpoint(ctx, engine.CheckpointRequest{RunID: run.RunID, Turn: 1, NewMessages: []session.Value{session.Value(`"t1"`)}}); err != nil {
+	if _, err := e.Checkpoint(ctx, api.CheckpointRequest{RunID: run.RunID, Turn: 1, NewMessages: []session.Value{session.Value(`"t1"`)}}); err != nil {
 		t.Fatal(err)
 	}
 	testkit.WriteFile(t, dir, "src/a.go", "package a // half-rewritten")
 	testkit.WriteFile(t, dir, "out/report.txt", "partial")
-	res, err := e.ResumeRun(ctx, engine.ResumeRunRequest{RunID: run.RunID})
+	res, err := e.ResumeRun(ctx, api.ResumeRunRequest{RunID: run.RunID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestDriftUntracked(t *testing.T) {
 	ctx := context.Background()
 	e := engine.New(session.NewMemStore(), engine.Options{})
 	defer e.Close()
-	if _, err := e.Save(ctx, engine.SaveRequest{SessionID: "s", Change: &session.Change{}}); err != nil {
+	if _, err := e.Save(ctx, api.SaveRequest{SessionID: "s", Change: &session.Change{}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := e.ResumeSession(ctx, "s")
@@ -129,7 +130,7 @@ func TestWholeSnapshotSaveIsStamped(t *testing.T) {
 	e, closeAll := tracked(t, dir)
 	defer closeAll()
 	for _, msgs := range [][]session.Value{{session.Value(`1`), session.Value(`2`)}, {session.Value(`3`)}} {
-		if _, err := e.Save(ctx, engine.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{Messages: msgs}}); err != nil {
+		if _, err := e.Save(ctx, api.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{Messages: msgs}}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := e.ResumeSession(ctx, "s")

@@ -1,6 +1,9 @@
 package handoff
 
-import "github.com/cairn-dev/cairn/session"
+import (
+	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/session"
+)
 
 // Keys of the parts a complete handoff needs, in the order Check reports
 // them. They are stable: scripts and the CLI's --json output rely on them.
@@ -13,18 +16,12 @@ const (
 	KeyNextStep        = "next_step"        // a task and its done_when condition
 )
 
-// Missing is one part a handoff lacks.
-type Missing struct {
-	Key     string `json:"key"`     // one of the Key constants
-	Message string `json:"message"` // a sentence for people
-}
-
 // Check lists what the latest generation s lacks to be a complete handoff,
 // in a fixed order (result, verification, restart path, reviewed version,
 // risks/decisions, next step). An empty list means nothing required is
 // missing; it does not mean the work is correct. A nil snapshot lacks
 // everything.
-func Check(s *session.Snapshot) []Missing {
+func Check(s *session.Snapshot) []api.HandoffMissing {
 	var h session.Handoff
 	var vs []session.Verification
 	if s != nil {
@@ -33,8 +30,8 @@ func Check(s *session.Snapshot) []Missing {
 			h = *s.Handoff
 		}
 	}
-	var out []Missing
-	add := func(key, msg string) { out = append(out, Missing{Key: key, Message: msg}) }
+	var out []api.HandoffMissing
+	add := func(key, msg string) { out = append(out, api.HandoffMissing{Key: key, Message: msg}) }
 	if !anyText(h.Done) {
 		add(KeyResult, "No result: handoff.done lists nothing that was finished.")
 	}

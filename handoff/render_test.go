@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/handoff"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -223,7 +224,7 @@ func TestRenderFilesTrackedNone(t *testing.T) {
 
 func TestCheck(t *testing.T) {
 	all := []string{handoff.KeyResult, handoff.KeyVerification, handoff.KeyRestartPath, handoff.KeyReviewedVersion, handoff.KeyRisks, handoff.KeyNextStep}
-	keys := func(m []handoff.Missing) []string {
+	keys := func(m []api.HandoffMissing) []string {
 		var k []string
 		for _, x := range m {
 			k = append(k, x.Key)

@@ -5,10 +5,8 @@
 // port and health check, and this package finds out, right now, what state
 // each one is in.
 //
-// The name matches the runtime record of DESIGN §2 and the directory.
-// It shadows the standard library's runtime package only in a file that
-// imports both; such a file imports this one under another name (none of
-// engine, daemon and internal/cli uses the standard one today).
+// It serves the runtime record of docs/DESIGN.md §2.1 (session.Runtime); it
+// is not named runtime so that it does not shadow the standard library's.
 //
 // # Guarantees
 //

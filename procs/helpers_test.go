@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/internal/proc"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -112,7 +113,7 @@ func waitGone(pid int, within time.Duration) bool {
 
 // waitState probes p until it reports want, up to within (the process may
 // need a moment to bind or to die).
-func waitState(t *testing.T, p session.Process, want string, within time.Duration) ProcessState {
+func waitState(t *testing.T, p session.Process, want string, within time.Duration) api.ProcessState {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {

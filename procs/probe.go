@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -40,11 +41,11 @@ const (
 //
 // Health command checks run directly (no shell) in the process's cwd with
 // the current environment; make cwds absolute first (Rooted).
-func Probe(ctx context.Context, rt *session.Runtime, timeout time.Duration) []ProcessState {
+func Probe(ctx context.Context, rt *session.Runtime, timeout time.Duration) []api.ProcessState {
 	if rt == nil || len(rt.Processes) == 0 {
-		return []ProcessState{}
+		return []api.ProcessState{}
 	}
-	out := make([]ProcessState, len(rt.Processes))
+	out := make([]api.ProcessState, len(rt.Processes))
 	sem := make(chan struct{}, maxConcurrentProbes)
 	var wg sync.WaitGroup
 	for i, p := range rt.Processes {
@@ -62,12 +63,12 @@ func Probe(ctx context.Context, rt *session.Runtime, timeout time.Duration) []Pr
 
 // ProbeProcess runs the health check of one process, bounded by timeout
 // (DefaultProbeTimeout when timeout <= 0), and reports its state.
-func ProbeProcess(ctx context.Context, p session.Process, timeout time.Duration) ProcessState {
+func ProbeProcess(ctx context.Context, p session.Process, timeout time.Duration) api.ProcessState {
 	if timeout <= 0 {
 		timeout = DefaultProbeTimeout
 	}
 	st, detail := check(ctx, p, nil, timeout)
-	return ProcessState{Name: p.Name, State: st, Detail: detail}
+	return api.ProcessState{Name: p.Name, State: st, Detail: detail}
 }
 
 // check runs p's health check once within timeout, with env (nil: the

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -59,30 +60,6 @@ type Options struct {
 	Environ []string
 }
 
-// Result reports what Restart did.
-type Result struct {
-	Name    string `json:"name"`
-	Outcome string `json:"outcome"` // one of the Outcome constants
-	// State is the process's state when Restart returned: healthy; unknown
-	// when it started but has nothing that can prove it up (no health
-	// check, or only a port); not_running after a failure.
-	State string `json:"state"`
-	// PID of the started process, which leads its own process group.
-	PID int `json:"pid,omitempty"`
-	// TookMS is how long Restart took from the start to the outcome.
-	TookMS int64 `json:"took_ms"`
-	// Detail says what proved the outcome (the passing health check) or
-	// the last failure.
-	Detail string `json:"detail,omitempty"`
-	// Log is the file the process's output went to.
-	Log string `json:"log,omitempty"`
-	// MissingEnv lists the recorded env_keys not set in the environment the
-	// process started with. Names only, never values.
-	MissingEnv []string `json:"missing_env,omitempty"`
-	// Error repeats the error Restart returned, for the wire.
-	Error string `json:"error,omitempty"`
-}
-
 // Restart brings the recorded process p back, unless its health check
 // passes now (OutcomeAlreadyHealthy: nothing is started).
 //
@@ -101,9 +78,9 @@ type Result struct {
 //
 // Invalid input (see ValidateProcess; opts.LogDir empty) is an
 // invalid_argument error and starts nothing.
-func Restart(ctx context.Context, p session.Process, opts Options) (Result, error) {
-	res := Result{Name: p.Name, Outcome: OutcomeFailed, State: StateUnknown}
-	fail := func(err error) (Result, error) {
+func Restart(ctx context.Context, p session.Process, opts Options) (api.RestartResult, error) {
+	res := api.RestartResult{Name: p.Name, Outcome: OutcomeFailed, State: StateUnknown}
+	fail := func(err error) (api.RestartResult, error) {
 		res.Error = err.Error()
 		return res, err
 	}
@@ -178,7 +155,7 @@ func Restart(ctx context.Context, p session.Process, opts Options) (Result, erro
 	}()
 	took := func() { res.TookMS = time.Since(start).Milliseconds() }
 
-	giveUp := func(cause error) (Result, error) {
+	giveUp := func(cause error) (api.RestartResult, error) {
 		stopGroup(pid, exited, opts.KillGrace)
 		took()
 		res.State = StateNotRunning

@@ -17,13 +17,6 @@ const (
 	StateUnknown = "unknown"
 )
 
-// ProcessState is the live state of one recorded process.
-type ProcessState struct {
-	Name   string `json:"name"`
-	State  string `json:"state"`            // one of the State constants
-	Detail string `json:"detail,omitempty"` // what was tried and what it answered
-}
-
 // Sentinel errors. Callers test for them with errors.Is.
 var (
 	// ErrNotLoopback is returned (wrapped in an invalid_argument error)

@@ -3,136 +3,127 @@ package protocol
 import (
 	"context"
 
-	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/session"
-	"github.com/cairn-dev/cairn/workspace"
 )
 
-// The methods below mirror the engine's (engine/api.go) one for one, so
-// code can switch between the embedded engine and a daemon. Errors are as
-// for Call.
+// Do calls method m with params p and returns its result, typed by m's
+// entry in the method table (api.Methods). Errors are as for Call.
+func Do[P, R any](ctx context.Context, c *Client, m api.Spec[P, R], p P) (R, error) {
+	var r R
+	err := c.Call(ctx, m.Name, p, &r)
+	return r, err
+}
+
+// The methods below are Do for each method, with the engine's argument
+// shapes, so code can switch between the embedded engine and a daemon.
 
 // Status returns the daemon's status.
-func (c *Client) Status(ctx context.Context) (StatusResult, error) {
-	var r StatusResult
-	err := c.Call(ctx, MethodStatus, Empty{}, &r)
-	return r, err
+func (c *Client) Status(ctx context.Context) (api.StatusResult, error) {
+	return Do(ctx, c, api.Status, api.Empty{})
 }
 
 // Save saves a snapshot or a change.
-func (c *Client) Save(ctx context.Context, req engine.SaveRequest) (engine.SaveResult, error) {
-	var r engine.SaveResult
-	err := c.Call(ctx, MethodSave, req, &r)
-	return r, err
+func (c *Client) Save(ctx context.Context, req api.SaveRequest) (api.SaveResult, error) {
+	return Do(ctx, c, api.Save, req)
 }
 
 // ResumeSession returns what a new agent is handed for a session.
-func (c *Client) ResumeSession(ctx context.Context, sessionID string) (*engine.ResumeSessionResult, error) {
-	var r engine.ResumeSessionResult
-	if err := c.Call(ctx, MethodResumeSession, SessionParams{SessionID: sessionID}, &r); err != nil {
+func (c *Client) ResumeSession(ctx context.Context, sessionID string) (*api.ResumeSessionResult, error) {
+	r, err := Do(ctx, c, api.ResumeSession, api.SessionParams{SessionID: sessionID})
+	if err != nil {
 		return nil, err
 	}
 	return &r, nil
 }
 
 // BeginRun starts a run.
-func (c *Client) BeginRun(ctx context.Context, req engine.BeginRunRequest) (engine.BeginRunResult, error) {
-	var r engine.BeginRunResult
-	err := c.Call(ctx, MethodBeginRun, req, &r)
-	return r, err
+func (c *Client) BeginRun(ctx context.Context, req api.BeginRunRequest) (api.BeginRunResult, error) {
+	return Do(ctx, c, api.BeginRun, req)
 }
 
 // Checkpoint records a loop checkpoint.
-func (c *Client) Checkpoint(ctx context.Context, req engine.CheckpointRequest) (engine.CheckpointResult, error) {
-	var r engine.CheckpointResult
-	err := c.Call(ctx, MethodCheckpoint, req, &r)
-	return r, err
+func (c *Client) Checkpoint(ctx context.Context, req api.CheckpointRequest) (api.CheckpointResult, error) {
+	return Do(ctx, c, api.Checkpoint, req)
 }
 
 // CompleteRun ends a run.
-func (c *Client) CompleteRun(ctx context.Context, req engine.CompleteRunRequest) (engine.CompleteRunResult, error) {
-	var r engine.CompleteRunResult
-	err := c.Call(ctx, MethodCompleteRun, req, &r)
-	return r, err
+func (c *Client) CompleteRun(ctx context.Context, req api.CompleteRunRequest) (api.CompleteRunResult, error) {
+	return Do(ctx, c, api.CompleteRun, req)
 }
 
 // ResumeRun resumes a run from its latest loop checkpoint.
-func (c *Client) ResumeRun(ctx context.Context, req engine.ResumeRunRequest) (*engine.ResumeRunResult, error) {
-	var r engine.ResumeRunResult
-	if err := c.Call(ctx, MethodResumeRun, req, &r); err != nil {
+func (c *Client) ResumeRun(ctx context.Context, req api.ResumeRunRequest) (*api.ResumeRunResult, error) {
+	r, err := Do(ctx, c, api.ResumeRun, req)
+	if err != nil {
 		return nil, err
 	}
 	return &r, nil
 }
 
 // BeginWorkflow opens or reopens a workflow.
-func (c *Client) BeginWorkflow(ctx context.Context, req engine.BeginWorkflowRequest) (engine.BeginWorkflowResult, error) {
-	var r engine.BeginWorkflowResult
-	err := c.Call(ctx, MethodBeginWorkflow, req, &r)
-	return r, err
+func (c *Client) BeginWorkflow(ctx context.Context, req api.BeginWorkflowRequest) (api.BeginWorkflowResult, error) {
+	return Do(ctx, c, api.BeginWorkflow, req)
 }
 
 // CompleteStep records a completed workflow step.
-func (c *Client) CompleteStep(ctx context.Context, req engine.CompleteStepRequest) error {
-	return c.Call(ctx, MethodCompleteStep, req, nil)
+func (c *Client) CompleteStep(ctx context.Context, req api.CompleteStepRequest) error {
+	_, err := Do(ctx, c, api.CompleteStep, req)
+	return err
 }
 
 // FinishWorkflow deletes a workflow's checkpoint.
 func (c *Client) FinishWorkflow(ctx context.Context, workflowID string) error {
-	return c.Call(ctx, MethodFinishWorkflow, WorkflowParams{WorkflowID: workflowID}, nil)
+	_, err := Do(ctx, c, api.FinishWorkflow, api.WorkflowParams{WorkflowID: workflowID})
+	return err
 }
 
 // List describes every session.
 func (c *Client) List(ctx context.Context) ([]session.Summary, error) {
-	var r ListResult
-	err := c.Call(ctx, MethodList, Empty{}, &r)
+	r, err := Do(ctx, c, api.List, api.Empty{})
 	return r.Sessions, err
 }
 
 // Delete removes a session and everything that belongs to it.
 func (c *Client) Delete(ctx context.Context, sessionID string) error {
-	return c.Call(ctx, MethodDelete, SessionParams{SessionID: sessionID}, nil)
+	_, err := Do(ctx, c, api.Delete, api.SessionParams{SessionID: sessionID})
+	return err
 }
 
 // Fork copies a session to a new id.
-func (c *Client) Fork(ctx context.Context, req engine.ForkRequest) (engine.ForkResult, error) {
-	var r engine.ForkResult
-	err := c.Call(ctx, MethodFork, req, &r)
-	return r, err
+func (c *Client) Fork(ctx context.Context, req api.ForkRequest) (api.ForkResult, error) {
+	return Do(ctx, c, api.Fork, req)
 }
 
-// Export returns a session's JSON envelope.
+// Export returns a session's JSON envelope (api.Envelope).
 func (c *Client) Export(ctx context.Context, sessionID string) ([]byte, error) {
-	var r ExportResult
-	err := c.Call(ctx, MethodExport, SessionParams{SessionID: sessionID}, &r)
+	r, err := Do(ctx, c, api.Export, api.SessionParams{SessionID: sessionID})
 	return r.Envelope, err
 }
 
 // Import stores a session from a JSON envelope.
+func (c *Client) Import(ctx context.Context, envelope []byte) (api.ImportResult, error) {
+	return Do(ctx, c, api.Import, api.ImportParams{Envelope: envelope})
+}
+
 // Changes returns the workspace files changed since the clock since (""
 // or a foreign clock: everything, with fresh_instance set).
-func (c *Client) Changes(ctx context.Context, since string) (workspace.ChangeSet, error) {
-	var r workspace.ChangeSet
-	err := c.Call(ctx, MethodChanges, ChangesParams{Since: since}, &r)
-	return r, err
+func (c *Client) Changes(ctx context.Context, since string) (api.ChangeSet, error) {
+	return Do(ctx, c, api.Changes, api.ChangesParams{Since: since})
 }
 
 // Handoff returns the session's HANDOFF.md and what it lacks.
-func (c *Client) Handoff(ctx context.Context, sessionID string) (engine.HandoffResult, error) {
-	var r engine.HandoffResult
-	err := c.Call(ctx, MethodHandoff, engine.HandoffRequest{SessionID: sessionID}, &r)
-	return r, err
+func (c *Client) Handoff(ctx context.Context, sessionID string) (api.HandoffResult, error) {
+	return Do(ctx, c, api.Handoff, api.HandoffRequest{SessionID: sessionID})
 }
 
 // RuntimeCheck returns the live state of the session's recorded processes.
-func (c *Client) RuntimeCheck(ctx context.Context, req engine.RuntimeCheckRequest) (engine.RuntimeCheckResult, error) {
-	var r engine.RuntimeCheckResult
-	err := c.Call(ctx, MethodRuntimeCheck, req, &r)
-	return r, err
+func (c *Client) RuntimeCheck(ctx context.Context, req api.RuntimeCheckRequest) (api.RuntimeCheckResult, error) {
+	return Do(ctx, c, api.RuntimeCheck, req)
 }
 
-func (c *Client) Import(ctx context.Context, envelope []byte) (engine.ImportResult, error) {
-	var r engine.ImportResult
-	err := c.Call(ctx, MethodImport, ImportParams{Envelope: envelope}, &r)
-	return r, err
+// RuntimeRestart brings one recorded process back, unless its health
+// check passes now.
+func (c *Client) RuntimeRestart(ctx context.Context, req api.RuntimeRestartRequest) (api.RestartResult, error) {
+	return Do(ctx, c, api.RuntimeRestart, req)
 }

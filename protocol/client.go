@@ -12,12 +12,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairn-dev/cairn/session"
 	"github.com/coder/websocket"
 	"github.com/fxamacker/cbor/v2"
 
-	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/internal/busypoll"
-	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/api"
 )
 
 // Options configure a Client. The zero value is ready to use.
@@ -40,38 +39,13 @@ type Options struct {
 	StartTimeout time.Duration
 	// ClientName is sent in hello, for the daemon's logs.
 	ClientName string
-	// PollBudget bounds how long the connection's reader polls the socket
-	// for an answer before it parks in the runtime's network poller (see
-	// internal/busypoll): polling saves the wake-up of an idle CPU, tens
-	// of microseconds on a virtual machine, at the price of CPU time. It
-	// polls only while this is the process's one call waiting and the call
-	// follows the previous answer within a millisecond, for twice the
-	// method's recent latency; a method that takes longer than half the
-	// budget is not polled for. 0 means DefaultPollBudget; negative means
-	// never poll.
-	PollBudget time.Duration
 	// EventBuffer is the buffer of each Subscription's channel; 0 means
 	// DefaultEventBuffer.
 	EventBuffer int
 }
 
-// DefaultPollBudget is the default Options.PollBudget: calls that answer
-// within 100 µs (status, reads the daemon serves from memory) are polled
-// for. A durable commit is not: it waits on the disk for longer, and a
-// client polling through it holds a CPU that the daemon's wake-up from
-// fdatasync then waits for (BenchmarkCommitOverhead measured +89–105%
-// polled against +70–83% unpolled on a 2-vCPU machine).
-const DefaultPollBudget = 200 * time.Microsecond
-
 // DefaultEventBuffer is the default buffer of a Subscription's channel.
 const DefaultEventBuffer = 256
-
-func (o *Options) pollBudget() time.Duration {
-	if o.PollBudget == 0 {
-		return DefaultPollBudget
-	}
-	return o.PollBudget
-}
 
 func (o *Options) maxMessageSize() int64 {
 	if o.MaxMessageSize <= 0 {
@@ -113,11 +87,11 @@ func (c *Client) Socket() string { return c.socket }
 
 // Hello returns what the daemon said about itself on the current
 // connection (or the last one).
-func (c *Client) Hello() HelloResult {
+func (c *Client) Hello() api.HelloResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur == nil {
-		return HelloResult{}
+		return api.HelloResult{}
 	}
 	return c.cur.hello
 }
@@ -166,19 +140,10 @@ func (c *Client) connFor(ctx context.Context) (*conn, error) {
 // dial opens one connection to c.socket and says hello.
 func (c *Client) dial(ctx context.Context) (*conn, error) {
 	path := c.socket
-	ps := new(pollState)
-	var poller *busypoll.Conn
 	hc := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			nc, err := d.DialContext(ctx, "unix", path)
-			if err != nil {
-				return nil, err
-			}
-			if poller = busypoll.Wrap(nc, c.opts.pollBudget(), ps.expect); poller != nil {
-				return poller, nil
-			}
-			return nc, nil
+			return d.DialContext(ctx, "unix", path)
 		},
 		DisableKeepAlives: true,
 	}}
@@ -196,9 +161,9 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		ws.CloseNow()
 		return nil, fmt.Errorf("protocol.Dial %s: daemon did not accept subprotocol %s", path, Subprotocol)
 	}
-	cn := newConn(ws, c.opts, ps, poller)
-	var h HelloResult
-	if err := cn.call(ctx, MethodHello, HelloParams{ProtocolVersion: ProtocolVersion, Client: c.opts.ClientName}, &h); err != nil {
+	cn := newConn(ws, c.opts)
+	var h api.HelloResult
+	if err := cn.call(ctx, api.Hello.Name, api.HelloParams{ProtocolVersion: api.ProtocolVersion, Client: c.opts.ClientName}, &h); err != nil {
 		cn.close(ErrClosed)
 		return nil, fmt.Errorf("protocol.Dial %s: hello: %w", path, err)
 	}
@@ -240,7 +205,7 @@ type conn struct {
 	ws      *websocket.Conn
 	maxSize int64
 	evBuf   int
-	hello   HelloResult
+	hello   api.HelloResult
 
 	ctx    context.Context // connection lifetime
 	cancel context.CancelFunc
@@ -249,18 +214,13 @@ type conn struct {
 	wg     sync.WaitGroup
 	nextID atomic.Uint64
 
-	poll   *pollState     // when the socket's reads poll
-	poller *busypoll.Conn // the socket, or nil when its reads never poll
-	budget time.Duration  // Options.PollBudget
-
-	mu      sync.Mutex // guards pending, subs, err, latency
+	mu      sync.Mutex // guards pending, subs, err
 	pending map[uint64]chan reply
-	latency map[string]time.Duration // recent answer latency per method
 	subs    map[*Subscription]struct{}
 	err     error // why the connection is dead
 }
 
-func newConn(ws *websocket.Conn, opts Options, ps *pollState, poller *busypoll.Conn) *conn {
+func newConn(ws *websocket.Conn, opts Options) *conn {
 	ws.SetReadLimit(opts.maxMessageSize())
 	ctx, cancel := context.WithCancel(context.Background())
 	cn := &conn{
@@ -273,10 +233,6 @@ func newConn(ws *websocket.Conn, opts Options, ps *pollState, poller *busypoll.C
 		dead:    make(chan struct{}),
 		pending: make(map[uint64]chan reply),
 		subs:    make(map[*Subscription]struct{}),
-		poll:    ps,
-		poller:  poller,
-		budget:  opts.pollBudget(),
-		latency: make(map[string]time.Duration),
 	}
 	if cn.evBuf <= 0 {
 		cn.evBuf = DefaultEventBuffer
@@ -320,7 +276,6 @@ func (cn *conn) fail(err error) {
 	}
 	pending, subs := cn.pending, cn.subs
 	cn.pending, cn.subs = map[uint64]chan reply{}, map[*Subscription]struct{}{}
-	cn.pendingChangedLocked()
 	close(cn.dead)
 	lost := cn.err
 	cn.mu.Unlock()
@@ -362,11 +317,9 @@ func (cn *conn) readLoop() {
 		case in.Event != "":
 			cn.deliver(in.Event, in.Data)
 		case in.ID != nil:
-			cn.poll.answered.Store(time.Now().UnixNano())
 			cn.mu.Lock()
 			ch, ok := cn.pending[*in.ID]
 			delete(cn.pending, *in.ID)
-			cn.pendingChangedLocked()
 			cn.mu.Unlock()
 			if ok {
 				ch <- reply{result: in.Result, err: in.Error}
@@ -379,80 +332,9 @@ func (cn *conn) readLoop() {
 	}
 }
 
-// callsWaiting counts the calls of this process waiting for an answer, on
-// every connection. A socket polls for its answer only while it is the one
-// call waiting: with more, the process has other work for its CPUs, and
-// polling would take CPU from it rather than save a wake-up.
-var callsWaiting atomic.Int32
-
-// pollState tells a connection's polling reads (internal/busypoll) when an
-// answer is expected: while its one call waits, up to a deadline set from
-// the method's recent latency, when the call follows the previous answer
-// closely (see pollWarm).
-type pollState struct {
-	waiting  atomic.Int32 // len(pending)
-	until    atomic.Int64 // unix nanoseconds
-	answered atomic.Int64 // unix nanoseconds of the last answer
-}
-
-func (ps *pollState) expect() bool {
-	return ps.waiting.Load() > 0 && callsWaiting.Load() == 1 && time.Now().UnixNano() < ps.until.Load()
-}
-
-// pendingChangedLocked publishes len(cn.pending) to the socket's polling
-// reads and to callsWaiting. cn.mu is held.
-func (cn *conn) pendingChangedLocked() {
-	n := int32(len(cn.pending))
-	callsWaiting.Add(n - cn.poll.waiting.Swap(n))
-}
-
-// minPoll is the least a call polls for its answer.
-const minPoll = 20 * time.Microsecond
-
-// pollWarm is how soon after the previous answer a call must start for its
-// answer to be polled for. Polling pays while both processes are busy in a
-// loop of calls, their CPUs awake; after a pause the wake-ups are paid
-// anyway, and a polling CPU only delays a daemon the kernel wakes on it.
-const pollWarm = time.Millisecond
-
-// pollForLocked is how long the socket polls for the answer to method:
-// twice its recent latency, at least minPoll; the whole budget while the
-// latency is unknown; not at all when twice the latency exceeds the budget.
-// Polling longer than an answer usually takes only burns CPU, and delays a
-// daemon that the kernel woke on the polling CPU. cn.mu is held.
-func (cn *conn) pollForLocked(method string) time.Duration {
-	l, ok := cn.latency[method]
-	if !ok {
-		return cn.budget
-	}
-	if 2*l > cn.budget {
-		return 0
-	}
-	return max(2*l, minPoll)
-}
-
-// maxLatencies bounds the methods whose latency a connection remembers:
-// Call accepts any method name.
-const maxLatencies = 64
-
-// observe folds one answer's latency into method's recent latency.
-func (cn *conn) observe(method string, d time.Duration) {
-	cn.mu.Lock()
-	defer cn.mu.Unlock()
-	l, ok := cn.latency[method]
-	switch {
-	case ok:
-		d = (3*l + d) / 4
-	case len(cn.latency) >= maxLatencies:
-		return
-	}
-	cn.latency[method] = d
-}
-
 func (cn *conn) forget(id uint64) {
 	cn.mu.Lock()
 	delete(cn.pending, id)
-	cn.pendingChangedLocked()
 	cn.mu.Unlock()
 }
 
@@ -473,19 +355,7 @@ func (cn *conn) call(ctx context.Context, method string, params, result any) err
 		return err
 	}
 	cn.pending[id] = ch
-	cn.pendingChangedLocked()
-	start := time.Now()
-	var until int64
-	if start.UnixNano()-cn.poll.answered.Load() < int64(pollWarm) {
-		if d := cn.pollForLocked(method); d > 0 {
-			until = start.Add(d).UnixNano()
-		}
-	}
-	cn.poll.until.Store(until)
 	cn.mu.Unlock()
-	if until != 0 {
-		cn.poller.Kick()
-	}
 
 	select {
 	case cn.wmu <- struct{}{}:
@@ -503,9 +373,6 @@ func (cn *conn) call(ctx context.Context, method string, params, result any) err
 	}
 	select {
 	case r := <-ch:
-		if r.lost == nil {
-			cn.observe(method, time.Since(start))
-		}
 		switch {
 		case r.lost != nil:
 			return r.lost
@@ -531,7 +398,7 @@ func (cn *conn) deliver(event string, raw cbor.RawMessage) {
 			return
 		}
 	}
-	ev := engine.Event{Type: event, Data: data}
+	ev := api.Event{Type: event, Data: data}
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
 	for s := range cn.subs {

@@ -3,12 +3,12 @@ package protocol
 import (
 	"bytes"
 	"errors"
+	"github.com/cairn-dev/cairn/session"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/api"
 )
 
 // nested returns n nested CBOR arrays around 0.
@@ -32,13 +32,13 @@ var decodeCases = []struct {
 	wantErr string // substring; "" means success
 	wantID  bool   // the id is recovered even on error
 }{
-	{"status", mustEncode(EncodeRequest(1, MethodStatus, Empty{})), "", true},
-	{"save", mustEncode(EncodeRequest(2, MethodSave, engine.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{session.Value(`{"a":1}`)}}})), "", true},
+	{"status", mustEncode(EncodeRequest(1, api.Status.Name, api.Empty{})), "", true},
+	{"save", mustEncode(EncodeRequest(2, api.Save.Name, api.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{session.Value(`{"a":1}`)}}})), "", true},
 	{"no params", []byte{0xa2, 0x62, 'i', 'd', 0x07, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x64, 'l', 'i', 's', 't'}, "", true},
 	{"empty", nil, "empty message", false},
 	{"garbage", []byte("hello, daemon"), "bad_request", false},
-	{"truncated", mustEncode(EncodeRequest(3, MethodStatus, Empty{}))[:10], "truncated", false},
-	{"trailing bytes", append(mustEncode(EncodeRequest(3, MethodStatus, Empty{})), 0x00), "after the message", false},
+	{"truncated", mustEncode(EncodeRequest(3, api.Status.Name, api.Empty{}))[:10], "truncated", false},
+	{"trailing bytes", append(mustEncode(EncodeRequest(3, api.Status.Name, api.Empty{})), 0x00), "after the message", false},
 	{"not a map", []byte{0x83, 0x01, 0x02, 0x03}, "wrong type", false},
 	{"no id", []byte{0xa1, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x64, 'l', 'i', 's', 't'}, "no uint id", false},
 	{"negative id", []byte{0xa2, 0x62, 'i', 'd', 0x20, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x64, 'l', 'i', 's', 't'}, "wrong type", false},
@@ -86,7 +86,7 @@ func TestDecodeRequest(t *testing.T) {
 func TestValuesTravelAsJSONBytes(t *testing.T) {
 	v := session.Value(`{ "b": 1,  "a": [true] }`)
 	when := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
-	in := engine.CheckpointRequest{RunID: "r", NewMessages: []session.Value{v}, State: v}
+	in := api.CheckpointRequest{RunID: "r", NewMessages: []session.Value{v}, State: v}
 	b, err := Marshal(in)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestValuesTravelAsJSONBytes(t *testing.T) {
 	if !bytes.Contains(b, append([]byte{0x58, byte(len(v))}, v...)) {
 		t.Fatalf("value not encoded as a byte string of its JSON text: % x", b)
 	}
-	var out engine.CheckpointRequest
+	var out api.CheckpointRequest
 	if err := Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestValuesTravelAsJSONBytes(t *testing.T) {
 }
 
 func TestEmptyContainersAreNotNull(t *testing.T) {
-	b, err := EncodeResult(1, ListResult{})
+	b, err := EncodeResult(1, api.ListResult{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +140,8 @@ func TestErrorFor(t *testing.T) {
 	if we.Code != "locked" || we.Data["pid"] != uint64(42) {
 		t.Errorf("locked: %+v", we)
 	}
-	re := &RemoteError{Code: CodeMethodNotFound}
-	if !errors.Is(re, ErrMethodNotFound) || CodeOf(re) != CodeMethodNotFound {
+	re := &RemoteError{Code: api.CodeMethodNotFound}
+	if !errors.Is(re, ErrMethodNotFound) || CodeOf(re) != api.CodeMethodNotFound {
 		t.Errorf("RemoteError does not unwrap to its sentinel")
 	}
 	if !errors.Is(&RemoteError{Code: session.CodeConflict}, session.ErrConflict) {
@@ -165,7 +165,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		var p map[string]any
 		_ = DecodeParams(req.Params, &p)
-		for _, m := range []any{&engine.SaveRequest{}, &engine.CheckpointRequest{}, &engine.ResumeRunRequest{}} {
+		for _, m := range []any{&api.SaveRequest{}, &api.CheckpointRequest{}, &api.ResumeRunRequest{}} {
 			_ = DecodeParams(req.Params, m)
 		}
 		b, err := EncodeRequest(*req.ID, req.Method, req.Params)

@@ -4,19 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/session"
-)
-
-// Protocol-level error codes, in addition to the session codes
-// (session.Codes()). PROTOCOL.md §7 lists them all.
-const (
-	// CodeBadRequest: the message is not a well-formed request, or its
-	// params have the wrong shape.
-	CodeBadRequest session.Code = "bad_request"
-	// CodeMethodNotFound: the request names no method of the protocol.
-	CodeMethodNotFound session.Code = "method_not_found"
-	// CodeUnavailable: the daemon is shutting down.
-	CodeUnavailable session.Code = "unavailable"
 )
 
 // Sentinel errors of this package.
@@ -43,17 +32,6 @@ var (
 	ErrTooLarge = fmt.Errorf("protocol: message too large: %w", session.ErrTooLarge)
 )
 
-// ProtocolCodes lists the protocol-level codes, in a stable order.
-func ProtocolCodes() []session.Code {
-	return []session.Code{CodeBadRequest, CodeMethodNotFound, CodeUnavailable}
-}
-
-// AllCodes lists every code that may appear on the wire: the session codes,
-// then the protocol codes.
-func AllCodes() []session.Code {
-	return append(session.Codes(), ProtocolCodes()...)
-}
-
 // WireError is the error object of a failure response.
 type WireError struct {
 	Code    string         `cbor:"code" json:"code"`
@@ -78,11 +56,11 @@ func (e *RemoteError) Error() string {
 // Unwrap returns the sentinel error of the code.
 func (e *RemoteError) Unwrap() error {
 	switch e.Code {
-	case CodeBadRequest:
+	case api.CodeBadRequest:
 		return ErrBadRequest
-	case CodeMethodNotFound:
+	case api.CodeMethodNotFound:
 		return ErrMethodNotFound
-	case CodeUnavailable:
+	case api.CodeUnavailable:
 		return ErrUnavailable
 	}
 	return session.SentinelOf(e.Code)
@@ -109,11 +87,11 @@ func CodeOf(err error) session.Code {
 	case errors.As(err, &re):
 		return re.Code
 	case errors.Is(err, ErrBadRequest):
-		return CodeBadRequest
+		return api.CodeBadRequest
 	case errors.Is(err, ErrMethodNotFound):
-		return CodeMethodNotFound
+		return api.CodeMethodNotFound
 	case errors.Is(err, ErrUnavailable):
-		return CodeUnavailable
+		return api.CodeUnavailable
 	}
 	return session.CodeOf(err)
 }

@@ -3,11 +3,11 @@ package protocol_test
 import (
 	"context"
 	"fmt"
-	"log"
-
-	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
+	"log"
+
+	"github.com/cairn-dev/cairn/api"
 )
 
 // Connect to the daemon of the current directory's workspace (starting one
@@ -19,7 +19,7 @@ func ExampleConnect() {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	r, err := c.Save(ctx, engine.SaveRequest{
+	r, err := c.Save(ctx, api.SaveRequest{
 		SessionID: "demo",
 		Change:    &session.Change{AppendMessages: []session.Value{session.Value(`{"role":"user","content":"hi"}`)}},
 	})

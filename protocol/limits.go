@@ -1,15 +1,16 @@
 package protocol
 
-import "time"
+import (
+	"time"
+
+	"github.com/cairn-dev/cairn/api"
+)
 
 // Subprotocol is the WebSocket subprotocol a client must offer; it names the
 // protocol version.
 const Subprotocol = "cairn.v1"
 
-// ProtocolVersion is the version of the protocol this package speaks.
-const ProtocolVersion = 1
-
-// Limits of the protocol. PROTOCOL.md §8 says what happens when each is
+// api.Limits of the protocol. PROTOCOL.md §8 says what happens when each is
 // exceeded.
 const (
 	// DefaultMaxMessageSize is the default largest WebSocket message, in
@@ -26,8 +27,9 @@ const (
 	MaxArrayElements = 1 << 20
 	// MaxMapPairs is the largest CBOR map accepted.
 	MaxMapPairs = 1 << 16
-	// MaxInFlightPerConn is how many requests of one connection the daemon
-	// processes at once; beyond it, it stops reading that connection.
+	// MaxInFlightPerConn is how many messages of one connection the daemon
+	// holds at once, from reading each until its answer is written; beyond
+	// it, it stops reading that connection.
 	MaxInFlightPerConn = 64
 	// EventQueueLen is the per-connection queue of events awaiting delivery;
 	// events that find it full are dropped and counted.
@@ -35,12 +37,22 @@ const (
 	// MaxConnections is how many protocol connections a daemon serves at
 	// once; further upgrades are answered 503.
 	MaxConnections = 1024
-	// SerialLimit bounds how long a message waits to be read behind a
-	// request the daemon runs before reading on (PROTOCOL.md section 3).
-	SerialLimit = 5 * time.Millisecond
 	// WriteTimeout bounds how long the daemon waits to write one message to
 	// a client before it disconnects that client.
 	WriteTimeout = 30 * time.Second
 	// HandshakeTimeout bounds reading an HTTP request's headers.
 	HandshakeTimeout = 10 * time.Second
 )
+
+// DefaultLimits returns the limits a daemon with the message size limit
+// maxMessageSize enforces, as hello reports them.
+func DefaultLimits(maxMessageSize int64) api.Limits {
+	return api.Limits{
+		MaxMessageSize:     maxMessageSize,
+		MaxNestedLevels:    MaxNestedLevels,
+		MaxArrayElements:   MaxArrayElements,
+		MaxMapPairs:        MaxMapPairs,
+		MaxInFlightPerConn: MaxInFlightPerConn,
+		EventQueueLen:      EventQueueLen,
+	}
+}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/cairn-dev/cairn/engine"
+	"github.com/cairn-dev/cairn/api"
 )
 
 // Subscription receives the events of one Subscribe call. Events arrive on
@@ -18,9 +18,9 @@ import (
 type Subscription struct {
 	// C delivers the events. It has a bounded buffer: when the receiver
 	// falls behind, further events are dropped and counted (Dropped).
-	C <-chan engine.Event
+	C <-chan api.Event
 
-	ch      chan engine.Event
+	ch      chan api.Event
 	filter  map[string]bool // nil: every event
 	cn      *conn
 	client  *Client
@@ -32,17 +32,17 @@ type Subscription struct {
 }
 
 // Subscribe subscribes to the named events (none: all of them) and returns
-// the subscription. The daemon also pushes EventDropped, delivered to every
+// the subscription. The daemon also pushes api.EventDropped, delivered to every
 // subscription, when it had to drop events for this connection.
 func (c *Client) Subscribe(ctx context.Context, events ...string) (*Subscription, error) {
 	cn, err := c.connFor(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s := &Subscription{cn: cn, client: c, ch: make(chan engine.Event, cn.evBuf)}
+	s := &Subscription{cn: cn, client: c, ch: make(chan api.Event, cn.evBuf)}
 	s.C = s.ch
 	if len(events) > 0 {
-		s.filter = map[string]bool{EventDropped: true}
+		s.filter = map[string]bool{api.EventDropped: true}
 		for _, e := range events {
 			s.filter[e] = true
 		}
@@ -56,7 +56,7 @@ func (c *Client) Subscribe(ctx context.Context, events ...string) (*Subscription
 	}
 	cn.subs[s] = struct{}{}
 	cn.mu.Unlock()
-	if err := cn.call(ctx, MethodSubscribe, SubscribeParams{Events: slices.Clone(events)}, nil); err != nil {
+	if err := cn.call(ctx, api.Subscribe.Name, api.SubscribeParams{Events: slices.Clone(events)}, nil); err != nil {
 		s.detach()
 		s.end(err)
 		return nil, fmt.Errorf("protocol.Subscribe: %w", err)
@@ -66,7 +66,7 @@ func (c *Client) Subscribe(ctx context.Context, events ...string) (*Subscription
 
 // offer delivers ev unless the buffer is full; called with cn.mu held, so it
 // never races with end.
-func (s *Subscription) offer(ev engine.Event) {
+func (s *Subscription) offer(ev api.Event) {
 	if s.filter != nil && !s.filter[ev.Type] {
 		return
 	}
@@ -120,7 +120,7 @@ func (s *Subscription) Close(ctx context.Context) error {
 	last := s.detach()
 	s.end(ErrClosed)
 	if last && s.cn.alive() {
-		if err := s.cn.call(ctx, MethodUnsubscribe, SubscribeParams{}, nil); err != nil {
+		if err := s.cn.call(ctx, api.Unsubscribe.Name, api.SubscribeParams{}, nil); err != nil {
 			return fmt.Errorf("protocol.Subscription.Close: %w", err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -32,39 +33,25 @@ func parseClock(c string) (string, uint32, error) {
 	return inst, uint32(n), nil
 }
 
-// ChangeSet is the answer to Changes: the paths (slash-separated, relative
-// to the root, sorted) that changed after the given clock, and the clock to
-// pass next time. With FreshInstance the tracker could not tell what
-// changed since that clock (empty, from another instance or a restart, or
-// older than the history it keeps) and Added lists every indexed path.
-// Directories are not listed; the files inside them are.
-type ChangeSet struct {
-	Clock         string   `json:"clock"`
-	FreshInstance bool     `json:"fresh_instance"`
-	Added         []string `json:"added"`
-	Modified      []string `json:"modified"`
-	Deleted       []string `json:"deleted"`
-}
-
 // Changes returns what changed after the clock since, having first synced
 // (see Sync) so every change made before the call is included. A path that
 // was deleted and recreated is reported as modified; one created and
 // deleted again in between is not reported.
-func (t *Tracker) Changes(ctx context.Context, since string) (ChangeSet, error) {
+func (t *Tracker) Changes(ctx context.Context, since string) (api.ChangeSet, error) {
 	var inst string
 	var from uint32
 	if since != "" {
 		var err error
 		if inst, from, err = parseClock(since); err != nil {
-			return ChangeSet{}, fmt.Errorf("workspace.Changes: %w", err)
+			return api.ChangeSet{}, fmt.Errorf("workspace.Changes: %w", err)
 		}
 	}
 	if err := t.Sync(ctx); err != nil {
-		return ChangeSet{}, fmt.Errorf("workspace.Changes: %w", err)
+		return api.ChangeSet{}, fmt.Errorf("workspace.Changes: %w", err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cs := ChangeSet{Clock: t.clockLocked(), Added: []string{}, Modified: []string{}, Deleted: []string{}}
+	cs := api.ChangeSet{Clock: t.clockLocked(), Added: []string{}, Modified: []string{}, Deleted: []string{}}
 	if since == "" || inst != t.instance || from > t.tick || from < t.horizon {
 		cs.FreshInstance = true
 		t.walkLocked(func(rel string, _ *entry) { cs.Added = append(cs.Added, rel) })

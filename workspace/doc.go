@@ -38,7 +38,8 @@
 //
 // # Caveats
 //
-//   - Linux only (inotify, flock, fdatasync).
+//   - Tested on Linux only (inotify, flock, fdatasync). It builds for
+//     darwin, where fsnotify watches through kqueue; that is untested.
 //   - Ignore rules: built-in .git, .cairn, node_modules, target,
 //     __pycache__ (directories at any depth; .git and .cairn also as files),
 //     the root .gitignore (re-read when it changes) and Options.Ignore.

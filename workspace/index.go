@@ -4,7 +4,6 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -50,9 +49,7 @@ type stat struct {
 
 func statOf(fi fs.FileInfo) stat {
 	st := stat{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: fi.Mode()}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.ctime = sys.Ctim.Sec*1e9 + sys.Ctim.Nsec
-	}
+	st.ctime = ctimeOf(fi)
 	if st.mode.IsDir() {
 		// A directory's size and times change with every entry; the index
 		// tracks its contents, not those.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/testkit"
 	"go.uber.org/goleak"
+
+	"github.com/cairn-dev/cairn/api"
 )
 
 func TestMain(m *testing.M) {
@@ -39,7 +41,7 @@ func syncT(t *testing.T, tr *Tracker) {
 	}
 }
 
-func changesT(t *testing.T, tr *Tracker, since string) ChangeSet {
+func changesT(t *testing.T, tr *Tracker, since string) api.ChangeSet {
 	t.Helper()
 	cs, err := tr.Changes(testkit.Context(t), since)
 	if err != nil {
@@ -141,7 +143,7 @@ func eqList(a, b []string) bool {
 	return slices.Equal(a, b)
 }
 
-func wantChanges(t *testing.T, cs ChangeSet, added, modified, deleted []string) {
+func wantChanges(t *testing.T, cs api.ChangeSet, added, modified, deleted []string) {
 	t.Helper()
 	if cs.FreshInstance || !eqList(cs.Added, added) || !eqList(cs.Modified, modified) || !eqList(cs.Deleted, deleted) {
 		t.Fatalf("changes = fresh:%v added:%q modified:%q deleted:%q\nwant added:%q modified:%q deleted:%q",

@@ -17,6 +17,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/internal/atomicfile"
 )
 
@@ -284,25 +285,11 @@ func (t *Tracker) isClosed() bool {
 	return t.closed
 }
 
-// Status is a point-in-time report of a tracker's health.
-type Status struct {
-	Root      string `json:"root"`
-	Mode      string `json:"mode"`              // ModeWatching or ModePolling
-	Warning   string `json:"warning,omitempty"` // why the tracker polls, naming the limit to raise
-	Clock     string `json:"clock"`
-	Files     int    `json:"files"`     // indexed non-directory paths
-	Dirs      int    `json:"dirs"`      // indexed directories, the root included
-	Watches   int    `json:"watches"`   // inotify watches held
-	Events    uint64 `json:"events"`    // fsnotify events received
-	Rescans   uint64 `json:"rescans"`   // full rescans (overflow, polling, sync fallback)
-	Overflows uint64 `json:"overflows"` // inotify queue overflows
-}
-
 // Status reports the mode, the counters and the current clock.
-func (t *Tracker) Status() Status {
+func (t *Tracker) Status() api.FilesStatus {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := Status{
+	s := api.FilesStatus{
 		Root: t.root, Mode: ModeWatching, Warning: t.warning, Clock: t.clockLocked(),
 		Files: t.files, Dirs: len(t.dirs), Watches: t.watches,
 		Events: t.events.Load(), Rescans: t.rescans.Load(), Overflows: t.overflows.Load(),

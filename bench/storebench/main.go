@@ -14,10 +14,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -116,7 +116,7 @@ func run(n, window, rewrites, loads int, dir string) error {
 		if _, err := floorFile.Write(m); err != nil {
 			return err
 		}
-		if err := syscall.Fdatasync(int(floorFile.Fd())); err != nil {
+		if err := atomicfile.Fdatasync(floorFile); err != nil {
 			return err
 		}
 		floorLat = append(floorLat, time.Since(start))

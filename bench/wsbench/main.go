@@ -21,9 +21,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/workspace"
 )
 
@@ -288,7 +288,7 @@ func fsyncFloor(dir string, n int) (time.Duration, error) {
 		if _, err := f.Write(rec); err != nil {
 			return 0, err
 		}
-		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+		if err := atomicfile.Fdatasync(f); err != nil {
 			return 0, err
 		}
 		d = append(d, time.Since(start))

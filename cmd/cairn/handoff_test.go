@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/session"
 	"net"
 	"os"
 	"os/exec"
@@ -15,9 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/protocol"
-	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/api"
 )
 
 // daemonClient starts (through auto-start) the workspace's daemon and
@@ -60,7 +60,7 @@ func TestHandoffCLI(t *testing.T) {
 	ctx := context.Background()
 	ws := t.TempDir()
 	c := daemonClient(t, ws)
-	if _, err := c.Save(ctx, engine.SaveRequest{SessionID: "done", Snapshot: completeHandoff()}); err != nil {
+	if _, err := c.Save(ctx, api.SaveRequest{SessionID: "done", Snapshot: completeHandoff()}); err != nil {
 		t.Fatal(err)
 	}
 	out, _, code := cli(t, ws, "", "handoff", "done")
@@ -90,7 +90,7 @@ func TestHandoffCLI(t *testing.T) {
 		snap := completeHandoff()
 		drop(snap)
 		id := "missing-" + key
-		if _, err := c.Save(ctx, engine.SaveRequest{SessionID: id, Snapshot: snap}); err != nil {
+		if _, err := c.Save(ctx, api.SaveRequest{SessionID: id, Snapshot: snap}); err != nil {
 			t.Fatal(err)
 		}
 		out, _, code := cli(t, ws, "", "handoff", id, "--check", "--json")
@@ -108,7 +108,7 @@ func TestHandoffCLI(t *testing.T) {
 	// A next step without its done condition is refused at save time.
 	bad := completeHandoff()
 	bad.Handoff.NextStep.DoneWhen = ""
-	if _, err := c.Save(ctx, engine.SaveRequest{SessionID: "bad", Snapshot: bad}); session.CodeOf(err) != session.CodeInvalidArgument {
+	if _, err := c.Save(ctx, api.SaveRequest{SessionID: "bad", Snapshot: bad}); session.CodeOf(err) != session.CodeInvalidArgument {
 		t.Fatalf("next step without done_when: %v", err)
 	}
 	if _, _, code := cli(t, ws, "", "handoff", "nope"); code != 3 {
@@ -159,7 +159,7 @@ func TestRuntimeCLI(t *testing.T) {
 		},
 		Previews: []session.Preview{{URL: fmt.Sprintf("http://127.0.0.1:%d/", port), Process: "web"}},
 	}
-	if _, err := c.Save(ctx, engine.SaveRequest{SessionID: "s", Change: &session.Change{Runtime: rt}}); err != nil {
+	if _, err := c.Save(ctx, api.SaveRequest{SessionID: "s", Change: &session.Change{Runtime: rt}}); err != nil {
 		t.Fatal(err)
 	}
 	state := func() string {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 	"time"
 
@@ -39,7 +38,6 @@ func main() {
 	idle := fs.Duration("idle-timeout", 0, "exit after no client has been connected for this `duration` (0: never)")
 	maxMsg := fs.Int64("max-message-size", protocol.DefaultMaxMessageSize, "largest accepted message in `bytes`")
 	noTrack := fs.Bool("no-track-files", false, "do not watch the workspace tree (drift is then reported as not tracked)")
-	pollWindow := fs.Duration("poll-window", daemon.DefaultPollWindow, "after each answer, poll the connection for the next request this `duration` before sleeping, while idle (0: never poll)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -67,12 +65,6 @@ func main() {
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "cairnd", Level: lvl, Output: os.Stderr})
 
-	if *pollWindow < 0 {
-		fmt.Fprintf(os.Stderr, "cairnd: --poll-window must not be negative\n")
-		os.Exit(2)
-	}
-	raiseProcs()
-
 	// Files the daemon creates are private; the socket's directory is 0700
 	// anyway, this closes the window between bind and chmod.
 	syscall.Umask(0o077)
@@ -86,7 +78,6 @@ func main() {
 		MaxMessageSize:  *maxMsg,
 		IdleTimeout:     *idle,
 		ShutdownTimeout: 10 * time.Second,
-		PollWindow:      pollWindowOption(*pollWindow),
 
 		NoWorkspaceTracking: *noTrack,
 	})
@@ -97,29 +88,5 @@ func main() {
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "cairnd:", err)
 		os.Exit(1)
-	}
-}
-
-// pollWindowOption maps the flag, where 0 turns polling off, to
-// RunOptions.PollWindow, where 0 means the default.
-func pollWindowOption(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
-}
-
-// minProcs is the fewest Ps cairnd runs with.
-const minProcs = 8
-
-// raiseProcs gives the runtime at least minProcs Ps, unless GOMAXPROCS is
-// set. A goroutine in fdatasync keeps its P until the runtime's monitor
-// takes it back, 20 µs to 10 ms later; with one P per CPU on a small
-// machine, a few commits waiting on the disk would hold every P and stall
-// the goroutines that are ready to run (the next request, the other
-// commits). Spare Ps let them run; the kernel still shares the CPUs.
-func raiseProcs() {
-	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < minProcs {
-		runtime.GOMAXPROCS(minProcs)
 	}
 }

@@ -48,17 +48,6 @@ func SyncDir(dir string) error {
 	return d.Sync()
 }
 
-// Fdatasync flushes f's data and the metadata needed to read it back,
-// retrying on EINTR.
-func Fdatasync(f *os.File) error {
-	for {
-		err := syscall.Fdatasync(int(f.Fd()))
-		if err != syscall.EINTR {
-			return err
-		}
-	}
-}
-
 // EnsureDir makes dir a real 0700 directory: it creates it (and syncs its
 // parent) when missing, and restores 0700 when its mode differs. A symlink
 // or any other kind of file in its place is an error wrapping ErrNotDir.

@@ -4,15 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cairn-dev/cairn/internal/proc"
+	"github.com/cairn-dev/cairn/internal/version"
 	"io"
 	"os"
 	"syscall"
 	"time"
 
-	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/internal/proc"
-	"github.com/cairn-dev/cairn/internal/version"
-	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/api"
 )
 
 // printJSON writes v as indented JSON.
@@ -123,7 +122,7 @@ func (e *env) ls() error {
 
 // resumed runs fn with the session's resume result, as a new agent would
 // be handed it.
-func (e *env) resumed(id string, fn func(r *engine.ResumeSessionResult) error) error {
+func (e *env) resumed(id string, fn func(r *api.ResumeSessionResult) error) error {
 	c, err := e.connect()
 	if err != nil {
 		return err
@@ -137,7 +136,7 @@ func (e *env) resumed(id string, fn func(r *engine.ResumeSessionResult) error) e
 }
 
 func (e *env) show(id string) error {
-	return e.resumed(id, func(r *engine.ResumeSessionResult) error {
+	return e.resumed(id, func(r *api.ResumeSessionResult) error {
 		if e.json {
 			return e.printJSON(r.Snapshot)
 		}
@@ -147,7 +146,7 @@ func (e *env) show(id string) error {
 }
 
 func (e *env) runs(id string) error {
-	return e.resumed(id, func(r *engine.ResumeSessionResult) error {
+	return e.resumed(id, func(r *api.ResumeSessionResult) error {
 		if e.json {
 			return e.printJSON(map[string]any{"session_id": id, "runs": nonNil(r.Snapshot.Runs), "interrupted_runs": nonNil(r.InterruptedRuns)})
 		}
@@ -157,7 +156,7 @@ func (e *env) runs(id string) error {
 }
 
 func (e *env) resume(id string) error {
-	return e.resumed(id, func(r *engine.ResumeSessionResult) error {
+	return e.resumed(id, func(r *api.ResumeSessionResult) error {
 		if e.json {
 			return e.printJSON(r)
 		}
@@ -232,7 +231,7 @@ func (e *env) importFile(path string) error {
 }
 
 func (e *env) version() error {
-	out := map[string]any{"cairn": version.Version, "protocol": protocol.ProtocolVersion}
+	out := map[string]any{"cairn": version.Version, "protocol": api.ProtocolVersion}
 	if c, err := e.dialExisting(); err == nil {
 		out["cairnd"] = c.Hello().ServerVersion
 		out["cairnd_pid"] = c.Hello().PID
@@ -241,7 +240,7 @@ func (e *env) version() error {
 	if e.json {
 		return e.printJSON(out)
 	}
-	fmt.Fprintf(e.stdout, "cairn %s (protocol %d)\n", version.Version, protocol.ProtocolVersion)
+	fmt.Fprintf(e.stdout, "cairn %s (protocol %d)\n", version.Version, api.ProtocolVersion)
 	if v, ok := out["cairnd"]; ok {
 		fmt.Fprintf(e.stdout, "cairnd %s (pid %d)\n", v, out["cairnd_pid"])
 	} else {

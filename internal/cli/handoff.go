@@ -3,16 +3,16 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
-	"text/tabwriter"
-	"time"
-
-	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/handoff"
 	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/procs"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cairn-dev/cairn/api"
 )
 
 // errIncomplete makes `handoff --check` exit 1 after it has listed what is
@@ -84,7 +84,7 @@ func (e *env) runtimeCmd(id string) error {
 	}
 	defer c.Close()
 	if e.restart == "" {
-		res, err := c.RuntimeCheck(e.ctx, engine.RuntimeCheckRequest{SessionID: id, TimeoutMS: e.timeout.Milliseconds()})
+		res, err := c.RuntimeCheck(e.ctx, api.RuntimeCheckRequest{SessionID: id, TimeoutMS: e.timeout.Milliseconds()})
 		if err != nil {
 			return err
 		}
@@ -124,7 +124,7 @@ func (e *env) runtimeCmd(id string) error {
 	return nil
 }
 
-func renderRuntime(e *env, res engine.RuntimeCheckResult) {
+func renderRuntime(e *env, res api.RuntimeCheckResult) {
 	if len(res.Processes) == 0 {
 		fmt.Fprintln(e.stdout, "no recorded processes")
 	} else {
@@ -140,7 +140,7 @@ func renderRuntime(e *env, res engine.RuntimeCheckResult) {
 	}
 }
 
-func renderRestart(e *env, r procs.Result) {
+func renderRestart(e *env, r api.RestartResult) {
 	switch r.Outcome {
 	case procs.OutcomeAlreadyHealthy:
 		fmt.Fprintf(e.stdout, "%s is already healthy; nothing started (%s)\n", r.Name, r.Detail)

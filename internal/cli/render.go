@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/cairn-dev/cairn/session"
 	"io"
 	"maps"
 	"slices"
@@ -9,8 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cairn-dev/cairn/engine"
-	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/api"
 )
 
 func fmtTime(t time.Time) string {
@@ -44,7 +44,7 @@ func runCounts(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func renderShow(w io.Writer, r *engine.ResumeSessionResult) {
+func renderShow(w io.Writer, r *api.ResumeSessionResult) {
 	s := r.Snapshot
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "session\t%s\n", s.SessionID)
@@ -100,13 +100,13 @@ func short(h string) string {
 	return h
 }
 
-func renderRuns(w io.Writer, r *engine.ResumeSessionResult) {
+func renderRuns(w io.Writer, r *api.ResumeSessionResult) {
 	runs := r.Snapshot.Runs
 	if len(runs) == 0 {
 		fmt.Fprintln(w, "no runs")
 		return
 	}
-	cps := map[string]engine.InterruptedRun{}
+	cps := map[string]api.InterruptedRun{}
 	for _, ir := range r.InterruptedRuns {
 		cps[ir.RunID] = ir
 	}
@@ -144,7 +144,7 @@ func list(w io.Writer, title string, items []string) {
 	}
 }
 
-func renderResume(w io.Writer, r *engine.ResumeSessionResult) {
+func renderResume(w io.Writer, r *api.ResumeSessionResult) {
 	s := r.Snapshot
 	fmt.Fprintf(w, "Session %s at generation %d: %d messages, %d runs.\n", s.SessionID, r.Generation, len(s.Messages), len(s.Runs))
 	if len(r.InterruptedRuns) > 0 {
@@ -220,7 +220,7 @@ func orDefault(s, def string) string {
 }
 
 // driftSummary says "3 modified, 1 deleted", naming only what is there.
-func driftSummary(d engine.Drift) string {
+func driftSummary(d api.Drift) string {
 	var parts []string
 	for _, p := range []struct {
 		n    int

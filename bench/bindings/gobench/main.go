@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/protocol"
@@ -101,7 +102,7 @@ func run(daemon string, n int) error {
 	}
 	emit("embedded", "status", med, p99)
 	med, p99, err = measure(n, func() error {
-		_, err := eng.Save(ctx, engine.SaveRequest{SessionID: "bench", Change: &session.Change{AppendMessages: []session.Value{msg}}})
+		_, err := eng.Save(ctx, api.SaveRequest{SessionID: "bench", Change: &session.Change{AppendMessages: []session.Value{msg}}})
 		return err
 	})
 	if err != nil {
@@ -131,7 +132,7 @@ func run(daemon string, n int) error {
 	}
 	emit("daemon", "status", med, p99)
 	med, p99, err = measure(n, func() error {
-		_, err := c.Save(ctx, engine.SaveRequest{SessionID: "bench", Change: &session.Change{AppendMessages: []session.Value{msg}}})
+		_, err := c.Save(ctx, api.SaveRequest{SessionID: "bench", Change: &session.Change{AppendMessages: []session.Value{msg}}})
 		return err
 	})
 	if err != nil {

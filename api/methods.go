@@ -1,0 +1,100 @@
+package api
+
+import "reflect"
+
+// Method describes one method of the protocol: its name and the Go types
+// of its params and result. The daemon's dispatch, the C API's method
+// list, the Go client's calls and hello's method list are derived from
+// Methods, and schema.json is generated from it.
+type Method struct {
+	Name   string
+	Params reflect.Type
+	Result reflect.Type
+	// LibParams and LibResult, when not nil, are the shapes libcairn's
+	// cairn_call takes and answers with instead of Params and Result.
+	LibParams, LibResult reflect.Type
+}
+
+// Spec is a method with its params type P and result type R, so handlers
+// and calls are typed by the compiler: the daemon registers
+// handle(api.Save, fn) and the client calls protocol.Do(ctx, c, api.Save,
+// req).
+type Spec[P, R any] struct {
+	Name string
+}
+
+// Method returns the table entry of s.
+func (s Spec[P, R]) Method() Method {
+	return Method{Name: s.Name, Params: reflect.TypeFor[P](), Result: reflect.TypeFor[R]()}
+}
+
+// The methods, one Spec each (protocol/PROTOCOL.md §5 describes them).
+var (
+	Hello          = Spec[HelloParams, HelloResult]{"hello"}
+	Status         = Spec[Empty, StatusResult]{"status"}
+	Subscribe      = Spec[SubscribeParams, SubscribeResult]{"subscribe"}
+	Unsubscribe    = Spec[SubscribeParams, SubscribeResult]{"unsubscribe"}
+	Save           = Spec[SaveRequest, SaveResult]{"save"}
+	ResumeSession  = Spec[SessionParams, ResumeSessionResult]{"resumeSession"}
+	BeginRun       = Spec[BeginRunRequest, BeginRunResult]{"beginRun"}
+	Checkpoint     = Spec[CheckpointRequest, CheckpointResult]{"checkpoint"}
+	CompleteRun    = Spec[CompleteRunRequest, CompleteRunResult]{"completeRun"}
+	ResumeRun      = Spec[ResumeRunRequest, ResumeRunResult]{"resumeRun"}
+	BeginWorkflow  = Spec[BeginWorkflowRequest, BeginWorkflowResult]{"beginWorkflow"}
+	CompleteStep   = Spec[CompleteStepRequest, Empty]{"completeStep"}
+	FinishWorkflow = Spec[WorkflowParams, Empty]{"finishWorkflow"}
+	List           = Spec[Empty, ListResult]{"list"}
+	Delete         = Spec[SessionParams, Empty]{"delete"}
+	Fork           = Spec[ForkRequest, ForkResult]{"fork"}
+	Export         = Spec[SessionParams, ExportResult]{"export"}
+	Import         = Spec[ImportParams, ImportResult]{"import"}
+	Changes        = Spec[ChangesParams, ChangeSet]{"changes"}
+	Handoff        = Spec[HandoffRequest, HandoffResult]{"handoff"}
+	RuntimeCheck   = Spec[RuntimeCheckRequest, RuntimeCheckResult]{"runtime.check"}
+	RuntimeRestart = Spec[RuntimeRestartRequest, RestartResult]{"runtime.restart"}
+)
+
+// Methods is the method table, in the order of protocol/PROTOCOL.md §5.
+var Methods = []Method{
+	Hello.Method(),
+	withLib(Status.Method(), nil, reflect.TypeFor[LibStatus]()),
+	withLib(Subscribe.Method(), nil, reflect.TypeFor[LibSubscription]()),
+	withLib(Unsubscribe.Method(), reflect.TypeFor[NextEventParams](), reflect.TypeFor[Empty]()),
+	Save.Method(),
+	ResumeSession.Method(),
+	BeginRun.Method(),
+	Checkpoint.Method(),
+	CompleteRun.Method(),
+	ResumeRun.Method(),
+	BeginWorkflow.Method(),
+	CompleteStep.Method(),
+	FinishWorkflow.Method(),
+	List.Method(),
+	Delete.Method(),
+	Fork.Method(),
+	Export.Method(),
+	Import.Method(),
+	Changes.Method(),
+	Handoff.Method(),
+	RuntimeCheck.Method(),
+	RuntimeRestart.Method(),
+}
+
+// MethodNames lists the name of every method in Methods, in order.
+func MethodNames() []string {
+	out := make([]string, len(Methods))
+	for i, m := range Methods {
+		out[i] = m.Name
+	}
+	return out
+}
+
+// Lookup returns the method named name.
+func Lookup(name string) (Method, bool) {
+	for _, m := range Methods {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Method{}, false
+}

@@ -1,0 +1,125 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/cairn-dev/cairn/session"
+)
+
+// Empty is the params or result of a method that has none: an empty map.
+type Empty struct{}
+
+// SessionParams name a session (resumeSession, delete, export).
+type SessionParams struct {
+	SessionID string `json:"session_id"`
+}
+
+// SaveRequest saves a whole snapshot or a delta. Exactly one of Snapshot and
+// Change is set. With ExpectGeneration the save fails with conflict, and
+// changes nothing, unless the session is at that generation.
+type SaveRequest struct {
+	SessionID        string            `json:"session_id"`
+	Snapshot         *session.Snapshot `json:"snapshot,omitempty"`
+	Change           *session.Change   `json:"change,omitempty"`
+	ExpectGeneration *uint64           `json:"expect_generation,omitempty"`
+}
+
+// SaveResult reports the generation a save created.
+type SaveResult struct {
+	Generation uint64 `json:"generation"`
+}
+
+// Drift lists workspace files changed since a generation was saved. When
+// the workspace is not tracked, Tracked is false and Reason says why: that
+// is "unknown", never "no changes".
+type Drift struct {
+	Tracked bool `json:"tracked"`
+	// Reason says why drift is not tracked, when it is not.
+	Reason   string   `json:"reason,omitempty"`
+	Added    []string `json:"added"`
+	Modified []string `json:"modified"`
+	Deleted  []string `json:"deleted"`
+}
+
+// InterruptedRun is a run left running with a loop checkpoint. Status is
+// "running" for a run left running, or "interrupted" for a run already
+// resumed whose successor (ResumedAs) has not checkpointed yet, so its
+// checkpoint is still the latest boundary of that line of work.
+type InterruptedRun struct {
+	RunID          string        `json:"run_id"`
+	Status         string        `json:"status"`
+	ResumedAs      string        `json:"resumed_as,omitempty"`
+	Turn           int64         `json:"turn"`
+	MessageCount   int64         `json:"message_count"`
+	Usage          session.Usage `json:"usage"`
+	ToolCallsCount int64         `json:"tool_calls_count"`
+	CheckpointedAt time.Time     `json:"checkpointed_at"`
+}
+
+// ResumeSessionResult is what a new agent is handed for a session.
+type ResumeSessionResult struct {
+	Snapshot        *session.Snapshot `json:"snapshot"`
+	Generation      uint64            `json:"generation"`
+	Drift           Drift             `json:"drift"`
+	InterruptedRuns []InterruptedRun  `json:"interrupted_runs"`
+	// Processes is the live state of each recorded runtime process, from
+	// its health check run now (bounded by the engine's probe timeout):
+	// not_running, healthy, unhealthy or unknown. Nothing is restarted.
+	Processes []ProcessState `json:"processes"`
+}
+
+// ListResult is the result of list.
+type ListResult struct {
+	Sessions []session.Summary `json:"sessions"`
+}
+
+// ForkRequest copies a session (at a generation, 0: latest) to a new id.
+type ForkRequest struct {
+	SessionID    string `json:"session_id"`
+	NewID        string `json:"new_id"`
+	AtGeneration uint64 `json:"at_generation,omitempty"`
+}
+
+// ForkResult reports the new session's generation.
+type ForkResult struct {
+	SessionID  string `json:"session_id"`
+	Generation uint64 `json:"generation"`
+}
+
+// ExportResult is the result of export: the envelope's JSON text (Envelope
+// describes it). On the CBOR wire it is a byte string; through the C API
+// it is the JSON value itself.
+type ExportResult struct {
+	Envelope json.RawMessage `json:"envelope" schema:"Envelope"`
+}
+
+// ImportParams are the params of import: an envelope's JSON text, carried
+// as ExportResult carries it.
+type ImportParams struct {
+	Envelope json.RawMessage `json:"envelope" schema:"Envelope"`
+}
+
+// ImportResult reports the imported session.
+type ImportResult struct {
+	SessionID  string `json:"session_id"`
+	Generation uint64 `json:"generation"`
+}
+
+// Envelope is the single-file JSON form of a session that export writes
+// and import reads. Session holds the snapshot's own fields (id,
+// generation, times, workspace, agent, metadata, messages, files); its
+// records travel beside it. Artifact content is base64. Loop checkpoints
+// and workflow checkpoints are not exported: they belong to the host
+// process that wrote them.
+type Envelope struct {
+	SchemaVersion int                    `json:"schema_version"`
+	Session       *session.Snapshot      `json:"session"`
+	Artifacts     []session.Artifact     `json:"artifacts"`
+	Traces        []session.Trace        `json:"traces"`
+	Runs          []session.Run          `json:"runs"`
+	Verifications []session.Verification `json:"verifications"`
+	SubagentTasks []session.SubagentTask `json:"subagent_tasks"`
+	Handoff       *session.Handoff       `json:"handoff"`
+	Runtime       *session.Runtime       `json:"runtime"`
+}

@@ -1,0 +1,127 @@
+//! Raw FFI declarations of libcairn's C ABI, as `capi/cairn.h` declares it.
+//!
+//! This crate only declares and links; it wraps nothing. Every function is
+//! `unsafe` to call and follows the conventions of `cairn.h`: it returns
+//! [`CAIRN_OK`] or a negative `CAIRN_E_*` code; on failure `*err` receives
+//! a NUL-terminated JSON object `{"code", "message"}`; every buffer the
+//! library returns is freed with [`cairn_free`]. Use the `cairn` crate for
+//! a safe API.
+//!
+//! Linking: the build script links `libcairn.so` from `$CAIRN_LIB_DIR`,
+//! else from the repository's `build/` directory (`make lib`), and
+//! publishes that directory to dependents as `DEP_CAIRN_LIB_DIR`.
+//!
+//! The fork rule: the Go runtime inside libcairn does not survive `fork()`
+//! without `exec()`; a call in a forked child fails with
+//! [`CAIRN_E_FORKED`] instead of hanging.
+
+#![no_std]
+
+use core::ffi::{c_char, c_int, c_void};
+
+/// The ABI version of the header these declarations follow.
+pub const CAIRN_ABI_VERSION: c_int = 1;
+
+/// Success.
+pub const CAIRN_OK: c_int = 0;
+/// `cairn_submit`: the call is still running; see [`cairn_take`].
+pub const CAIRN_PENDING: c_int = 1;
+/// `internal`: I/O failure, broken invariant.
+pub const CAIRN_E_INTERNAL: c_int = -1;
+/// `invalid_argument` (also bad JSON, unknown params field).
+pub const CAIRN_E_INVALID_ARGUMENT: c_int = -2;
+/// `not_found`.
+pub const CAIRN_E_NOT_FOUND: c_int = -3;
+/// `conflict`: expect_generation mismatch, id taken.
+pub const CAIRN_E_CONFLICT: c_int = -4;
+/// `schema_unsupported`: a newer schema_version.
+pub const CAIRN_E_SCHEMA_UNSUPPORTED: c_int = -5;
+/// `too_large`.
+pub const CAIRN_E_TOO_LARGE: c_int = -6;
+/// `no_checkpoint`: resumeRun of a run with none.
+pub const CAIRN_E_NO_CHECKPOINT: c_int = -7;
+/// `not_owner`: the run belongs to another session.
+pub const CAIRN_E_NOT_OWNER: c_int = -8;
+/// `step_identity_changed`.
+pub const CAIRN_E_STEP_IDENTITY_CHANGED: c_int = -9;
+/// `locked`: another process holds the workspace store.
+pub const CAIRN_E_LOCKED: c_int = -10;
+/// `unavailable`: no daemon, connection lost, shutting down.
+pub const CAIRN_E_UNAVAILABLE: c_int = -11;
+/// `forked`: called in a forked child (see the fork rule).
+pub const CAIRN_E_FORKED: c_int = -12;
+/// `bad_handle`: unknown or closed handle or ticket.
+pub const CAIRN_E_BAD_HANDLE: c_int = -13;
+/// `method_not_found`.
+pub const CAIRN_E_METHOD_NOT_FOUND: c_int = -14;
+/// `bad_request`: the daemon rejected the message.
+pub const CAIRN_E_BAD_REQUEST: c_int = -15;
+
+unsafe extern "C" {
+    /// The library version, e.g. "0.1.0": a static string, never freed.
+    pub fn cairn_version() -> *const c_char;
+
+    /// Opens a handle. `options_json` (NULL or "" for defaults) is a JSON
+    /// object: `workspace`, `embedded`, `daemon`, `auto_start`,
+    /// `daemon_args`; unknown names are rejected.
+    pub fn cairn_open(
+        options_json: *const c_char,
+        handle: *mut u64,
+        err: *mut *mut c_char,
+    ) -> c_int;
+
+    /// Runs one method on the calling thread and waits for it. `request`
+    /// may be NULL when `request_len` is 0. On [`CAIRN_OK`], `*response`
+    /// and `*response_len` hold the JSON result (free it with
+    /// [`cairn_free`]).
+    pub fn cairn_call(
+        handle: u64,
+        method: *const c_char,
+        request: *const u8,
+        request_len: usize,
+        response: *mut *mut u8,
+        response_len: *mut usize,
+        err: *mut *mut c_char,
+    ) -> c_int;
+
+    /// Runs one method on a thread the library owns, waiting up to
+    /// `spin_us` microseconds: [`CAIRN_OK`] (done, as `cairn_call`, and
+    /// `*ticket` is 0), [`CAIRN_PENDING`] (`*ticket` identifies the call;
+    /// it is written to the pipe of [`cairn_completion_fd`] when done), or a
+    /// `CAIRN_E_*` code. The request bytes are copied.
+    pub fn cairn_submit(
+        handle: u64,
+        method: *const c_char,
+        request: *const u8,
+        request_len: usize,
+        spin_us: u32,
+        ticket: *mut u64,
+        response: *mut *mut u8,
+        response_len: *mut usize,
+        err: *mut *mut c_char,
+    ) -> c_int;
+
+    /// The read end of the pipe finished tickets are written to (8 bytes
+    /// each, native byte order). The same fd for the life of the process;
+    /// do not close it.
+    pub fn cairn_completion_fd(fd: *mut c_int, err: *mut *mut c_char) -> c_int;
+
+    /// The outcome of a finished pending call, exactly as `cairn_call`
+    /// would return it; releases the ticket.
+    pub fn cairn_take(
+        ticket: u64,
+        response: *mut *mut u8,
+        response_len: *mut usize,
+        err: *mut *mut c_char,
+    ) -> c_int;
+
+    /// Frees a buffer returned by this library. NULL is a no-op.
+    pub fn cairn_free(p: *mut c_void);
+
+    /// Closes a handle: embedded mode closes the store and releases its
+    /// lock; daemon mode closes the connection (the daemon keeps running).
+    pub fn cairn_close(handle: u64, err: *mut *mut c_char) -> c_int;
+
+    /// How many handles are open (for leak tests).
+    pub fn cairn_open_handles() -> c_int;
+}

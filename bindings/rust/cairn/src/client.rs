@@ -1,0 +1,694 @@
+//! The client: one libcairn handle and the cairn operations over it.
+
+use std::borrow::Cow;
+use std::ffi::{CStr, CString, c_char};
+use std::path::PathBuf;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::ffi;
+use crate::types::*;
+
+/// How to connect (`cairn_open`'s options).
+#[derive(Debug, Clone, Serialize)]
+pub struct Options {
+    /// The workspace directory (default ".").
+    pub workspace: PathBuf,
+    /// false (default): talk to the workspace's daemon, cairnd, starting it
+    /// when none runs. true: run the engine in this process over
+    /// `<workspace>/.cairn`; this takes the workspace's store lock, so no
+    /// daemon can serve the workspace meanwhile (`locked` otherwise).
+    pub embedded: bool,
+    /// The cairnd executable to start (default: `$CAIRN_DAEMON`, then next
+    /// to libcairn, then `PATH`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub daemon: Option<PathBuf>,
+    /// Extra arguments for a daemon this connection starts, such as
+    /// `--idle-timeout=30s`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub daemon_args: Vec<String>,
+    /// false: fail with `unavailable` instead of starting a daemon
+    /// (default true).
+    pub auto_start: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            workspace: PathBuf::from("."),
+            embedded: false,
+            daemon: None,
+            daemon_args: Vec::new(),
+            auto_start: true,
+        }
+    }
+}
+
+impl Options {
+    /// Default options for `workspace`.
+    pub fn new(workspace: impl Into<PathBuf>) -> Options {
+        Options {
+            workspace: workspace.into(),
+            ..Options::default()
+        }
+    }
+
+    /// Chooses embedded (true) or daemon (false) mode.
+    pub fn embedded(mut self, embedded: bool) -> Options {
+        self.embedded = embedded;
+        self
+    }
+
+    /// Names the cairnd executable to start.
+    pub fn daemon(mut self, path: impl Into<PathBuf>) -> Options {
+        self.daemon = Some(path.into());
+        self
+    }
+
+    /// Sets extra arguments for a daemon this connection starts.
+    pub fn daemon_args<I, S>(mut self, args: I) -> Options
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.daemon_args = args.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Chooses whether a missing daemon is started.
+    pub fn auto_start(mut self, auto_start: bool) -> Options {
+        self.auto_start = auto_start;
+        self
+    }
+}
+
+/// Opens a client (see [`Options`]).
+pub fn connect(options: Options) -> Result<Client> {
+    Client::connect(options)
+}
+
+/// What `save` commits: a whole snapshot or a delta.
+#[derive(Debug, Clone, Copy)]
+pub enum Save<'a> {
+    Snapshot(&'a Snapshot),
+    Change(&'a Change),
+}
+
+impl<'a> From<&'a Snapshot> for Save<'a> {
+    fn from(s: &'a Snapshot) -> Save<'a> {
+        Save::Snapshot(s)
+    }
+}
+
+impl<'a> From<&'a Change> for Save<'a> {
+    fn from(c: &'a Change) -> Save<'a> {
+        Save::Change(c)
+    }
+}
+
+/// A connection to cairn: a libcairn handle, in daemon or embedded mode.
+///
+/// `Client` is `Send + Sync`: share it between threads (by reference, in an
+/// `Arc`, or with scoped threads); libcairn runs concurrent calls on one
+/// handle safely. Every call runs on the calling thread through
+/// `cairn_call`. Dropping the client closes it.
+///
+/// The fork rule: the Go runtime inside libcairn does not survive `fork()`
+/// without `exec()`; a client used in a forked child fails every call with
+/// [`ErrorCode::Forked`]. Connect in the exec'd process instead.
+#[derive(Debug)]
+pub struct Client {
+    handle: u64,
+    closed: AtomicBool,
+}
+
+/// A duration in whole milliseconds, at least 1 for a non-zero one.
+fn millis(d: Duration) -> u64 {
+    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    if ms == 0 && !d.is_zero() { 1 } else { ms }
+}
+
+fn name_of(method: &CStr) -> &str {
+    method.to_str().unwrap_or("?")
+}
+
+impl Client {
+    /// Opens a client (see [`Options`]).
+    pub fn connect(options: Options) -> Result<Client> {
+        let json = serde_json::to_vec(&options).map_err(|e| Error::encode("options", e))?;
+        let json = CString::new(json)
+            .map_err(|_| Error::new(ErrorCode::InvalidArgument, "options contain a NUL byte"))?;
+        let mut handle = 0u64;
+        let mut err: *mut c_char = ptr::null_mut();
+        // SAFETY: json is NUL-terminated; the out-pointers are valid.
+        let rc = unsafe { ffi::cairn_open(json.as_ptr(), &mut handle, &mut err) };
+        let err = ffi::ErrText(err);
+        if rc != ffi::CAIRN_OK {
+            return Err(Error::from_call(rc, err.bytes()));
+        }
+        Ok(Client {
+            handle,
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// The library handle (an opaque integer).
+    pub fn handle(&self) -> u64 {
+        self.handle
+    }
+
+    /// Runs one method; the response buffer is freed when the Buf drops.
+    #[inline]
+    fn call_buf(&self, method: &CStr, request: &[u8]) -> Result<ffi::Buf> {
+        let mut resp: *mut u8 = ptr::null_mut();
+        let mut len = 0usize;
+        let mut err: *mut c_char = ptr::null_mut();
+        let req = if request.is_empty() {
+            ptr::null()
+        } else {
+            request.as_ptr()
+        };
+        // SAFETY: method is NUL-terminated; request is valid for its length
+        // during the call; the out-pointers are valid.
+        let rc = unsafe {
+            ffi::cairn_call(
+                self.handle,
+                method.as_ptr(),
+                req,
+                request.len(),
+                &mut resp,
+                &mut len,
+                &mut err,
+            )
+        };
+        let buf = ffi::Buf { ptr: resp, len };
+        let err = ffi::ErrText(err);
+        if rc != ffi::CAIRN_OK {
+            return Err(Error::from_call(rc, err.bytes()));
+        }
+        Ok(buf)
+    }
+
+    fn call_with<P: Serialize + ?Sized>(&self, method: &CStr, params: &P) -> Result<ffi::Buf> {
+        let req = serde_json::to_vec(params).map_err(|e| Error::encode(name_of(method), e))?;
+        self.call_buf(method, &req)
+    }
+
+    fn invoke<P: Serialize + ?Sized, R: DeserializeOwned>(
+        &self,
+        method: &CStr,
+        params: &P,
+    ) -> Result<R> {
+        let buf = self.call_with(method, params)?;
+        serde_json::from_slice(buf.as_slice()).map_err(|e| Error::decode(name_of(method), e))
+    }
+
+    /// Runs `method` with raw JSON params (empty: none) and returns the raw
+    /// JSON result. For methods this crate does not wrap.
+    pub fn call(&self, method: &str, params: &[u8]) -> Result<Vec<u8>> {
+        let m = CString::new(method).map_err(|_| {
+            Error::new(
+                ErrorCode::InvalidArgument,
+                "method name contains a NUL byte",
+            )
+        })?;
+        Ok(self.call_buf(&m, params)?.as_slice().to_vec())
+    }
+
+    /// Runs `method` with `params` encoded as JSON and decodes its result.
+    pub fn call_json<P: Serialize + ?Sized, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<R> {
+        let m = CString::new(method).map_err(|_| {
+            Error::new(
+                ErrorCode::InvalidArgument,
+                "method name contains a NUL byte",
+            )
+        })?;
+        self.invoke(&m, params)
+    }
+
+    /// Reports the mode, library version, workspace and pid (and, in daemon
+    /// mode, the daemon's status). A no-op round trip.
+    pub fn status(&self) -> Result<LibStatus> {
+        let buf = self.call_buf(c"status", &[])?;
+        serde_json::from_slice(buf.as_slice()).map_err(|e| Error::decode("status", e))
+    }
+
+    /// Commits a snapshot or a delta (`&Snapshot` or `&Change`) to
+    /// `session_id` and returns the new generation. With
+    /// `expect_generation`, fails with `conflict` (changing nothing) unless
+    /// the session is at that generation (0: it must not exist yet).
+    pub fn save<'a>(
+        &self,
+        session_id: &str,
+        what: impl Into<Save<'a>>,
+        expect_generation: Option<u64>,
+    ) -> Result<u64> {
+        let (snapshot, change) = match what.into() {
+            Save::Snapshot(s) => (Some(s), None),
+            Save::Change(c) => (None, Some(c)),
+        };
+        let r: SaveResult = self.invoke(
+            c"save",
+            &SaveRequest {
+                session_id: session_id.into(),
+                snapshot: snapshot.map(Cow::Borrowed),
+                change: change.map(Cow::Borrowed),
+                expect_generation,
+            },
+        )?;
+        Ok(r.generation)
+    }
+
+    /// Returns the session's latest snapshot, drift and interrupted runs.
+    pub fn resume_session(&self, session_id: &str) -> Result<ResumeSessionResult> {
+        self.invoke(
+            c"resumeSession",
+            &SessionParams {
+                session_id: session_id.into(),
+            },
+        )
+    }
+
+    /// Starts a run in a session (`run_id`: None lets cairn choose one).
+    pub fn begin_run(&self, session_id: &str, run_id: Option<&str>) -> Result<BeginRunResult> {
+        self.invoke(
+            c"beginRun",
+            &BeginRunRequest {
+                session_id: session_id.into(),
+                run_id: run_id.map(Into::into),
+            },
+        )
+    }
+
+    /// Records the boundary after a completed tool turn, atomically with the
+    /// turn's messages.
+    pub fn checkpoint(&self, request: &CheckpointRequest<'_>) -> Result<CheckpointResult> {
+        self.invoke(c"checkpoint", request)
+    }
+
+    /// Ends a run (deleting its loop checkpoint) and returns the generation.
+    pub fn complete_run(&self, request: &CompleteRunRequest<'_>) -> Result<u64> {
+        let r: CompleteRunResult = self.invoke(c"completeRun", request)?;
+        Ok(r.generation)
+    }
+
+    /// Resumes a run from its latest loop checkpoint as a new run. Fails
+    /// with `no_checkpoint` when there is none, and `not_owner` when
+    /// `session_id` is given and does not own the run.
+    pub fn resume_run(
+        &self,
+        run_id: &str,
+        session_id: Option<&str>,
+        new_run_id: Option<&str>,
+    ) -> Result<ResumeRunResult> {
+        self.invoke(
+            c"resumeRun",
+            &ResumeRunRequest {
+                run_id: run_id.into(),
+                session_id: session_id.map(Into::into),
+                new_run_id: new_run_id.map(Into::into),
+            },
+        )
+    }
+
+    /// Opens (or reopens) a resumable workflow and returns its completed
+    /// steps. Fails with `step_identity_changed` when a recorded step's
+    /// identity differs from `steps`.
+    pub fn begin_workflow(
+        &self,
+        workflow_id: &str,
+        steps: &[StepSpec],
+        session_id: Option<&str>,
+    ) -> Result<Vec<StepRecord>> {
+        let r: BeginWorkflowResult = self.invoke(
+            c"beginWorkflow",
+            &BeginWorkflowRequest {
+                workflow_id: workflow_id.into(),
+                session_id: session_id.map(Into::into),
+                steps: steps.into(),
+            },
+        )?;
+        Ok(r.completed)
+    }
+
+    /// Records one successful workflow step and its result.
+    pub fn complete_step(
+        &self,
+        workflow_id: &str,
+        step_id: &str,
+        identity: &str,
+        result: Option<&Value>,
+        session_id: Option<&str>,
+    ) -> Result<()> {
+        self.call_with(
+            c"completeStep",
+            &CompleteStepRequest {
+                workflow_id: workflow_id.into(),
+                session_id: session_id.map(Into::into),
+                step_id: step_id.into(),
+                identity: identity.into(),
+                result: result.map(Cow::Borrowed),
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Deletes a workflow's checkpoint.
+    pub fn finish_workflow(&self, workflow_id: &str) -> Result<()> {
+        self.call_with(
+            c"finishWorkflow",
+            &WorkflowParams {
+                workflow_id: workflow_id.into(),
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Lists the workspace's sessions.
+    pub fn list_sessions(&self) -> Result<Vec<Summary>> {
+        let r: ListResult = self.invoke(c"list", &Empty {})?;
+        Ok(r.sessions)
+    }
+
+    /// Deletes a session and every checkpoint that belongs to it.
+    pub fn delete(&self, session_id: &str) -> Result<()> {
+        self.call_with(
+            c"delete",
+            &SessionParams {
+                session_id: session_id.into(),
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Copies a session (at a generation; None: the latest) to `new_id`.
+    pub fn fork(
+        &self,
+        session_id: &str,
+        new_id: &str,
+        at_generation: Option<u64>,
+    ) -> Result<ForkResult> {
+        self.invoke(
+            c"fork",
+            &ForkRequest {
+                session_id: session_id.into(),
+                new_id: new_id.into(),
+                at_generation,
+            },
+        )
+    }
+
+    /// Exports a session as its single-file JSON envelope.
+    pub fn export(&self, session_id: &str) -> Result<Value> {
+        let r: ExportResult = self.invoke(
+            c"export",
+            &SessionParams {
+                session_id: session_id.into(),
+            },
+        )?;
+        Ok(r.envelope)
+    }
+
+    /// Imports a session from a JSON envelope (or a bare session).
+    pub fn import(&self, envelope: &Value) -> Result<ImportResult> {
+        self.invoke(
+            c"import",
+            &ImportParams {
+                envelope: Cow::Borrowed(envelope),
+            },
+        )
+    }
+
+    /// The daemon's (daemon mode) or the engine's (embedded mode) identity,
+    /// protocol version, capabilities, methods, events and limits.
+    pub fn hello(&self) -> Result<HelloResult> {
+        let buf = self.call_buf(c"hello", &[])?;
+        serde_json::from_slice(buf.as_slice()).map_err(|e| Error::decode("hello", e))
+    }
+
+    /// What changed in the workspace tree after the clock `since` (`None`:
+    /// every file, as a fresh instance). Pass the answer's `clock` as
+    /// `since` next time. Fails with `unavailable` when the workspace is
+    /// not tracked, and `invalid_argument` for a malformed clock.
+    pub fn changes(&self, since: Option<&str>) -> Result<ChangeSet> {
+        self.invoke(
+            c"changes",
+            &ChangesParams {
+                since: since.map(Into::into),
+            },
+        )
+    }
+
+    /// Renders HANDOFF.md from the session's latest generation and lists
+    /// what the handoff lacks. It prints only what the session proves.
+    pub fn handoff(&self, session_id: &str) -> Result<HandoffResult> {
+        self.invoke(
+            c"handoff",
+            &HandoffRequest {
+                session_id: session_id.into(),
+            },
+        )
+    }
+
+    /// Runs the health check of every process the session's latest
+    /// generation records, now (each bounded by `timeout`; `None`: the
+    /// default), and reports each preview with its process's state. It
+    /// starts nothing.
+    pub fn runtime_check(
+        &self,
+        session_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<RuntimeCheckResult> {
+        self.invoke(
+            c"runtime.check",
+            &RuntimeCheckRequest {
+                session_id: session_id.into(),
+                timeout_ms: timeout.map(millis),
+            },
+        )
+    }
+
+    /// Brings the recorded process `name` back: never starts one whose
+    /// health check passes, starts the recorded command detached in its
+    /// cwd, and waits up to `timeout` (`None`: the default) for its health
+    /// check to pass, killing what it started if it does not. In daemon
+    /// mode the daemon starts it, with the daemon's environment; in
+    /// embedded mode this process does. A process that does not come up is
+    /// `outcome` "failed" in the result, not an error; an unknown session
+    /// or process is `not_found`.
+    pub fn runtime_restart(
+        &self,
+        session_id: &str,
+        name: &str,
+        timeout: Option<Duration>,
+    ) -> Result<RestartResult> {
+        self.invoke(
+            c"runtime.restart",
+            &RuntimeRestartRequest {
+                session_id: session_id.into(),
+                name: name.into(),
+                timeout_ms: timeout.map(millis),
+            },
+        )
+    }
+
+    /// Subscribes to events (`events`: names from [`crate::events`]; empty:
+    /// all). The subscription is an iterator of events in commit order;
+    /// dropping it unsubscribes.
+    pub fn subscribe(&self, events: &[&str]) -> Result<Subscription<'_>> {
+        let r: LibSubscription = self.invoke(
+            c"subscribe",
+            &SubscribeParams {
+                events: events.iter().map(|&e| e.into()).collect(),
+            },
+        )?;
+        Ok(Subscription {
+            client: self,
+            id: r.subscription,
+            dropped: 0,
+            closed: false,
+            unsubscribed: false,
+        })
+    }
+
+    /// Closes the handle: embedded mode closes the store and releases its
+    /// lock; daemon mode closes the connection (the daemon keeps running).
+    /// Later calls fail with `bad_handle`; closing again does nothing.
+    pub fn close(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let mut err: *mut c_char = ptr::null_mut();
+        // SAFETY: the out-pointer is valid.
+        let rc = unsafe { ffi::cairn_close(self.handle, &mut err) };
+        let err = ffi::ErrText(err);
+        if rc != ffi::CAIRN_OK {
+            return Err(Error::from_call(rc, err.bytes()));
+        }
+        Ok(())
+    }
+
+    /// Runs a resumable workflow's steps concurrently.
+    ///
+    /// Opens the workflow with the specs' ids and identities
+    /// (`step_identity_changed` fails before anything runs), runs every step
+    /// not completed yet on a pool of scoped threads, records each success
+    /// with `complete_step` as it lands, and returns all results in spec
+    /// order (recorded ones, for steps completed earlier, decoded from their
+    /// JSON). If a step fails, the others still run to the end and their
+    /// successes stay recorded, so a rerun does not run them again; then the
+    /// first failure to land is returned. A panicking step is resumed as a
+    /// panic once the others are done. The workflow is not finished: call
+    /// `finish_workflow` when you are done with it.
+    pub fn parallel_resumable<'s, T, E>(
+        &self,
+        specs: Vec<Step<'s, T, E>>,
+        workflow_id: &str,
+    ) -> Result<Vec<T>, WorkflowError<E>>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: Send,
+    {
+        self.parallel_resumable_in(specs, workflow_id, None)
+    }
+
+    /// [`Client::parallel_resumable`] for a workflow owned by `session_id`
+    /// (deleting the session deletes the workflow).
+    pub fn parallel_resumable_in<'s, T, E>(
+        &self,
+        specs: Vec<Step<'s, T, E>>,
+        workflow_id: &str,
+        session_id: Option<&str>,
+    ) -> Result<Vec<T>, WorkflowError<E>>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: Send,
+    {
+        crate::workflow::run(self, specs, workflow_id, session_id)
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+pub use crate::workflow::{Step, WorkflowError};
+
+/// An event subscription: an iterator of events in commit order. Iteration
+/// blocks until the next event, and ends when the subscription or its client
+/// is closed. Dropping it unsubscribes.
+#[derive(Debug)]
+pub struct Subscription<'c> {
+    client: &'c Client,
+    id: u64,
+    dropped: u64,
+    closed: bool,
+    unsubscribed: bool,
+}
+
+/// How long one blocking `nextEvent` call waits before it is repeated.
+const EVENT_POLL: Duration = Duration::from_secs(30);
+
+impl Subscription<'_> {
+    /// The subscription's id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// How many events were dropped because the queue was full (as of the
+    /// last call).
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Whether the subscription was found closed.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Waits up to `timeout` for the next event: `Ok(None)` when none came
+    /// in time or the subscription is closed (see [`Subscription::is_closed`]).
+    pub fn next_timeout(&mut self, timeout: Duration) -> Result<Option<Event>> {
+        if self.closed {
+            return Ok(None);
+        }
+        let ms = timeout.as_millis().clamp(1, u128::from(u32::MAX)) as u64;
+        let r: NextEventResult = self.client.invoke(
+            c"nextEvent",
+            &NextEventParams {
+                subscription: self.id,
+                timeout_ms: Some(ms),
+            },
+        )?;
+        self.dropped = r.dropped;
+        if r.closed {
+            self.closed = true;
+        }
+        Ok(r.event)
+    }
+
+    /// Unsubscribes now, reporting any error (drop ignores it).
+    pub fn close(mut self) -> Result<()> {
+        self.unsubscribe()
+    }
+
+    fn unsubscribe(&mut self) -> Result<()> {
+        if self.unsubscribed {
+            return Ok(());
+        }
+        self.unsubscribed = true;
+        self.closed = true;
+        self.client.call_with(
+            c"unsubscribe",
+            &NextEventParams {
+                subscription: self.id,
+                timeout_ms: None,
+            },
+        )?;
+        Ok(())
+    }
+}
+
+impl Iterator for Subscription<'_> {
+    type Item = Result<Event>;
+
+    fn next(&mut self) -> Option<Result<Event>> {
+        loop {
+            if self.closed {
+                return None;
+            }
+            match self.next_timeout(EVENT_POLL) {
+                Ok(Some(ev)) => return Some(Ok(ev)),
+                Ok(None) => continue,
+                Err(e) => {
+                    self.closed = true;
+                    if e.code == ErrorCode::BadHandle && self.client.closed.load(Ordering::Acquire)
+                    {
+                        return None; // the client was closed under us
+                    }
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Subscription<'_> {
+    fn drop(&mut self) {
+        if !self.client.closed.load(Ordering::Acquire) {
+            let _ = self.unsubscribe();
+        }
+    }
+}

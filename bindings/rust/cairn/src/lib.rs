@@ -1,0 +1,60 @@
+//! Rust binding of cairn, the store of coding-agent session state.
+//!
+//! cairn keeps an agent's conversation, runs with loop checkpoints and
+//! resumable workflows durably, so the next piece of work finds them again
+//! after a crash, a restart or a hand-over. This crate is a thin, safe
+//! wrapper over libcairn's C ABI (`capi/cairn.h`): every call goes through
+//! `cairn_call` on the calling thread and returns `Result<T, cairn::Error>`,
+//! where [`Error`] carries a stable [`ErrorCode`] and a message.
+//!
+//! ```no_run
+//! use cairn::{Change, Options};
+//! use serde_json::json;
+//!
+//! let client = cairn::connect(Options::new("/path/to/workspace").embedded(true))?;
+//! let generation = client.save("s1", &Change::append_messages([json!({"role": "user", "content": "hi"})]), None)?;
+//! let resumed = client.resume_session("s1")?;
+//! assert_eq!(resumed.generation, generation);
+//! # Ok::<(), cairn::Error>(())
+//! ```
+//!
+//! The raw C ABI is the `cairn-sys` crate (re-exported as [`sys`]); its
+//! build script links `libcairn.so` from `$CAIRN_LIB_DIR`, else from the
+//! repository's `build/` directory (`make lib`).
+//!
+//! The fork rule: the Go runtime inside libcairn does not survive `fork()`
+//! without `exec()`. A client used in a forked child fails with
+//! [`ErrorCode::Forked`] instead of hanging.
+
+mod base64;
+mod client;
+mod error;
+mod ffi;
+mod types;
+mod workflow;
+
+pub use client::{Client, Options, Save, Step, Subscription, WorkflowError, connect};
+pub use error::{Error, ErrorCode, Result};
+pub use types::*;
+
+/// The raw declarations of `cairn.h` this crate wraps.
+pub use cairn_sys as sys;
+
+/// The libcairn version, e.g. "0.1.0".
+pub fn version() -> &'static str {
+    // SAFETY: cairn_version returns a static NUL-terminated string.
+    let p = unsafe { ffi::cairn_version() };
+    if p.is_null() {
+        return "";
+    }
+    // SAFETY: as above; the string is never freed.
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_str()
+        .unwrap_or("")
+}
+
+/// How many libcairn handles are open in this process (for leak checks).
+pub fn open_handles() -> i32 {
+    // SAFETY: no arguments; never fails.
+    unsafe { ffi::cairn_open_handles() }
+}

@@ -1,0 +1,1356 @@
+//! The objects of cairn (docs/DESIGN.md §2) and the results of its methods, as
+//! serde types whose field names are the wire names.
+//!
+//! Opaque host data (messages, loop state, step results, metadata and agent
+//! values, trace data) is `serde_json::Value`. Times are RFC 3339 strings as
+//! the library writes them. Results tolerate fields this crate does not know,
+//! so a newer library or daemon does not break an older client; requests
+//! carry only known fields, since the library rejects unknown ones.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+/// Reads JSON `null` as the type's default (Go writes empty slices and maps
+/// as `null`).
+fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+fn is_zero_i64(v: &i64) -> bool {
+    *v == 0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
+}
+
+/// Run statuses.
+pub mod run_status {
+    /// The run is going on (or its process died without completing it).
+    pub const RUNNING: &str = "running";
+    /// The run finished its work.
+    pub const COMPLETED: &str = "completed";
+    /// The run was stopped and may be resumed.
+    pub const INTERRUPTED: &str = "interrupted";
+    /// The run failed.
+    pub const FAILED: &str = "failed";
+}
+
+/// One complete generation of a session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// The schema version (1 today; 0 on a request means "current").
+    #[serde(default)]
+    pub schema_version: i64,
+    /// The session's id (may be empty on save: the save's id is used).
+    #[serde(default)]
+    pub session_id: String,
+    /// The generation, assigned by the store.
+    #[serde(default)]
+    pub generation: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<Workspace>,
+    /// Free-form agent description (harness, model, ...).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Map::is_empty"
+    )]
+    pub agent: Map<String, Value>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Map::is_empty"
+    )]
+    pub metadata: Map<String, Value>,
+    /// The conversation: opaque host values, in order.
+    #[serde(default, deserialize_with = "nullable")]
+    pub messages: Vec<Value>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub artifacts: Vec<Artifact>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub traces: Vec<Trace>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub runs: Vec<Run>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub verifications: Vec<Verification>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub subagent_tasks: Vec<SubagentTask>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<Handoff>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Runtime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<ManifestRef>,
+}
+
+/// What one commit adds to a session: a delta. Messages, traces and
+/// artifacts are appended; runs, verifications and subagent tasks upserted
+/// by id; workspace, agent, handoff, runtime and files replaced when set;
+/// metadata merged key by key (a `null` value removes the key). `replace`
+/// makes the change a whole snapshot instead.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub schema_version: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replace: Option<Box<Snapshot>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<Workspace>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub agent: Option<Map<String, Value>>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub metadata: Option<Map<String, Value>>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub append_messages: Vec<Value>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub append_traces: Vec<Trace>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub append_artifacts: Vec<Artifact>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub upsert_runs: Vec<Run>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub upsert_verifications: Vec<Verification>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub upsert_subagent_tasks: Vec<SubagentTask>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<Handoff>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Runtime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<ManifestRef>,
+    /// A loop checkpoint written atomically with the change (what
+    /// `checkpoint` sends; a host rarely sets it itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<LoopCheckpoint>,
+    /// Run ids whose loop checkpoints the change deletes.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub drop_checkpoints: Vec<String>,
+}
+
+impl Change {
+    /// A change that appends `messages`.
+    pub fn append_messages(messages: impl IntoIterator<Item = Value>) -> Change {
+        Change {
+            append_messages: messages.into_iter().collect(),
+            ..Change::default()
+        }
+    }
+}
+
+/// The tree a session worked in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Workspace {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub root: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub git_head: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub git_branch: String,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub git_dirty: bool,
+}
+
+/// A file-like output of a session: inline bytes (`data`, base64) or a
+/// workspace `path`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Artifact {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub media_type: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub sha256: String,
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub size: i64,
+    /// The bytes, base64 (standard alphabet, padded). See
+    /// [`Artifact::with_bytes`] and [`Artifact::bytes`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub path: String,
+}
+
+impl Artifact {
+    /// An artifact holding `bytes` inline (the library fills in sha256 and
+    /// size).
+    pub fn with_bytes(id: impl Into<String>, bytes: &[u8]) -> Artifact {
+        Artifact {
+            id: id.into(),
+            data: Some(crate::base64::encode(bytes)),
+            ..Artifact::default()
+        }
+    }
+
+    /// The inline bytes, decoded; `None` when the artifact has none.
+    pub fn bytes(&self) -> Option<crate::Result<Vec<u8>>> {
+        self.data.as_deref().map(crate::base64::decode)
+    }
+}
+
+/// One event in a session's execution trace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    #[serde(default)]
+    pub seq: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub run_id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+/// Tokens and cost of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub input_tokens: i64,
+    #[serde(default)]
+    pub output_tokens: i64,
+    #[serde(default)]
+    pub total_tokens: i64,
+    #[serde(default)]
+    pub cost: f64,
+}
+
+/// One agent loop execution inside a session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub run_id: String,
+    /// One of [`run_status`].
+    pub status: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub parent_run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub tool_calls_count: i64,
+}
+
+/// A report of checks run against the session's work.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Verification {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub run_id: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub checks: Vec<Check>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub summary: String,
+}
+
+/// One verification check with the exact command that ran.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub command: String,
+    /// passed, failed, skipped or not_run.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output: String,
+}
+
+/// Work delegated to another agent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SubagentTask {
+    pub task_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub agent: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub status: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub brief: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub session_id: String,
+}
+
+/// What the next agent or person needs to pick the work up.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Handoff {
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub done: Vec<String>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub in_progress: Vec<String>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub verified: Vec<String>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub unverified: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<Restart>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviewed_version: Option<ReviewedVersion>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub risks: Vec<String>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub decisions_pending: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_step: Option<NextStep>,
+}
+
+/// How to bring the work's processes back.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Restart {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub workdir: String,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub commands: Vec<String>,
+    /// Config keys or files, never values.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub config: Vec<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub health_check: String,
+}
+
+/// The version of the work that was reviewed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReviewedVersion {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub vcs: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub commit: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub diff_sha256: String,
+}
+
+/// One bounded next step and the condition that says it is done.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NextStep {
+    #[serde(default)]
+    pub task: String,
+    #[serde(default)]
+    pub done_when: String,
+}
+
+/// The processes and previews the work depended on (ephemeral).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Runtime {
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub processes: Vec<Process>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub previews: Vec<Preview>,
+}
+
+/// A recorded process: environment variable names only, never values.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Process {
+    pub name: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub command: Vec<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cwd: String,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub env_keys: Vec<String>,
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub port: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check: Option<HealthCheck>,
+}
+
+/// A command with an expected exit code, or a loopback URL with an expected
+/// HTTP status.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HealthCheck {
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub command: Vec<String>,
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub expect_exit: i64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub url: String,
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub expect_status: i64,
+}
+
+/// A URL served by a recorded process.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Preview {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub process: String,
+}
+
+/// The workspace manifest recorded with a generation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ManifestRef {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub clock: String,
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub entries: i64,
+}
+
+/// The boundary after a completed tool turn of a run (as stored; found in
+/// exported envelopes).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoopCheckpoint {
+    pub run_id: String,
+    #[serde(default)]
+    pub session_id: String,
+    #[serde(default)]
+    pub turn: i64,
+    #[serde(default)]
+    pub message_count: i64,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub tool_calls_count: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    /// The workspace manifest at the boundary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<ManifestRef>,
+}
+
+/// One successfully completed workflow step.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub step_id: String,
+    pub identity: String,
+    /// The step's result as recorded (`None` when it recorded none).
+    #[serde(default)]
+    pub result: Option<Value>,
+    #[serde(default)]
+    pub completed_at: String,
+}
+
+/// A workflow step's id and the digest of its spec.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepSpec {
+    pub step_id: String,
+    pub identity: String,
+}
+
+impl StepSpec {
+    pub fn new(step_id: impl Into<String>, identity: impl Into<String>) -> StepSpec {
+        StepSpec {
+            step_id: step_id.into(),
+            identity: identity.into(),
+        }
+    }
+}
+
+/// A session described without its content (`list_sessions`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub session_id: String,
+    #[serde(default)]
+    pub generation: u64,
+    #[serde(default)]
+    pub created_at: String,
+    #[serde(default)]
+    pub updated_at: String,
+    #[serde(default)]
+    pub message_count: i64,
+    /// Run count by status.
+    #[serde(default, deserialize_with = "nullable")]
+    pub runs: BTreeMap<String, i64>,
+    #[serde(default)]
+    pub checkpoints: i64,
+    #[serde(default)]
+    pub size_bytes: i64,
+}
+
+/// Workspace files changed since a generation was saved. `tracked` false
+/// means drift is unknown, not "no changes".
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    #[serde(default)]
+    pub tracked: bool,
+    /// Why drift is not tracked, when it is not.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub added: Vec<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub modified: Vec<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub deleted: Vec<String>,
+}
+
+/// A run left with a loop checkpoint it can be resumed from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InterruptedRun {
+    pub run_id: String,
+    /// "running" (left running) or "interrupted" (resumed as `resumed_as`,
+    /// which has not checkpointed yet).
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub resumed_as: String,
+    #[serde(default)]
+    pub turn: i64,
+    #[serde(default)]
+    pub message_count: i64,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub tool_calls_count: i64,
+    #[serde(default)]
+    pub checkpointed_at: String,
+}
+
+/// The result of `resume_session`: what a new agent is handed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResumeSessionResult {
+    #[serde(default, deserialize_with = "nullable")]
+    pub snapshot: Snapshot,
+    #[serde(default)]
+    pub generation: u64,
+    #[serde(default)]
+    pub drift: Drift,
+    #[serde(default, deserialize_with = "nullable")]
+    pub interrupted_runs: Vec<InterruptedRun>,
+    /// The live state of each recorded runtime process, from its health
+    /// check run during the resume. Nothing is restarted: the caller
+    /// decides ([`crate::Client::runtime_restart`]).
+    #[serde(default, deserialize_with = "nullable")]
+    pub processes: Vec<ProcessState>,
+}
+
+/// The result of `begin_run`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BeginRunResult {
+    pub run_id: String,
+    #[serde(default)]
+    pub generation: u64,
+}
+
+/// The params of `checkpoint`: the boundary after a completed tool turn.
+/// `usage` and `tool_calls_count` are the run's totals so far.
+/// Borrowed fields are `Cow`s: `"r1".into()`, `(&messages[..]).into()`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointRequest<'a> {
+    pub run_id: Cow<'a, str>,
+    /// Optional: the session that must own the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<Cow<'a, str>>,
+    pub turn: i64,
+    /// The turn's messages, committed atomically with the checkpoint.
+    #[serde(default, deserialize_with = "nullable")]
+    pub new_messages: Cow<'a, [Value]>,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub tool_calls_count: i64,
+    /// The host's opaque loop state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<Cow<'a, Value>>,
+}
+
+/// The result of `checkpoint`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointResult {
+    #[serde(default)]
+    pub generation: u64,
+    /// Session messages at the boundary.
+    #[serde(default)]
+    pub message_count: i64,
+}
+
+/// The params of `complete_run`. `usage` and `tool_calls_count`, when set,
+/// are the run's final totals.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompleteRunRequest<'a> {
+    pub run_id: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<Cow<'a, str>>,
+    /// completed, failed or interrupted (see [`run_status`]).
+    pub status: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls_count: Option<i64>,
+}
+
+/// The result of `resume_run`: what the host needs to continue the loop.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResumeRunResult {
+    /// The new run's id.
+    pub run_id: String,
+    pub resumed_from: String,
+    #[serde(default)]
+    pub session_id: String,
+    /// The session's messages up to the checkpoint boundary.
+    #[serde(default, deserialize_with = "nullable")]
+    pub messages: Vec<Value>,
+    #[serde(default)]
+    pub turn: i64,
+    /// Carried on from the checkpoint, never from zero.
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub tool_calls_count: i64,
+    #[serde(default)]
+    pub state: Option<Value>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub files_touched_after_checkpoint: Vec<String>,
+    #[serde(default)]
+    pub files_tracked: bool,
+}
+
+/// The result of `fork` and `import`: the new session and its generation.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkResult {
+    pub session_id: String,
+    #[serde(default)]
+    pub generation: u64,
+}
+
+/// The result of `import`: the imported session and its generation.
+pub type ImportResult = ForkResult;
+
+/// The result of `status` through libcairn: the handle's mode, and the
+/// daemon's own status in daemon mode.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LibStatus {
+    /// "embedded" or "daemon".
+    pub mode: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub workspace: String,
+    /// The pid of this process.
+    #[serde(default)]
+    pub pid: i64,
+    /// The daemon's status (daemon mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon: Option<StatusResult>,
+}
+
+/// The daemon's own status (the wire's status result).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StatusResult {
+    #[serde(default)]
+    pub server_version: String,
+    #[serde(default)]
+    pub protocol_version: i64,
+    #[serde(default)]
+    pub workspace: String,
+    #[serde(default)]
+    pub socket: String,
+    #[serde(default)]
+    pub pid: i64,
+    #[serde(default)]
+    pub started_at: String,
+    #[serde(default)]
+    pub uptime_ms: i64,
+    #[serde(default)]
+    pub connections: i64,
+    #[serde(default)]
+    pub subscribers: i64,
+    #[serde(default)]
+    pub in_flight: i64,
+    #[serde(default)]
+    pub requests: u64,
+    #[serde(default)]
+    pub events_dropped: u64,
+    /// "serving" or "stopping".
+    #[serde(default)]
+    pub state: String,
+    /// The workspace tracker's status; `None`: the workspace is not
+    /// tracked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<FilesStatus>,
+}
+
+/// The daemon's workspace tracker.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FilesStatus {
+    #[serde(default)]
+    pub root: String,
+    /// "watching" or "polling".
+    #[serde(default)]
+    pub mode: String,
+    /// Why the tracker polls, naming the limit to raise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub warning: String,
+    #[serde(default)]
+    pub clock: String,
+    /// Indexed non-directory paths.
+    #[serde(default)]
+    pub files: i64,
+    /// Indexed directories, the root included.
+    #[serde(default)]
+    pub dirs: i64,
+    /// inotify watches held.
+    #[serde(default)]
+    pub watches: i64,
+    #[serde(default)]
+    pub events: u64,
+    #[serde(default)]
+    pub rescans: u64,
+    #[serde(default)]
+    pub overflows: u64,
+}
+
+/// The result of `hello`: the daemon's (daemon mode) or the engine's
+/// (embedded mode) identity, capabilities and limits.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HelloResult {
+    #[serde(default)]
+    pub server_version: String,
+    #[serde(default)]
+    pub protocol_version: i64,
+    #[serde(default)]
+    pub workspace: String,
+    #[serde(default)]
+    pub pid: i64,
+    #[serde(default)]
+    pub capabilities: HelloCapabilities,
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+/// What a daemon (or engine) offers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HelloCapabilities {
+    #[serde(default)]
+    pub store: Capabilities,
+    /// Every method served.
+    #[serde(default, deserialize_with = "nullable")]
+    pub methods: Vec<String>,
+    /// Every event that can be pushed.
+    #[serde(default, deserialize_with = "nullable")]
+    pub events: Vec<String>,
+}
+
+/// What the store guarantees.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    #[serde(default)]
+    pub atomic_generations: bool,
+    #[serde(default)]
+    pub delta_commits: bool,
+    #[serde(default)]
+    pub compare_and_swap: bool,
+    #[serde(default)]
+    pub cross_process_lock: bool,
+    #[serde(default)]
+    pub durable: bool,
+    #[serde(default)]
+    pub history: bool,
+}
+
+/// The daemon's limits (PROTOCOL.md §8).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    #[serde(default)]
+    pub max_message_size: i64,
+    #[serde(default)]
+    pub max_nested_levels: i64,
+    #[serde(default)]
+    pub max_array_elements: i64,
+    #[serde(default)]
+    pub max_map_pairs: i64,
+    #[serde(default)]
+    pub max_in_flight_per_conn: i64,
+    #[serde(default)]
+    pub event_queue_len: i64,
+}
+
+/// The result of `changes`: what changed in the workspace tree after a
+/// clock.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChangeSet {
+    /// Pass it as `since` next time.
+    #[serde(default)]
+    pub clock: String,
+    /// true: `since` was empty, stale or from another daemon, and `added`
+    /// lists every file.
+    #[serde(default)]
+    pub fresh_instance: bool,
+    #[serde(default, deserialize_with = "nullable")]
+    pub added: Vec<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub modified: Vec<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub deleted: Vec<String>,
+}
+
+/// The result of `handoff`: HANDOFF.md rendered from the latest
+/// generation's evidence, and what the handoff lacks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HandoffResult {
+    #[serde(default)]
+    pub session_id: String,
+    #[serde(default)]
+    pub generation: u64,
+    #[serde(default)]
+    pub markdown: String,
+    /// Nothing required is missing (which does not mean the work is right).
+    #[serde(default)]
+    pub complete: bool,
+    #[serde(default, deserialize_with = "nullable")]
+    pub missing: Vec<HandoffMissing>,
+    /// The files changed in the session, per its first and latest
+    /// manifests.
+    #[serde(default)]
+    pub files: Drift,
+}
+
+/// A required part a handoff lacks.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoffMissing {
+    /// result, verification, restart_path, reviewed_version,
+    /// risks_decisions or next_step.
+    #[serde(default)]
+    pub key: String,
+    /// A sentence for people.
+    #[serde(default)]
+    pub message: String,
+}
+
+/// Process states ([`ProcessState::state`]).
+pub mod process_state {
+    /// Nothing answers: connection refused, nothing listening on the
+    /// recorded port.
+    pub const NOT_RUNNING: &str = "not_running";
+    /// The health check passed.
+    pub const HEALTHY: &str = "healthy";
+    /// Something answers, but with the wrong status or exit code, or not
+    /// within the timeout.
+    pub const UNHEALTHY: &str = "unhealthy";
+    /// There is no way to tell (no health check to run, one that cannot
+    /// run or is refused).
+    pub const UNKNOWN: &str = "unknown";
+}
+
+/// The live state of a recorded process, from its health check run now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessState {
+    pub name: String,
+    /// One of [`process_state`].
+    pub state: String,
+    /// What was tried and what it answered.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+}
+
+/// A recorded preview with the state of its process.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreviewState {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub process: String,
+    /// The process's state; unknown without one.
+    #[serde(default)]
+    pub state: String,
+}
+
+/// The result of `runtime_check`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeCheckResult {
+    #[serde(default, deserialize_with = "nullable")]
+    pub processes: Vec<ProcessState>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub previews: Vec<PreviewState>,
+}
+
+/// Outcomes of `runtime_restart` ([`RestartResult::outcome`]).
+pub mod restart_outcome {
+    /// Started now (and proven healthy, unless the state says unknown).
+    pub const STARTED: &str = "started";
+    /// The health check passed; nothing was started.
+    pub const ALREADY_HEALTHY: &str = "already_healthy";
+    /// Not started, or started and killed again; see `error`.
+    pub const FAILED: &str = "failed";
+}
+
+/// The result of `runtime_restart`. A process that does not come up is
+/// reported here (outcome "failed"), not as an error.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartResult {
+    pub name: String,
+    /// One of [`restart_outcome`].
+    pub outcome: String,
+    /// The process's state when the restart returned.
+    #[serde(default)]
+    pub state: String,
+    /// The started process, which leads its own process group.
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub pid: i64,
+    #[serde(default)]
+    pub took_ms: i64,
+    /// What proved the outcome, or the last failure.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    /// The file the process's output goes to (under `.cairn/logs`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub log: String,
+    /// Recorded env_keys unset in the environment it started with (names
+    /// only, never values).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub missing_env: Vec<String>,
+    /// Why it failed (outcome "failed").
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub error: String,
+}
+
+/// Something that happened, published after it is durable: `event` names
+/// it (e.g. "session.committed") and `data` describes it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub event: String,
+    #[serde(default)]
+    pub data: Value,
+}
+
+/// Event names (`subscribe` filters).
+pub mod events {
+    /// {session_id, generation}: every commit.
+    pub const SESSION_COMMITTED: &str = "session.committed";
+    /// {session_id}.
+    pub const SESSION_DELETED: &str = "session.deleted";
+    /// {session_id, run_id, turn, generation}.
+    pub const RUN_CHECKPOINTED: &str = "run.checkpointed";
+    /// {session_id, run_id, status, generation}.
+    pub const RUN_COMPLETED: &str = "run.completed";
+    /// {session_id, run_id (new), resumed_from, generation}.
+    pub const RUN_RESUMED: &str = "run.resumed";
+    /// {workflow_id, step_id}.
+    pub const WORKFLOW_STEP_COMPLETED: &str = "workflow.step_completed";
+    /// {path, kind}: a workspace file was added, modified or deleted
+    /// (daemon mode, or embedded mode over a tracked workspace); kind
+    /// "overflow" with an empty path means events were lost: call
+    /// `changes` again.
+    pub const FILE_CHANGED: &str = "file.changed";
+}
+
+// The params and results of the methods that the client's calls build and
+// decode (the Go names of package api). Borrowed fields are `Cow`s, so a
+// call borrows what the caller holds and a decoded value owns its data.
+
+/// The params or result of a method that has none: `{}`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Empty {}
+
+/// The params of `save`: exactly one of `snapshot` and `change`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SaveRequest<'a> {
+    pub session_id: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<Cow<'a, Snapshot>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<Cow<'a, Change>>,
+    /// Fail with `conflict` unless the session is at this generation (0:
+    /// it must not exist yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_generation: Option<u64>,
+}
+
+/// The result of `save`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SaveResult {
+    #[serde(default)]
+    pub generation: u64,
+}
+
+/// The params of `begin_run`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BeginRunRequest<'a> {
+    pub session_id: Cow<'a, str>,
+    /// `None`: cairn chooses a unique id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<Cow<'a, str>>,
+}
+
+/// The result of `complete_run`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompleteRunResult {
+    #[serde(default)]
+    pub generation: u64,
+}
+
+/// The params of `resume_run`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResumeRunRequest<'a> {
+    pub run_id: Cow<'a, str>,
+    /// When set, must own the run (else `not_owner`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_run_id: Option<Cow<'a, str>>,
+}
+
+/// The params of `begin_workflow`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BeginWorkflowRequest<'a> {
+    pub workflow_id: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<Cow<'a, str>>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub steps: Cow<'a, [StepSpec]>,
+}
+
+/// The result of `begin_workflow`: the steps already completed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BeginWorkflowResult {
+    #[serde(default, deserialize_with = "nullable")]
+    pub completed: Vec<StepRecord>,
+}
+
+/// The params of `complete_step`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompleteStepRequest<'a> {
+    pub workflow_id: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<Cow<'a, str>>,
+    pub step_id: Cow<'a, str>,
+    pub identity: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Cow<'a, Value>>,
+}
+
+/// The params of `finish_workflow`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkflowParams<'a> {
+    pub workflow_id: Cow<'a, str>,
+}
+
+/// The result of `list_sessions`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListResult {
+    #[serde(default, deserialize_with = "nullable")]
+    pub sessions: Vec<Summary>,
+}
+
+/// The params of `fork`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkRequest<'a> {
+    pub session_id: Cow<'a, str>,
+    pub new_id: Cow<'a, str>,
+    /// `None`: the latest generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_generation: Option<u64>,
+}
+
+/// The result of `export` through libcairn: the envelope as JSON itself.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExportResult {
+    #[serde(default)]
+    pub envelope: Value,
+}
+
+/// The params of `import`: an envelope (or a bare session) as JSON.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImportParams<'a> {
+    pub envelope: Cow<'a, Value>,
+}
+
+/// The single-file JSON form of a session that `export` writes and
+/// `import` reads: the snapshot's own fields in `session`, its records
+/// beside it. Loop and workflow checkpoints are not exported.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    #[serde(default)]
+    pub schema_version: i64,
+    #[serde(default)]
+    pub session: Option<Snapshot>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub artifacts: Vec<Artifact>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub traces: Vec<Trace>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub runs: Vec<Run>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub verifications: Vec<Verification>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub subagent_tasks: Vec<SubagentTask>,
+    #[serde(default)]
+    pub handoff: Option<Handoff>,
+    #[serde(default)]
+    pub runtime: Option<Runtime>,
+}
+
+/// The params of the wire's `hello` (libcairn's `hello` takes none and
+/// sends its own).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelloParams<'a> {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<Cow<'a, str>>,
+}
+
+/// The params of `subscribe` (empty `events`: all).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubscribeParams<'a> {
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nullable"
+    )]
+    pub events: Vec<Cow<'a, str>>,
+}
+
+/// The result of the wire's `subscribe` and `unsubscribe`: the
+/// connection's subscription afterwards.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubscribeResult {
+    #[serde(default, deserialize_with = "nullable")]
+    pub events: Vec<String>,
+}
+
+/// The result of libcairn's `subscribe`: an id for `nextEvent` and
+/// `unsubscribe`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LibSubscription {
+    pub subscription: u64,
+}
+
+/// The params of libcairn's `nextEvent` and `unsubscribe`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextEventParams {
+    pub subscription: u64,
+    /// How long `nextEvent` may wait; `None`: the longest (60 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// One event of a libcairn subscription, or none when the wait ran out;
+/// `closed` once the subscription has ended; `dropped` counts the events
+/// lost so far.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NextEventResult {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<Event>,
+    #[serde(default)]
+    pub closed: bool,
+    #[serde(default)]
+    pub dropped: u64,
+}
+
+/// The data of `session.committed`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionCommittedData {
+    pub session_id: String,
+    pub generation: u64,
+}
+
+/// The data of `session.deleted`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionDeletedData {
+    pub session_id: String,
+}
+
+/// The data of `run.checkpointed`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCheckpointedData {
+    pub session_id: String,
+    pub run_id: String,
+    pub turn: i64,
+    pub generation: u64,
+}
+
+/// The data of `run.completed`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCompletedData {
+    pub session_id: String,
+    pub run_id: String,
+    pub status: String,
+    pub generation: u64,
+}
+
+/// The data of `run.resumed`: `run_id` is the new run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunResumedData {
+    pub session_id: String,
+    pub run_id: String,
+    pub resumed_from: String,
+    pub generation: u64,
+}
+
+/// The data of `workflow.step_completed`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkflowStepCompletedData {
+    pub workflow_id: String,
+    pub step_id: String,
+}
+
+/// The data of `file.changed`: kind is added, modified, deleted or
+/// overflow.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChangedData {
+    pub path: String,
+    pub kind: String,
+}
+
+/// The data of `events.dropped`: how many events were lost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DroppedData {
+    pub dropped: u64,
+}
+
+/// The params of `handoff` (and of every method that names one session).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionParams<'a> {
+    pub session_id: Cow<'a, str>,
+}
+
+/// The params of `handoff`.
+pub type HandoffRequest<'a> = SessionParams<'a>;
+
+/// The params of `changes`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangesParams<'a> {
+    /// The clock of an earlier answer; `None`: everything (a fresh
+    /// instance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<Cow<'a, str>>,
+}
+
+/// The params of `runtime_check`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeCheckRequest<'a> {
+    pub session_id: Cow<'a, str>,
+    /// Per health check, in milliseconds; `None`: the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// The params of `runtime_restart`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeRestartRequest<'a> {
+    pub session_id: Cow<'a, str>,
+    /// The recorded process's name.
+    pub name: Cow<'a, str>,
+    /// How long the health check may take to pass after the start, in
+    /// milliseconds; `None`: the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}

@@ -1,0 +1,321 @@
+//! The binding checked against the one schema of the wire shapes
+//! (api/schema.json) and its fixtures (api/fixtures/<Type>.json), which
+//! the Go tests and every binding's share:
+//!   - every fixture deserializes into the Rust type of its name and
+//!     serializes back to the same JSON value, so a missing field, an extra
+//!     field or a misspelt one fails; a fixture without a Rust type fails;
+//!   - every method of the schema has a client call (a table of fn
+//!     pointers, so the compiler checks each call), and libcairn knows the
+//!     method each one sends.
+//!
+//! The api directory is the repository's (or `$CAIRN_API_DIR`).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use cairn::*;
+use common::*;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+fn api_dir() -> PathBuf {
+    match std::env::var_os("CAIRN_API_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../api"),
+    }
+}
+
+/// Whether the repository has the api package yet (a tree from before it
+/// has nothing to check against; once api/ exists, its schema and fixtures
+/// are required).
+fn have_api() -> bool {
+    let ok = api_dir().is_dir();
+    if !ok {
+        eprintln!("skipped: {} does not exist", api_dir().display());
+    }
+    ok
+}
+
+fn read_json(p: &std::path::Path) -> Value {
+    let b = std::fs::read(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
+    serde_json::from_slice(&b).unwrap_or_else(|e| panic!("parse {}: {e}", p.display()))
+}
+
+/// Decodes a fixture into T and encodes it again.
+type RoundTrip = fn(&Value) -> Result<Value, String>;
+
+fn rt<T: DeserializeOwned + Serialize>(v: &Value) -> Result<Value, String> {
+    let t: T = serde_json::from_value(v.clone()).map_err(|e| format!("decode: {e}"))?;
+    serde_json::to_value(&t).map_err(|e| format!("encode: {e}"))
+}
+
+/// Every type of the schema, by its Go name, and the Rust type that holds
+/// it.
+const TYPES: &[(&str, RoundTrip)] = &[
+    // package session: the objects
+    ("Snapshot", rt::<Snapshot>),
+    ("Change", rt::<Change>),
+    ("Workspace", rt::<Workspace>),
+    ("Artifact", rt::<Artifact>),
+    ("Trace", rt::<Trace>),
+    ("Usage", rt::<Usage>),
+    ("Run", rt::<Run>),
+    ("Verification", rt::<Verification>),
+    ("Check", rt::<Check>),
+    ("SubagentTask", rt::<SubagentTask>),
+    ("Handoff", rt::<Handoff>),
+    ("Restart", rt::<Restart>),
+    ("ReviewedVersion", rt::<ReviewedVersion>),
+    ("NextStep", rt::<NextStep>),
+    ("Runtime", rt::<Runtime>),
+    ("Process", rt::<Process>),
+    ("HealthCheck", rt::<HealthCheck>),
+    ("Preview", rt::<Preview>),
+    ("ManifestRef", rt::<ManifestRef>),
+    ("LoopCheckpoint", rt::<LoopCheckpoint>),
+    ("StepRecord", rt::<StepRecord>),
+    ("Summary", rt::<Summary>),
+    ("Capabilities", rt::<Capabilities>),
+    // package api: params and results
+    ("Empty", rt::<Empty>),
+    ("HelloParams", rt::<HelloParams<'static>>),
+    ("HelloResult", rt::<HelloResult>),
+    ("HelloCapabilities", rt::<HelloCapabilities>),
+    ("Limits", rt::<Limits>),
+    ("StatusResult", rt::<StatusResult>),
+    ("FilesStatus", rt::<FilesStatus>),
+    ("LibStatus", rt::<LibStatus>),
+    ("SubscribeParams", rt::<SubscribeParams<'static>>),
+    ("SubscribeResult", rt::<SubscribeResult>),
+    ("LibSubscription", rt::<LibSubscription>),
+    ("NextEventParams", rt::<NextEventParams>),
+    ("NextEventResult", rt::<NextEventResult>),
+    ("SessionParams", rt::<SessionParams<'static>>),
+    ("SaveRequest", rt::<SaveRequest<'static>>),
+    ("SaveResult", rt::<SaveResult>),
+    ("Drift", rt::<Drift>),
+    ("InterruptedRun", rt::<InterruptedRun>),
+    ("ResumeSessionResult", rt::<ResumeSessionResult>),
+    ("BeginRunRequest", rt::<BeginRunRequest<'static>>),
+    ("BeginRunResult", rt::<BeginRunResult>),
+    ("CheckpointRequest", rt::<CheckpointRequest<'static>>),
+    ("CheckpointResult", rt::<CheckpointResult>),
+    ("CompleteRunRequest", rt::<CompleteRunRequest<'static>>),
+    ("CompleteRunResult", rt::<CompleteRunResult>),
+    ("ResumeRunRequest", rt::<ResumeRunRequest<'static>>),
+    ("ResumeRunResult", rt::<ResumeRunResult>),
+    ("StepSpec", rt::<StepSpec>),
+    ("BeginWorkflowRequest", rt::<BeginWorkflowRequest<'static>>),
+    ("BeginWorkflowResult", rt::<BeginWorkflowResult>),
+    ("CompleteStepRequest", rt::<CompleteStepRequest<'static>>),
+    ("WorkflowParams", rt::<WorkflowParams<'static>>),
+    ("ListResult", rt::<ListResult>),
+    ("ForkRequest", rt::<ForkRequest<'static>>),
+    ("ForkResult", rt::<ForkResult>),
+    ("ExportResult", rt::<ExportResult>),
+    ("ImportParams", rt::<ImportParams<'static>>),
+    ("ImportResult", rt::<ImportResult>),
+    ("Envelope", rt::<Envelope>),
+    ("ChangesParams", rt::<ChangesParams<'static>>),
+    ("ChangeSet", rt::<ChangeSet>),
+    ("HandoffRequest", rt::<HandoffRequest<'static>>),
+    ("HandoffMissing", rt::<HandoffMissing>),
+    ("HandoffResult", rt::<HandoffResult>),
+    ("RuntimeCheckRequest", rt::<RuntimeCheckRequest<'static>>),
+    ("ProcessState", rt::<ProcessState>),
+    ("PreviewState", rt::<PreviewState>),
+    ("RuntimeCheckResult", rt::<RuntimeCheckResult>),
+    (
+        "RuntimeRestartRequest",
+        rt::<RuntimeRestartRequest<'static>>,
+    ),
+    ("RestartResult", rt::<RestartResult>),
+    // events
+    ("Event", rt::<Event>),
+    ("SessionCommittedData", rt::<SessionCommittedData>),
+    ("SessionDeletedData", rt::<SessionDeletedData>),
+    ("RunCheckpointedData", rt::<RunCheckpointedData>),
+    ("RunCompletedData", rt::<RunCompletedData>),
+    ("RunResumedData", rt::<RunResumedData>),
+    ("WorkflowStepCompletedData", rt::<WorkflowStepCompletedData>),
+    ("FileChangedData", rt::<FileChangedData>),
+    ("DroppedData", rt::<DroppedData>),
+];
+
+/// JSON equality, except that numbers compare by value: JSON does not tell
+/// 1 from 1.0, and Go writes a whole float64 without the point.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            x == y || (x.is_f64() || y.is_f64()) && x.as_f64() == y.as_f64()
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Where two JSON values differ, as paths, for the failure message.
+fn diff(path: &str, want: &Value, got: &Value, out: &mut Vec<String>) {
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => {
+            for (k, v) in w {
+                match g.get(k) {
+                    None => out.push(format!("{path}.{k}: dropped (the Rust type lacks it)")),
+                    Some(x) => diff(&format!("{path}.{k}"), v, x, out),
+                }
+            }
+            for k in g.keys().filter(|k| !w.contains_key(*k)) {
+                out.push(format!("{path}.{k}: added (the fixture lacks it)"));
+            }
+        }
+        (Value::Array(w), Value::Array(g)) if w.len() == g.len() => {
+            for (i, (v, x)) in w.iter().zip(g).enumerate() {
+                diff(&format!("{path}[{i}]"), v, x, out);
+            }
+        }
+        _ if same(want, got) => {}
+        _ => out.push(format!("{path}: want {want}, got {got}")),
+    }
+}
+
+#[test]
+fn fixtures_round_trip() {
+    if !have_api() {
+        return;
+    }
+    let dir = api_dir().join("fixtures");
+    let mut seen = BTreeSet::new();
+    let mut failures = Vec::new();
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let Some((_, round_trip)) = TYPES.iter().find(|(n, _)| *n == name) else {
+            failures.push(format!("{name}: no Rust type is mapped to this fixture"));
+            continue;
+        };
+        seen.insert(name.clone());
+        let fixture = read_json(&path);
+        match round_trip(&fixture) {
+            Err(e) => failures.push(format!("{name}: {e}")),
+            Ok(back) => {
+                let mut d = Vec::new();
+                diff("", &fixture, &back, &mut d);
+                failures.extend(d.into_iter().map(|x| format!("{name}{x}")));
+            }
+        }
+    }
+    assert!(!seen.is_empty(), "no fixtures in {}", dir.display());
+    assert!(
+        failures.is_empty(),
+        "{} fixture failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Calls one method through the client, with whatever arguments (the
+/// answer may be an error; only the method's existence is checked).
+type Call = fn(&Client) -> Result<()>;
+
+/// Every method of the schema and the client call that sends it.
+const METHODS: &[(&str, Call)] = &[
+    ("hello", |c| c.hello().map(drop)),
+    ("status", |c| c.status().map(drop)),
+    ("subscribe", |c| {
+        c.subscribe(&[events::SESSION_COMMITTED]).map(drop)
+    }),
+    ("unsubscribe", |c| c.subscribe(&[])?.close()),
+    ("save", |c| {
+        c.save("m", &Change::append_messages([json!(1)]), None)
+            .map(drop)
+    }),
+    ("resumeSession", |c| c.resume_session("m").map(drop)),
+    ("beginRun", |c| c.begin_run("m", None).map(drop)),
+    ("checkpoint", |c| {
+        c.checkpoint(&CheckpointRequest {
+            run_id: "nope".into(),
+            turn: 1,
+            ..Default::default()
+        })
+        .map(drop)
+    }),
+    ("completeRun", |c| {
+        c.complete_run(&CompleteRunRequest {
+            run_id: "nope".into(),
+            status: run_status::COMPLETED.into(),
+            ..Default::default()
+        })
+        .map(drop)
+    }),
+    ("resumeRun", |c| c.resume_run("nope", None, None).map(drop)),
+    ("beginWorkflow", |c| {
+        c.begin_workflow("w", &[StepSpec::new("a", "ia")], None)
+            .map(drop)
+    }),
+    ("completeStep", |c| {
+        c.complete_step("w", "a", "ia", None, None)
+    }),
+    ("finishWorkflow", |c| c.finish_workflow("w")),
+    ("list", |c| c.list_sessions().map(drop)),
+    ("delete", |c| c.delete("nope")),
+    ("fork", |c| c.fork("m", "m2", None).map(drop)),
+    ("export", |c| c.export("m").map(drop)),
+    ("import", |c| c.import(&json!({})).map(drop)),
+    ("changes", |c| c.changes(None).map(drop)),
+    ("handoff", |c| c.handoff("m").map(drop)),
+    ("runtime.check", |c| c.runtime_check("m", None).map(drop)),
+    ("runtime.restart", |c| {
+        c.runtime_restart("m", "nope", None).map(drop)
+    }),
+];
+
+#[test]
+fn every_method_has_a_call() {
+    if !have_api() {
+        return;
+    }
+    let schema = read_json(&api_dir().join("schema.json"));
+    let methods = schema["methods"]
+        .as_array()
+        .expect("schema.json: methods is a list");
+    let names: BTreeSet<&str> = methods
+        .iter()
+        .map(|m| m["name"].as_str().expect("a method has a name"))
+        .collect();
+    assert!(!names.is_empty());
+    let table: BTreeSet<&str> = METHODS.iter().map(|(n, _)| *n).collect();
+    let missing: Vec<_> = names.difference(&table).collect();
+    let extra: Vec<_> = table.difference(&names).collect();
+    assert!(
+        missing.is_empty(),
+        "methods without a client call: {missing:?}"
+    );
+    assert!(
+        extra.is_empty(),
+        "calls of methods the schema lacks: {extra:?}"
+    );
+
+    // Each call reaches libcairn under a name it serves.
+    let ws = TempDir::new("sch");
+    let c = embedded(&ws);
+    for (name, call) in METHODS {
+        if let Err(e) = call(&c) {
+            assert!(
+                !matches!(e.code, ErrorCode::MethodNotFound | ErrorCode::BadRequest),
+                "{name}: {e}"
+            );
+        }
+    }
+}
