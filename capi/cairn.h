@@ -9,7 +9,7 @@
  *
  * Conventions
  *   - Every function returns 0 (CAIRN_OK) on success and a negative
- *     CAIRN_E_* code on failure. cairn_submit may also return CAIRN_PENDING.
+ *     CAIRN_E_* code on failure.
  *   - On failure, *err receives a NUL-terminated JSON object
  *     {"code": "<stable code>", "message": "<text>"} that the caller frees
  *     with cairn_free. err may be NULL when the caller does not want it.
@@ -19,7 +19,10 @@
  *   - Requests and responses are JSON (UTF-8). Binary artifact bytes travel
  *     base64-encoded. The methods and their params and results are those of
  *     protocol/PROTOCOL.md, with the same names; see also "Methods" below.
- *   - Handles are opaque integers. Every function is safe to call from many
+ *   - Handles and tickets are opaque integers, looked up in tables under a
+ *     lock: an unknown, closed or already used one is an error
+ *     (CAIRN_E_BAD_HANDLE, CAIRN_E_BAD_TICKET), never undefined behaviour.
+ *     Every function is safe to call from many
  *     threads at once, on one handle or several.
  *
  * The fork rule
@@ -40,11 +43,13 @@
 extern "C" {
 #endif
 
-#define CAIRN_ABI_VERSION 1
+/* 2: cairn_submit lost its spin_us, response and response_len parameters
+ * (its outcome always comes through cairn_take); CAIRN_PENDING is gone;
+ * CAIRN_E_BAD_TICKET is new. */
+#define CAIRN_ABI_VERSION 2
 
 /* Return codes. The JSON error's "code" names the same condition. */
 #define CAIRN_OK                       0
-#define CAIRN_PENDING                  1   /* cairn_submit: not done yet; see cairn_take */
 #define CAIRN_E_INTERNAL              -1   /* "internal": I/O failure, broken invariant */
 #define CAIRN_E_INVALID_ARGUMENT      -2   /* "invalid_argument" (also bad JSON, unknown params field) */
 #define CAIRN_E_NOT_FOUND             -3   /* "not_found" */
@@ -57,9 +62,10 @@ extern "C" {
 #define CAIRN_E_LOCKED               -10   /* "locked": another process holds the workspace store */
 #define CAIRN_E_UNAVAILABLE          -11   /* "unavailable": no daemon, connection lost, shutting down */
 #define CAIRN_E_FORKED               -12   /* "forked": called in a forked child (see the fork rule) */
-#define CAIRN_E_BAD_HANDLE           -13   /* "bad_handle": unknown or closed handle or ticket */
+#define CAIRN_E_BAD_HANDLE           -13   /* "bad_handle": unknown or closed handle */
 #define CAIRN_E_METHOD_NOT_FOUND     -14   /* "method_not_found" */
 #define CAIRN_E_BAD_REQUEST          -15   /* "bad_request": the daemon rejected the message */
+#define CAIRN_E_BAD_TICKET           -16   /* "bad_ticket": cairn_take of an unknown, unfinished or already taken ticket */
 
 /* cairn_version returns the library version, e.g. "0.1.0". The string is
  * static: do not free it. Never fails. */
@@ -92,37 +98,37 @@ int cairn_open(const char *options_json, uint64_t *handle, char **err);
 int cairn_call(uint64_t handle, const char *method, const uint8_t *request, size_t request_len,
                uint8_t **response, size_t *response_len, char **err);
 
-/* cairn_submit runs one method on a thread the library owns, so the calling
- * thread never enters the Go runtime. It is for hosts whose threads are
- * expensive for Go to enter (the Node.js main thread through koffi: about
- * 100 us a call) and for event loops that must not block on long calls.
- * The hand-off itself costs tens of microseconds (thread wake-ups), so
- * quick calls are cheaper through cairn_call from a thread Go enters
- * cheaply (any thread but a koffi-driven main thread). It waits up to spin_us
- * microseconds for the answer:
- *   CAIRN_OK       done: *response and *response_len (or *err) are set as for
- *                  cairn_call, and *ticket is 0.
- *   CAIRN_PENDING  still running: *ticket identifies the call. When it
- *                  finishes, its ticket (8 bytes, native byte order) is
- *                  written to the pipe of cairn_completion_fd; then
- *                  cairn_take returns its outcome.
- *   CAIRN_E_*      the call could not be submitted (or finished failing).
- * The request bytes are copied; the caller may free them at once. */
-int cairn_submit(uint64_t handle, const char *method, const uint8_t *request, size_t request_len,
-                 uint32_t spin_us, uint64_t *ticket, uint8_t **response, size_t *response_len, char **err);
+/* cairn_submit queues one method call for a thread the library owns and
+ * returns at once, so the calling thread never enters the Go runtime and
+ * never waits. It is for event loops (Node.js through koffi, where entering
+ * Go from the main thread costs about 100 us a call). The request bytes are
+ * copied; the caller may free them at once.
+ *   CAIRN_OK   queued: *ticket (never 0) identifies the call. When the call
+ *              finishes, its ticket (8 bytes, native byte order) is written
+ *              to the pipe of cairn_completion_fd; then cairn_take returns
+ *              its outcome. Every outcome, success or error, comes that way
+ *              (a call on a closed handle, too).
+ *   CAIRN_E_*  the call could not be queued (CAIRN_E_INVALID_ARGUMENT,
+ *              CAIRN_E_FORKED, CAIRN_E_INTERNAL); *ticket is 0.
+ * A ticket that is never taken keeps its call's result in memory. */
+int cairn_submit(uint64_t handle, const char *method, const uint8_t *request, size_t request_len, uint64_t *ticket,
+                 char **err);
 
 /* cairn_completion_fd returns (in *fd) the read end of the pipe on which
- * finished tickets of pending cairn_submit calls are written. It is the same
- * fd for the life of the process, shared by every handle; do not close it.
- * No library thread ever blocks on it: tickets that find the pipe full wait
- * in memory and are written as the host takes tickets. Returns CAIRN_OK,
+ * the tickets of finished cairn_submit calls are written. It is the same fd
+ * for the life of the process, shared by every handle; do not close it, and
+ * read it from one place only (each ticket is written once). No library
+ * thread ever blocks on it: tickets that find the pipe full wait in memory
+ * and are written as the host takes tickets. Returns CAIRN_OK,
  * CAIRN_E_FORKED or CAIRN_E_INTERNAL. */
 int cairn_completion_fd(int *fd, char **err);
 
-/* cairn_take returns the outcome of a finished pending call (its ticket was
- * read from the completion pipe) exactly as cairn_call would, and releases
- * the ticket. Returns that outcome's code, or CAIRN_E_BAD_HANDLE for a
- * ticket that is unknown, already taken or not finished. */
+/* cairn_take returns the outcome of a finished call (its ticket was read
+ * from the completion pipe) exactly as cairn_call would, and releases the
+ * ticket. The ticket is looked up in the library's ticket table, so any
+ * value is safe to pass: one that was never issued, was already taken, or
+ * whose call has not finished gets CAIRN_E_BAD_TICKET ("bad_ticket").
+ * Plain C: it never enters the Go runtime. */
 int cairn_take(uint64_t ticket, uint8_t **response, size_t *response_len, char **err);
 
 /* cairn_free frees a buffer returned by this library. NULL is a no-op. */

@@ -1,27 +1,22 @@
 // shim.c — the C entry points of libcairn (see cairn.h). They guard against
 // use in a forked child before anything enters the Go runtime, and implement
-// cairn_submit: a hand-off to a thread the Go runtime owns, so that hosts
-// whose threads are costly for Go to enter (koffi switches stacks, which
-// makes every cgo callback re-read the thread's stack bounds through
-// pthread_getattr_np, which for the main thread parses /proc/self/maps)
-// never enter Go at all.
+// cairn_submit, cairn_completion_fd and cairn_take in plain C: a hand-off to
+// a thread the Go runtime owns, so that hosts whose threads are costly for
+// Go to enter (koffi switches stacks, which makes every cgo callback re-read
+// the thread's stack bounds through pthread_getattr_np, which for the main
+// thread parses /proc/self/maps) never enter Go at all.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cairn.h"
 #include "shim.h"
-
-#define REQ_MAGIC 0x6361697266726571ULL /* "cairfreq" */
-enum { REQ_RUNNING = 0, REQ_DONE = 1, REQ_DETACHED = 2 };
 
 static atomic_int forked;
 static pid_t init_pid;
@@ -101,6 +96,75 @@ static pthread_mutex_t queue_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t queue_cv = PTHREAD_COND_INITIALIZER;
 static cairn_req *queue_head, *queue_tail;
 
+/* The ticket table: every submitted call that has not been taken yet, like
+ * the handle table for handles. A ticket is (generation << 32) | slot. A
+ * slot's generation changes each time its call is taken, so a ticket that
+ * was already taken, or never issued, matches no call: cairn_take looks it
+ * up under the lock and answers CAIRN_E_BAD_TICKET, never touching freed
+ * memory. (A ticket number repeats only after 2^32 calls have gone through
+ * the same slot.) Free slots form a stack, so the table holds at most as
+ * many slots as calls were ever pending at once. */
+struct ticket_slot {
+	uint32_t gen;   /* never 0, so no ticket is 0 */
+	cairn_req *req; /* NULL when free */
+};
+static pthread_mutex_t tickets_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct ticket_slot *slots;
+static uint32_t *free_slots;
+static size_t slots_len, slots_cap, free_len;
+
+/* ticket_add registers r and sets r->ticket; 0 when out of memory. */
+static int ticket_add(cairn_req *r) {
+	pthread_mutex_lock(&tickets_mu);
+	uint32_t i;
+	if (free_len > 0) {
+		i = free_slots[--free_len];
+	} else {
+		if (slots_len == slots_cap) {
+			size_t cap = slots_cap ? slots_cap * 2 : 64;
+			if (cap > UINT32_MAX) {
+				pthread_mutex_unlock(&tickets_mu);
+				return 0;
+			}
+			struct ticket_slot *grown = realloc(slots, cap * sizeof *grown);
+			if (!grown) {
+				pthread_mutex_unlock(&tickets_mu);
+				return 0;
+			}
+			slots = grown;
+			uint32_t *grown_free = realloc(free_slots, cap * sizeof *grown_free);
+			if (!grown_free) {
+				pthread_mutex_unlock(&tickets_mu);
+				return 0;
+			}
+			free_slots = grown_free;
+			slots_cap = cap;
+		}
+		i = (uint32_t)slots_len++;
+		slots[i].gen = 1;
+	}
+	slots[i].req = r;
+	r->ticket = ((uint64_t)slots[i].gen << 32) | i;
+	pthread_mutex_unlock(&tickets_mu);
+	return 1;
+}
+
+/* ticket_remove_locked frees the slot of a registered ticket. */
+static void ticket_remove_locked(uint64_t ticket) {
+	uint32_t i = (uint32_t)ticket;
+	slots[i].req = NULL;
+	if (++slots[i].gen == 0) slots[i].gen = 1;
+	free_slots[free_len++] = i;
+}
+
+/* ticket_find_locked returns the call of ticket, or NULL when the ticket is
+ * unknown or already taken. */
+static cairn_req *ticket_find_locked(uint64_t ticket) {
+	uint32_t i = (uint32_t)ticket, gen = (uint32_t)(ticket >> 32);
+	if (i >= slots_len || slots[i].gen != gen) return NULL;
+	return slots[i].req;
+}
+
 /* The completion pipe: [0] read end handed to the host, [1] write end. */
 static int completion_pipe[2] = {-1, -1};
 static pthread_once_t pipe_once = PTHREAD_ONCE_INIT;
@@ -173,64 +237,42 @@ cairn_req *cairn_shim_next(void) {
 }
 
 void cairn_shim_finish(cairn_req *r) {
-	int expected = REQ_RUNNING;
-	if (atomic_compare_exchange_strong((_Atomic int *)&r->state, &expected, REQ_DONE)) return;
-	/* The submitter stopped waiting: announce the ticket on the pipe. */
-	atomic_store((_Atomic int *)&r->state, REQ_DONE);
-	notify((uint64_t)(uintptr_t)r);
+	/* Read the ticket before publishing: once done is set, a host that
+	 * guessed the ticket may take (and free) r. */
+	uint64_t ticket = r->ticket;
+	atomic_store_explicit((_Atomic int *)&r->done, 1, memory_order_release);
+	notify(ticket);
 }
 
 static void release(cairn_req *r) {
-	r->magic = 0;
 	free(r->method);
 	free(r->request);
 	free(r);
 }
 
-static int harvest(cairn_req *r, uint8_t **response, size_t *response_len, char **err) {
-	int rc = r->rc;
-	if (rc == CAIRN_OK) {
-		*response = r->response;
-		*response_len = r->response_len;
-		free(r->err);
-	} else {
-		free(r->response);
-		if (err) *err = r->err;
-		else free(r->err);
-	}
-	release(r);
-	return rc;
-}
-
-static uint64_t now_us(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-int cairn_submit(uint64_t handle, const char *method, const uint8_t *request, size_t request_len,
-                 uint32_t spin_us, uint64_t *ticket, uint8_t **response, size_t *response_len, char **err) {
+int cairn_submit(uint64_t handle, const char *method, const uint8_t *request, size_t request_len, uint64_t *ticket,
+                 char **err) {
 	if (err) *err = NULL;
-	if (response) *response = NULL;
-	if (response_len) *response_len = 0;
 	if (ticket) *ticket = 0;
 	FORK_GUARD(err);
-	if (!method || !ticket || !response || !response_len || (!request && request_len))
-		return fail(err, CAIRN_E_INVALID_ARGUMENT, "invalid_argument", "method, ticket, response and response_len are required");
+	if (!method || !ticket || (!request && request_len))
+		return fail(err, CAIRN_E_INVALID_ARGUMENT, "invalid_argument", "method and ticket are required");
 	pthread_once(&pipe_once, make_pipe);
 	if (completion_pipe[1] < 0) return fail(err, CAIRN_E_INTERNAL, "internal", strerror(pipe_errno));
 	cairn_req *r = calloc(1, sizeof *r);
 	if (!r) return fail(err, CAIRN_E_INTERNAL, "internal", "out of memory");
-	r->magic = REQ_MAGIC;
 	r->handle = handle;
 	r->method = strdup(method);
 	r->request_len = request_len;
 	r->request = malloc(request_len ? request_len : 1);
-	if (!r->method || !r->request) {
+	if (!r->method || !r->request || !ticket_add(r)) {
 		release(r);
 		return fail(err, CAIRN_E_INTERNAL, "internal", "out of memory");
 	}
 	if (request_len) memcpy(r->request, request, request_len);
+	/* The ticket is set before the call is queued: it may finish (and its
+	 * ticket reach the pipe) before this function returns. */
+	*ticket = r->ticket;
 
 	pthread_mutex_lock(&queue_mu);
 	if (queue_tail) queue_tail->next = r;
@@ -238,23 +280,7 @@ int cairn_submit(uint64_t handle, const char *method, const uint8_t *request, si
 	queue_tail = r;
 	pthread_cond_signal(&queue_cv);
 	pthread_mutex_unlock(&queue_mu);
-
-	/* Wait a little for a quick answer, yielding the CPU so the Go thread
-	 * can run on a machine with few cores. */
-	if (spin_us > 0) {
-		uint64_t deadline = now_us() + spin_us;
-		do {
-			if (atomic_load_explicit((_Atomic int *)&r->state, memory_order_acquire) == REQ_DONE)
-				return harvest(r, response, response_len, err);
-			sched_yield();
-		} while (now_us() < deadline);
-	}
-	int expected = REQ_RUNNING;
-	if (atomic_compare_exchange_strong((_Atomic int *)&r->state, &expected, REQ_DETACHED)) {
-		*ticket = (uint64_t)(uintptr_t)r;
-		return CAIRN_PENDING;
-	}
-	return harvest(r, response, response_len, err); /* finished just now */
+	return CAIRN_OK;
 }
 
 int cairn_completion_fd(int *fd, char **err) {
@@ -267,19 +293,38 @@ int cairn_completion_fd(int *fd, char **err) {
 	return CAIRN_OK;
 }
 
-/* A ticket is the address of its request; each is taken exactly once.
- * Passing anything else is undefined behaviour, as with any pointer. */
 int cairn_take(uint64_t ticket, uint8_t **response, size_t *response_len, char **err) {
 	if (err) *err = NULL;
 	if (response) *response = NULL;
 	if (response_len) *response_len = 0;
 	FORK_GUARD(err);
-	cairn_req *r = (cairn_req *)(uintptr_t)ticket;
-	if (!r || !response || !response_len)
-		return fail(err, CAIRN_E_INVALID_ARGUMENT, "invalid_argument", "ticket, response and response_len are required");
-	if (r->magic != REQ_MAGIC || atomic_load((_Atomic int *)&r->state) != REQ_DONE)
-		return fail(err, CAIRN_E_BAD_HANDLE, "bad_handle", "unknown, unfinished or already taken ticket");
-	int rc = harvest(r, response, response_len, err);
+	if (!response || !response_len)
+		return fail(err, CAIRN_E_INVALID_ARGUMENT, "invalid_argument", "response and response_len are required");
+	pthread_mutex_lock(&tickets_mu);
+	cairn_req *r = ticket_find_locked(ticket);
+	if (!r) {
+		pthread_mutex_unlock(&tickets_mu);
+		return fail(err, CAIRN_E_BAD_TICKET, "bad_ticket", "unknown or already taken ticket");
+	}
+	if (!atomic_load_explicit((_Atomic int *)&r->done, memory_order_acquire)) {
+		pthread_mutex_unlock(&tickets_mu);
+		return fail(err, CAIRN_E_BAD_TICKET, "bad_ticket",
+		            "the ticket's call has not finished (take a ticket once it is read from the completion pipe)");
+	}
+	ticket_remove_locked(ticket);
+	pthread_mutex_unlock(&tickets_mu);
+
+	int rc = r->rc;
+	if (rc == CAIRN_OK) {
+		*response = r->response;
+		*response_len = r->response_len;
+		free(r->err);
+	} else {
+		free(r->response);
+		if (err) *err = r->err;
+		else free(r->err);
+	}
+	release(r);
 	/* The host read a ticket, so the pipe may have room for queued ones. */
 	pthread_mutex_lock(&notify_mu);
 	flush_locked();

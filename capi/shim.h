@@ -8,7 +8,7 @@
 
 /* A call handed to a library-owned thread by cairn_submit. */
 typedef struct cairn_req {
-	uint64_t magic;
+	uint64_t ticket;       /* its id in the ticket table (shim.c) */
 	uint64_t handle;
 	char *method;          /* malloc'd copy */
 	uint8_t *request;      /* malloc'd copy */
@@ -17,7 +17,7 @@ typedef struct cairn_req {
 	size_t response_len;
 	char *err;             /* set by the Go side (malloc'd) */
 	int rc;
-	int state;             /* REQ_RUNNING, REQ_DONE or REQ_DETACHED; atomic */
+	int done;              /* set (atomically) once the Go side filled it in */
 	struct cairn_req *next;
 } cairn_req;
 

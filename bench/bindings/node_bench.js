@@ -7,9 +7,8 @@
 //   {"lang":"node","mode":"embedded","op":"status","median_us":..,"p99_us":..}
 //
 // Environment: CAIRN_BENCH_N (status iterations, default 20000),
-// CAIRN_BENCH_SAVES (saves, default 2000), CAIRN_SPIN_US (spin window,
-// default the binding's), CAIRN_DAEMON (default <repo>/build/cairnd),
-// CAIRN_LIBRARY (default: found by the binding).
+// CAIRN_BENCH_SAVES (saves, default 2000), CAIRN_DAEMON (default
+// <repo>/build/cairnd), CAIRN_LIBRARY (default: found by the binding).
 
 const fs = require('fs');
 const os = require('os');
@@ -21,7 +20,6 @@ const cairn = require(path.join(REPO, 'bindings', 'node'));
 const N = parseInt(process.env.CAIRN_BENCH_N || '20000', 10);
 const SAVES = parseInt(process.env.CAIRN_BENCH_SAVES || '2000', 10);
 const DAEMON = process.env.CAIRN_DAEMON || path.join(REPO, 'build', 'cairnd');
-const spinUs = process.env.CAIRN_SPIN_US === undefined ? undefined : parseInt(process.env.CAIRN_SPIN_US, 10);
 
 function pct(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
@@ -66,7 +64,6 @@ async function run(mode) {
   let c;
   try {
     const opts = mode === 'embedded' ? { workspace: ws, embedded: true } : { workspace: ws, daemon: DAEMON, daemonArgs: ['--idle-timeout=60s'] };
-    if (spinUs !== undefined) opts.spinUs = spinUs;
     c = await cairn.connect(opts);
     const st = await c.status();
     if (st.daemon) pid = st.daemon.pid;

@@ -3,11 +3,37 @@
 // Method names and options are camelCase. The documents that travel through
 // cairn (snapshots, changes, results, envelopes) keep their wire names
 // (snake_case, as in protocol/PROTOCOL.md and the C API's JSON), because
-// they are the stored format shared with every other language. Opaque host
-// values (messages, state, step results, metadata values) are any JSON value.
+// they are the stored format shared with every other language: their types
+// are generated from api/schema.json into wire.d.ts, with the Go type names,
+// and re-exported here. Opaque host values (messages, state, step results,
+// metadata values) are any JSON value.
 
-/** Any JSON value. */
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+import type {
+  BeginRunResult,
+  ChangeSet,
+  CheckpointResult,
+  CompleteRunResult,
+  Envelope,
+  Event,
+  ForkResult,
+  HandoffResult,
+  HelloResult,
+  ImportResult,
+  Json,
+  LibStatus,
+  Methods,
+  RestartResult,
+  ResumeRunResult,
+  ResumeSessionResult,
+  RuntimeCheckResult,
+  Snapshot,
+  Change,
+  StepRecord,
+  Summary,
+  Usage,
+} from './wire';
+
+export * from './wire';
 
 export interface ConnectOptions {
   /** Directory of the workspace (default "."). */
@@ -20,138 +46,15 @@ export interface ConnectOptions {
   autoStart?: boolean;
   /** Extra arguments for a daemon this call starts, e.g. ["--idle-timeout=30s"]. */
   daemonArgs?: string[];
-  /**
-   * How long (microseconds) a call waits on the calling thread for a quick
-   * answer before it is left to the completion pipe. Default DEFAULT_SPIN_US.
-   */
-  spinUs?: number;
-  /**
-   * Use the fast lane (a worker thread that runs quick calls with
-   * cairn_call) in front of cairn_submit. Default true, or false when the
-   * CAIRN_NODE_LANE environment variable is "0".
-   */
-  lane?: boolean;
-  /**
-   * How long (microseconds) the lane thread stays hot after a call before it
-   * sleeps. Process-wide: the first connect that starts the lane sets it.
-   * Default DEFAULT_LANE_IDLE_SPIN_US.
-   */
-  laneIdleSpinUs?: number;
-}
-
-export interface Usage {
-  input_tokens?: number;
-  output_tokens?: number;
-  total_tokens?: number;
-  cost?: number;
-}
-
-export interface Artifact {
-  id: string;
-  kind?: string;
-  name?: string;
-  media_type?: string;
-  run_id?: string;
-  sha256?: string;
-  size?: number;
-  /** Base64 of the bytes. */
-  data?: string;
-  path?: string;
-}
-
-export interface Trace {
-  seq: number;
-  time: string;
-  run_id?: string;
-  type: string;
-  data?: Json;
-}
-
-export interface Run {
-  run_id: string;
-  status: 'running' | 'completed' | 'interrupted' | 'failed' | string;
-  parent_run_id?: string;
-  started_at: string;
-  ended_at?: string;
-  usage: Usage;
-  tool_calls_count: number;
-}
-
-export interface Snapshot {
-  schema_version: number;
-  session_id: string;
-  generation?: number;
-  created_at?: string;
-  updated_at?: string;
-  workspace?: { root?: string; git_head?: string; git_branch?: string; git_dirty?: boolean };
-  agent?: Record<string, Json>;
-  metadata?: Record<string, Json>;
-  messages: Json[];
-  artifacts?: Artifact[];
-  traces?: Trace[];
-  runs?: Run[];
-  verifications?: Array<Record<string, Json>>;
-  subagent_tasks?: Array<Record<string, Json>>;
-  handoff?: Record<string, Json>;
-  runtime?: Record<string, Json>;
-  files?: { id?: string; clock?: string; entries?: number };
-  [key: string]: unknown;
-}
-
-/** A delta commit (see session.Change). */
-export interface Change {
-  schema_version?: number;
-  replace?: Snapshot;
-  workspace?: Snapshot['workspace'];
-  agent?: Record<string, Json>;
-  metadata?: Record<string, Json>;
-  append_messages?: Json[];
-  append_traces?: Trace[];
-  append_artifacts?: Artifact[];
-  upsert_runs?: Run[];
-  upsert_verifications?: Array<Record<string, Json>>;
-  upsert_subagent_tasks?: Array<Record<string, Json>>;
-  handoff?: Record<string, Json>;
-  runtime?: Record<string, Json>;
-  files?: Snapshot['files'];
-  [key: string]: unknown;
 }
 
 export interface SaveOptions {
-  snapshot?: Snapshot;
+  /** A whole snapshot; the library fills in what it owns (generation, times). */
+  snapshot?: Partial<Snapshot>;
+  /** A delta commit. */
   change?: Change;
   /** Fail with ConflictError unless the session is at this generation. */
   expectGeneration?: number;
-}
-
-export interface Drift {
-  tracked: boolean;
-  added: string[] | null;
-  modified: string[] | null;
-  deleted: string[] | null;
-}
-
-export interface InterruptedRun {
-  run_id: string;
-  status: string;
-  resumed_as?: string;
-  turn: number;
-  message_count: number;
-  usage: Usage;
-  tool_calls_count: number;
-  checkpointed_at: string;
-}
-
-export interface ResumeSessionResult {
-  snapshot: Snapshot;
-  generation: number;
-  drift: Drift;
-  interrupted_runs: InterruptedRun[] | null;
-}
-
-export interface BeginRunResult {
-  run_id: string;
-  generation: number;
 }
 
 export interface CheckpointOptions {
@@ -165,31 +68,14 @@ export interface CheckpointOptions {
   sessionId?: string;
 }
 
-export interface CheckpointResult {
-  generation: number;
-  message_count: number;
-}
-
 export interface CompleteRunOptions {
   usage?: Usage;
   toolCallsCount?: number;
   sessionId?: string;
 }
 
-export interface ResumeRunResult {
-  run_id: string;
-  resumed_from: string;
-  session_id: string;
-  messages: Json[];
-  turn: number;
-  usage: Usage;
-  tool_calls_count: number;
-  state?: Json;
-  files_touched_after_checkpoint: string[] | null;
-  files_tracked: boolean;
-}
-
-export interface StepSpec {
+/** A workflow step as the client methods take it. */
+export interface StepArg {
   stepId?: string;
   /** Alternative spelling of stepId. */
   step_id?: string;
@@ -197,63 +83,9 @@ export interface StepSpec {
   identity: string;
 }
 
-export interface StepRecord {
-  step_id: string;
-  identity: string;
-  result?: Json;
-  completed_at: string;
-}
-
-export interface ParallelStep<T = Json> extends StepSpec {
+export interface ParallelStep<T = Json> extends StepArg {
   /** Runs the step; its (JSON-serialisable) value is recorded as the step's result. */
   fn: () => T | Promise<T>;
-}
-
-export interface SessionSummary {
-  session_id: string;
-  generation: number;
-  created_at: string;
-  updated_at: string;
-  message_count: number;
-  runs?: Record<string, number>;
-  checkpoints: number;
-  size_bytes: number;
-}
-
-export interface ForkResult {
-  session_id: string;
-  generation: number;
-}
-
-export type ImportResult = ForkResult;
-
-export interface Event {
-  /** "session.committed", "session.deleted", "run.checkpointed", "run.completed", "run.resumed", "workflow.step_completed". */
-  event: string;
-  data: Record<string, Json>;
-}
-
-export interface StatusResult {
-  mode: 'embedded' | 'daemon';
-  version: string;
-  workspace: string;
-  pid: number;
-  daemon?: {
-    server_version: string;
-    protocol_version: number;
-    workspace: string;
-    socket: string;
-    pid: number;
-    started_at: string;
-    uptime_ms: number;
-    connections: number;
-    subscribers: number;
-    in_flight: number;
-    requests: number;
-    events_dropped: number;
-    state: string;
-    [key: string]: unknown;
-  };
 }
 
 export class Subscription implements AsyncIterableIterator<Event> {
@@ -276,9 +108,12 @@ export class Subscription implements AsyncIterableIterator<Event> {
 export class Client {
   readonly handle: number;
   readonly options: ConnectOptions;
-  /** Calls any method of the C API with JSON params. */
+  /** Calls any method of the C API with its JSON params. */
+  call<M extends keyof Methods>(method: M, params?: Methods[M]['params']): Promise<Methods[M]['result']>;
   call(method: string, params?: Json | object): Promise<any>;
-  status(): Promise<StatusResult>;
+  status(): Promise<LibStatus>;
+  /** The daemon's hello (daemon mode) or the engine's (embedded mode). */
+  hello(): Promise<HelloResult>;
   /** Saves a snapshot or a delta change; resolves to the new generation. */
   save(sessionId: string, options: SaveOptions): Promise<number>;
   resumeSession(sessionId: string): Promise<ResumeSessionResult>;
@@ -288,10 +123,10 @@ export class Client {
     runId: string,
     status: 'completed' | 'failed' | 'interrupted',
     options?: CompleteRunOptions
-  ): Promise<{ generation: number }>;
+  ): Promise<CompleteRunResult>;
   resumeRun(runId: string, options?: { sessionId?: string; newRunId?: string }): Promise<ResumeRunResult>;
   /** Opens (or reopens) a workflow; resolves to the steps already completed, in spec order. */
-  beginWorkflow(workflowId: string, steps: StepSpec[], options?: { sessionId?: string }): Promise<StepRecord[]>;
+  beginWorkflow(workflowId: string, steps: StepArg[], options?: { sessionId?: string }): Promise<StepRecord[]>;
   completeStep(
     workflowId: string,
     stepId: string,
@@ -311,13 +146,25 @@ export class Client {
     workflowId: string,
     options?: { sessionId?: string }
   ): Promise<T[]>;
-  listSessions(): Promise<SessionSummary[]>;
+  listSessions(): Promise<Summary[]>;
   delete(sessionId: string): Promise<void>;
   fork(sessionId: string, newId: string, options?: { atGeneration?: number }): Promise<ForkResult>;
   /** The session's single-file JSON envelope. */
-  export(sessionId: string): Promise<Record<string, Json>>;
-  /** Imports an envelope (object, or its JSON text) or a bare session. */
-  import(envelope: object | string | Buffer): Promise<ImportResult>;
+  export(sessionId: string): Promise<Envelope>;
+  /** Imports an envelope (object, or its JSON text as a string or bytes) or a bare session. */
+  import(envelope: object | string | Uint8Array): Promise<ImportResult>;
+  /** What changed in the workspace after the clock `since` (none: everything, fresh_instance true). */
+  changes(options?: { since?: string }): Promise<ChangeSet>;
+  /** HANDOFF.md for the session's latest generation, and what it lacks. */
+  handoff(sessionId: string): Promise<HandoffResult>;
+  /** Runs every recorded process's health check now; starts nothing. */
+  runtimeCheck(sessionId: string, options?: { timeoutMs?: number }): Promise<RuntimeCheckResult>;
+  /**
+   * Brings one recorded process back unless it is healthy (started by the
+   * daemon in daemon mode, by this process in embedded mode). A failure to
+   * come up is outcome "failed", not a rejection.
+   */
+  runtimeRestart(sessionId: string, name: string, options?: { timeoutMs?: number }): Promise<RestartResult>;
   subscribe(options?: { events?: string[] }): Promise<Subscription>;
   close(): Promise<void>;
 }
@@ -330,8 +177,6 @@ export function openHandles(): number;
 export function errorClassFor(code: string): typeof CairnError;
 /** Every error code, each with its class. */
 export const codes: string[];
-export const DEFAULT_SPIN_US: number;
-export const DEFAULT_LANE_IDLE_SPIN_US: number;
 
 export class CairnError extends Error {
   constructor(code: string, message: string, rc?: number);
@@ -355,3 +200,5 @@ export class ForkedError extends CairnError { constructor(message: string, rc?: 
 export class BadHandleError extends CairnError { constructor(message: string, rc?: number); }
 export class MethodNotFoundError extends CairnError { constructor(message: string, rc?: number); }
 export class BadRequestError extends CairnError { constructor(message: string, rc?: number); }
+/** A completion ticket the library does not know (a bug in the binding). */
+export class BadTicketError extends CairnError { constructor(message: string, rc?: number); }

@@ -1,43 +1,23 @@
 'use strict';
 // cairn — the Node.js binding of libcairn (see ../../capi/cairn.h).
 //
-// How a call travels, and why.
+// How a call travels: one route. Every method call goes through
+// cairn_submit, plain C that copies the request, queues it for a thread the
+// Go runtime owns and returns a ticket at once. When the call finishes, its
+// ticket is written to the completion pipe (cairn_completion_fd), which is
+// wrapped once in a net.Socket so libuv polls it on the event loop (no
+// thread pool); cairn_take (plain C) gives the outcome and the Promise
+// settles. So the event loop never waits for a call, however long it takes
+// (a nextEvent long poll included), and the main thread never enters Go:
+// entering Go from it through koffi costs about 100-200 us, because koffi
+// switches stacks and Go then re-reads the thread's stack bounds with
+// pthread_getattr_np, which on the main thread parses /proc/self/maps.
+// The socket is ref()'d only while calls are pending, so an idle client
+// does not keep the process alive.
 //
-// Entering the Go runtime of libcairn with a koffi call from the main
-// thread costs about 100-200 us: koffi switches stacks, so Go re-reads the
-// thread's stack bounds with pthread_getattr_np, which on the main thread
-// parses /proc/self/maps. So the main thread never enters Go on the hot
-// path. A call takes one of two routes:
-//
-// 1. The fast lane (calls made while no other lane call is in flight, and
-//    not long polls): the request is written into shared memory and a
-//    worker thread (lane.js) runs it with cairn_call. Entering Go from that
-//    thread costs about 4 us, because glibc answers pthread_getattr_np for
-//    a non-main thread from the thread descriptor. The main thread spins for
-//    at most `spinUs` on the shared state word: a quick answer (status,
-//    small reads) settles the Promise at once; a slower one is detached and
-//    the worker posts a message when it is done. The worker itself stays
-//    hot for `laneIdleSpinUs` after each call, then sleeps in Atomics.wait.
-//    Both spins call sched_yield (libc, through koffi: about 0.3 us) on each
-//    turn, so that on a machine with few busy cores the thread being waited
-//    for gets the core: without it a status took 67 us instead of 9 us here
-//    with one core taken by another process.
-//
-// 2. cairn_submit (everything else: long polls such as nextEvent, calls
-//    made while the lane is busy, requests too big for the shared buffer,
-//    or all calls with {lane: false}): plain C that queues the call for a
-//    thread the Go runtime owns. Its ticket arrives on the completion pipe
-//    (cairn_completion_fd), wrapped once in a net.Socket so libuv polls it
-//    on the event loop (no thread pool); cairn_take (plain C) gives the
-//    outcome. The socket is ref()'d only while calls are pending. This is
-//    the route the C API designed for Node, but its hand-off costs about
-//    90 us on this machine class (two or three thread wake-ups inside the
-//    Go scheduler), even from C; hence the lane in front of it.
-//
-// Neither route blocks the event loop for longer than the spin window,
-// and neither keeps the process alive once nothing is pending. cairn_open
-// and cairn_close enter Go on koffi's thread pool (.async): they are rare,
-// and a daemon start must not block the event loop.
+// cairn_open and cairn_close run on koffi's thread pool (.async): they are
+// not method calls (there is no handle to submit on yet, or none after),
+// they are rare, and a daemon start must not block the event loop.
 //
 // Only one JavaScript thread per process may use this module: the
 // completion pipe is process-wide, and a second reader (a worker_thread
@@ -47,7 +27,6 @@ const fs = require('fs');
 const net = require('net');
 const os = require('os');
 const path = require('path');
-const { Worker } = require('worker_threads');
 const koffi = require('koffi');
 
 // ---------------------------------------------------------------- errors
@@ -81,6 +60,7 @@ const CODES = [
   ['bad_handle', 'BadHandleError', -13],
   ['method_not_found', 'MethodNotFoundError', -14],
   ['bad_request', 'BadRequestError', -15],
+  ['bad_ticket', 'BadTicketError', -16],
 ];
 
 const errorClasses = {}; // class name -> class
@@ -131,26 +111,23 @@ function load() {
   if (native) return native;
   const libPath = findLibrary();
   const lib = koffi.load(libPath);
-  const n = {
+  native = {
     path: libPath,
     version: lib.func('const char *cairn_version(void)'),
     open: lib.func('int cairn_open(const char *options_json, _Out_ uint64_t *handle, _Out_ void **err)'),
     close: lib.func('int cairn_close(uint64_t handle, _Out_ void **err)'),
     openHandles: lib.func('int cairn_open_handles(void)'),
     // The out-parameters are slots of one preallocated Buffer (see OUT).
-    submit: lib.func(
-      'int cairn_submit(uint64_t handle, const char *method, void *request, size_t request_len, uint32_t spin_us, void *ticket, void *response, void *response_len, void *err)'
-    ),
+    submit: lib.func('int cairn_submit(uint64_t handle, const char *method, void *request, size_t request_len, void *ticket, void *err)'),
     take: lib.func('int cairn_take(uint64_t ticket, void *response, void *response_len, void *err)'),
     completionFd: lib.func('int cairn_completion_fd(_Out_ int *fd, _Out_ void **err)'),
     free: lib.func('void cairn_free(void *p)'),
   };
-  native = n;
-  return n;
+  return native;
 }
 
-// The out-parameter block of cairn_submit / cairn_take, reused by every call
-// (calls are synchronous on this thread, so one block is enough):
+// The out-parameter block of cairn_submit and cairn_take, reused by every
+// call (both are synchronous on this thread, so one block is enough):
 // [0,8) ticket, [8,16) response pointer, [16,24) response length,
 // [24,32) error pointer.
 const OUT = Buffer.alloc(32);
@@ -161,11 +138,14 @@ const OUT_ERR = OUT.subarray(24, 32);
 const LE = os.endianness() === 'LE';
 
 function readU64(buf, off) {
-  // Pointers, lengths and tickets fit in 53 bits; read them as Numbers.
+  // Pointers and lengths fit in 53 bits; read them as Numbers.
   const lo = LE ? buf.readUInt32LE(off) : buf.readUInt32BE(off + 4);
   const hi = LE ? buf.readUInt32LE(off + 4) : buf.readUInt32BE(off);
   return hi * 4294967296 + lo;
 }
+
+// Tickets are opaque 64-bit ids (they use the high bits): BigInts.
+const readTicket = LE ? (buf, off) => buf.readBigUInt64LE(off) : (buf, off) => buf.readBigUInt64BE(off);
 
 /** Reads the {code, message} JSON error a call left in err and frees it. */
 function takeError(n, errPtr, rc) {
@@ -189,34 +169,30 @@ function takeError(n, errPtr, rc) {
 }
 
 /**
- * Turns an outcome into a JS value or an Error (never throws). The
- * response pointer, response length and error pointer are the three 8-byte
- * slots of buf from off.
+ * Turns a taken outcome into a JS value or an Error (never throws): the
+ * response pointer, response length and error pointer are in OUT.
  */
-function harvest(n, rc, buf, off) {
-  if (rc === 0) {
-    const len = readU64(buf, off + 8);
-    const ptr = koffi.decode(buf, off, 'void *');
-    if (ptr === null) return null;
-    let text;
-    try {
-      text = len === 0 ? '' : koffi.decode(ptr, 'char', len);
-    } finally {
-      n.free(ptr);
-    }
-    try {
-      return text === '' ? null : JSON.parse(text);
-    } catch (err) {
-      return new CairnError('internal', `libcairn returned bad JSON: ${err.message}`);
-    }
+function harvest(n, rc) {
+  if (rc !== 0) return takeError(n, koffi.decode(OUT_ERR, 'void *'), rc);
+  const len = readU64(OUT, 16);
+  const ptr = koffi.decode(OUT_RESP, 'void *');
+  if (ptr === null) return null;
+  let text;
+  try {
+    text = len === 0 ? '' : koffi.decode(ptr, 'char', len);
+  } finally {
+    n.free(ptr);
   }
-  return takeError(n, koffi.decode(buf, off + 16, 'void *'), rc);
+  try {
+    return text === '' ? null : JSON.parse(text);
+  } catch (err) {
+    return new CairnError('internal', `libcairn returned bad JSON: ${err.message}`);
+  }
 }
 
 // ----------------------------------------------------- completion pipe
 
-const pending = new Map(); // ticket -> {resolve, reject, long}
-let shortPending = 0; // pending calls other than long polls
+const pending = new Map(); // ticket (BigInt) -> {resolve, reject}
 let pipe = null; // net.Socket over the completion fd
 let partial = null; // bytes of an incomplete ticket
 
@@ -242,15 +218,13 @@ function onTickets(chunk) {
   if (whole !== chunk.length) partial = Buffer.from(chunk.subarray(whole));
   const n = native;
   for (let off = 0; off < whole; off += 8) {
-    const ticket = readU64(chunk, off);
+    const ticket = readTicket(chunk, off);
     const p = pending.get(ticket);
     if (p === undefined) continue; // not ours (cannot happen with one reader)
     pending.delete(ticket);
-    if (!p.long) shortPending--;
-    const rc = n.take(ticket, OUT_RESP, OUT_LEN, OUT_ERR);
     let v;
     try {
-      v = harvest(n, rc, OUT, 8);
+      v = harvest(n, n.take(ticket, OUT_RESP, OUT_LEN, OUT_ERR));
     } catch (err) {
       v = err instanceof Error ? err : new Error(String(err));
     }
@@ -263,23 +237,29 @@ function onTickets(chunk) {
 function failAll(err) {
   for (const p of pending.values()) p.reject(err);
   pending.clear();
-  shortPending = 0;
   if (pipe) pipe.unref();
 }
 
 const EMPTY = Buffer.alloc(0);
-let scratch = Buffer.allocUnsafe(64 * 1024);
+const scratch = Buffer.allocUnsafe(64 * 1024);
 
 /**
  * Runs one method through cairn_submit and returns a Promise of its parsed
  * JSON result. `req` is the JSON text of the params (or undefined for
- * none). Long calls (long polls) do not count as pending for the spin rule.
+ * none).
  */
-function submit(handle, method, req, spinUs, long) {
+function invoke(client, method, req) {
   const n = native;
+  try {
+    ensurePipe(n);
+  } catch (err) {
+    return Promise.reject(err);
+  }
   let buf = EMPTY;
   let len = 0;
   if (req !== undefined) {
+    // The request is copied by cairn_submit, so one scratch buffer serves
+    // every request that fits.
     if (req.length * 3 <= scratch.length) {
       len = scratch.utf8Write(req, 0);
       buf = scratch;
@@ -288,198 +268,18 @@ function submit(handle, method, req, spinUs, long) {
       len = buf.length;
     }
   }
-  const rc = n.submit(handle, method, buf, len, spinUs, OUT_TICKET, OUT_RESP, OUT_LEN, OUT_ERR);
-  if (rc === 1) {
-    const ticket = readU64(OUT, 0);
-    return new Promise((resolve, reject) => {
-      try {
-        ensurePipe(n);
-      } catch (err) {
-        // The call runs on regardless; its ticket can never be taken.
-        reject(err);
-        return;
-      }
-      pending.set(ticket, { resolve, reject, long: !!long });
-      if (!long) shortPending++;
-      if (pending.size === 1) pipe.ref();
-    });
-  }
-  const v = harvest(n, rc, OUT, 8);
-  return v instanceof Error ? Promise.reject(v) : Promise.resolve(v);
-}
-
-// ------------------------------------------------------------ fast lane
-
-// Shared memory of the lane (lane.js documents the layout).
-const LANE_BYTES = 1024 * 1024;
-const LANE_REQ = 256;
-const LANE_OUT = 64;
-const LANE_METHOD = 96;
-const LANE_METHOD_MAX = 127;
-const S_IDLE = 0;
-const S_SUBMITTED = 1;
-const S_DONE = 2;
-const S_DETACHED = 3;
-const DEFAULT_LANE_IDLE_SPIN_US = 50;
-
-let lane = null; // the process's lane, once started
-
-/**
- * sched_yield from libc, for spin loops: on a machine with few cores the
- * thread we wait for may need the core we spin on. Costs about 0.3 us
- * through koffi (libc does not enter Go). A no-op where libc is not found.
- */
-function loadYield() {
-  const names = process.platform === 'darwin' ? ['libSystem.B.dylib'] : ['libc.so.6', 'libc.so'];
-  for (const name of names) {
-    try {
-      return koffi.load(name).func('int sched_yield(void)');
-    } catch (_) {
-      // try the next name
-    }
-  }
-  return () => 0;
-}
-let schedYield = null;
-const methodBytes = new Map(); // method name -> NUL-terminated UTF-8
-
-function startLane(n, idleSpinUs) {
-  if (lane) return lane.started;
-  if (schedYield === null) schedYield = loadYield();
-  const sab = new SharedArrayBuffer(LANE_BYTES);
-  const L = {
-    sab,
-    ctl: new Int32Array(sab, 0, 8),
-    handle: new Float64Array(sab, 16, 1),
-    mem: Buffer.from(sab),
-    reqCap: LANE_BYTES - LANE_REQ,
-    worker: null,
-    ready: false,
-    dead: false,
-    busy: false,
-    waiter: null,
-    started: null,
-  };
-  lane = L;
-  L.started = new Promise((resolve) => {
-    let w;
-    try {
-      w = new Worker(path.join(__dirname, 'lane.js'), {
-        workerData: { sab, libPath: n.path, koffiPath: require.resolve('koffi'), idleSpinUs },
-      });
-    } catch (_) {
-      L.dead = true;
-      resolve(false);
-      return;
-    }
-    L.worker = w;
-    w.on('online', () => {
-      // The worker flags ctl[3] once koffi and the library are loaded.
-      const ready = () => {
-        if (Atomics.load(L.ctl, 3) === 1) {
-          L.ready = !L.dead;
-          resolve(L.ready);
-        } else if (L.dead) resolve(false);
-        else setTimeout(ready, 1);
-      };
-      ready();
-    });
-    w.on('message', () => laneDone(L));
-    const die = (err) => {
-      L.dead = true;
-      L.ready = false;
-      resolve(false);
-      if (L.waiter) {
-        const wt = L.waiter;
-        L.waiter = null;
-        wt.reject(new CairnError('internal', `the lane thread stopped: ${err ? err.message || err : 'exited'}`));
-      }
-    };
-    w.on('error', die);
-    w.on('exit', () => die(null));
-  });
-  // The worker stays ref'd while it starts (connect waits for it), then only
-  // while a detached call is pending. (Not before: adding a 'message'
-  // listener refs the worker's port again.)
-  L.started.then(() => {
-    if (L.worker && !L.busy) L.worker.unref();
-  });
-  return L.started;
-}
-
-/** Settles the detached lane call once the worker posts that it is done. */
-function laneDone(L) {
-  const wt = L.waiter;
-  L.waiter = null;
-  const v = harvest(native, L.ctl[2], L.mem, LANE_OUT);
-  L.busy = false;
-  Atomics.store(L.ctl, 0, S_IDLE);
-  L.worker.unref();
-  if (!wt) return;
-  if (v instanceof Error) wt.reject(v);
-  else wt.resolve(v);
-}
-
-/** Runs one call on the lane (which must be ready and idle). */
-function laneCall(L, handle, mb, req, spinUs) {
-  const mem = L.mem;
-  const ctl = L.ctl;
-  mb.copy(mem, LANE_METHOD);
-  ctl[1] = req === undefined ? 0 : mem.utf8Write(req, LANE_REQ);
-  L.handle[0] = handle;
-  Atomics.store(ctl, 0, S_SUBMITTED);
-  Atomics.notify(ctl, 0, 1);
-  if (spinUs > 0 && Atomics.load(ctl, 0) !== S_DONE) {
-    const until = performance.now() + spinUs / 1000;
-    const yieldCpu = schedYield;
-    while (Atomics.load(ctl, 0) !== S_DONE) {
-      yieldCpu();
-      if (performance.now() > until) break;
-    }
-  }
-  if (Atomics.load(ctl, 0) === S_DONE || Atomics.compareExchange(ctl, 0, S_SUBMITTED, S_DETACHED) === S_DONE) {
-    const v = harvest(native, ctl[2], mem, LANE_OUT);
-    Atomics.store(ctl, 0, S_IDLE);
-    return v instanceof Error ? Promise.reject(v) : Promise.resolve(v);
-  }
-  L.busy = true;
-  L.worker.ref(); // a pending call keeps the process alive
+  const rc = n.submit(client._handle, method, buf, len, OUT_TICKET, OUT_ERR);
+  if (rc !== 0) return Promise.reject(takeError(n, koffi.decode(OUT_ERR, 'void *'), rc));
+  const ticket = readTicket(OUT, 0);
   return new Promise((resolve, reject) => {
-    L.waiter = { resolve, reject };
+    pending.set(ticket, { resolve, reject });
+    if (pending.size === 1) pipe.ref(); // a pending call keeps the process alive
   });
-}
-
-function methodBuffer(method) {
-  let mb = methodBytes.get(method);
-  if (mb === undefined) {
-    const b = Buffer.from(method + '\0', 'utf8');
-    if (b.length > LANE_METHOD_MAX + 1 || method.includes('\0')) return null;
-    if (methodBytes.size < 256) methodBytes.set(method, b);
-    mb = b;
-  }
-  return mb;
-}
-
-/**
- * Runs one method by the best route (see the top of this file). `long`
- * marks long polls, which never take the lane.
- */
-function invoke(client, method, req, long) {
-  const L = lane;
-  if (!long && client._lane && L !== null && L.ready && !L.busy && (req === undefined || req.length * 3 <= L.reqCap)) {
-    const mb = methodBuffer(method);
-    if (mb !== null) return laneCall(L, client._handle, mb, req, client._spinUs);
-  }
-  // Spin only when nothing else is in flight: in a burst, waiting for one
-  // answer would only delay submitting the next; a long poll would waste it.
-  const spin = !long && shortPending === 0 && !(L !== null && L.busy) ? client._spinUs : 0;
-  return submit(client._handle, method, req, spin, long);
 }
 
 // ----------------------------------------------------------------- client
 
-const DEFAULT_SPIN_US = 100;
-const CONNECT_OPTIONS = ['workspace', 'embedded', 'daemon', 'autoStart', 'daemonArgs', 'spinUs', 'lane', 'laneIdleSpinUs'];
+const CONNECT_OPTIONS = ['workspace', 'embedded', 'daemon', 'autoStart', 'daemonArgs'];
 
 function jsonOrUndefined(o) {
   return o === undefined ? undefined : JSON.stringify(o);
@@ -492,10 +292,8 @@ function need(v, what) {
 
 class Client {
   /** @internal use connect() */
-  constructor(handle, spinUs, useLane, options) {
+  constructor(handle, options) {
     this._handle = handle;
-    this._spinUs = spinUs;
-    this._lane = useLane;
     this._closed = false;
     this.options = options;
   }
@@ -508,15 +306,20 @@ class Client {
   /** Calls any method of the C API with JSON params; resolves to its JSON result. */
   call(method, params) {
     need(method, 'method');
-    return invoke(this, method, jsonOrUndefined(params), method === 'nextEvent');
+    return invoke(this, method, jsonOrUndefined(params));
   }
 
-  _call(method, params, long) {
-    return invoke(this, method, jsonOrUndefined(params), long);
+  _call(method, params) {
+    return invoke(this, method, jsonOrUndefined(params));
   }
 
   status() {
-    return invoke(this, 'status', undefined, false);
+    return invoke(this, 'status', undefined);
+  }
+
+  /** The daemon's hello (daemon mode) or the engine's (embedded mode). */
+  hello() {
+    return invoke(this, 'hello', '{}');
   }
 
   async save(sessionId, { snapshot, change, expectGeneration } = {}) {
@@ -654,13 +457,51 @@ class Client {
     return r.envelope;
   }
 
-  /** Imports an envelope: an object, or its JSON text (string or Buffer). */
+  /** Imports an envelope: an object, or its JSON text (a string, or bytes in a Buffer or Uint8Array). */
   import(envelope) {
     let req;
-    if (Buffer.isBuffer(envelope)) envelope = envelope.toString('utf8');
+    if (envelope instanceof Uint8Array) envelope = Buffer.from(envelope.buffer, envelope.byteOffset, envelope.byteLength).toString('utf8');
     if (typeof envelope === 'string') req = `{"envelope":${envelope}}`;
     else req = JSON.stringify({ envelope });
-    return invoke(this, 'import', req, false);
+    return invoke(this, 'import', req);
+  }
+
+  /**
+   * What changed in the workspace after the clock `since` (none: every
+   * tracked path, with fresh_instance true). Pass the answer's clock next
+   * time.
+   */
+  changes({ since } = {}) {
+    const p = {};
+    if (since !== undefined && since !== null && since !== '') p.since = since;
+    return this._call('changes', p);
+  }
+
+  /** HANDOFF.md rendered from the session's latest generation, and what it lacks. */
+  handoff(sessionId) {
+    return this._call('handoff', { session_id: need(sessionId, 'sessionId') });
+  }
+
+  /**
+   * Runs the health check of every process the session records, now, and
+   * reports each preview with its process's state. Starts nothing.
+   */
+  runtimeCheck(sessionId, { timeoutMs } = {}) {
+    const p = { session_id: need(sessionId, 'sessionId') };
+    if (timeoutMs !== undefined) p.timeout_ms = timeoutMs;
+    return this._call('runtime.check', p);
+  }
+
+  /**
+   * Brings one recorded process back unless its health check passes: in
+   * daemon mode the daemon starts it (with its environment), in embedded
+   * mode this process does. A failure to come up is the result's outcome
+   * "failed", not a rejection.
+   */
+  runtimeRestart(sessionId, name, { timeoutMs } = {}) {
+    const p = { session_id: need(sessionId, 'sessionId'), name: need(name, 'name') };
+    if (timeoutMs !== undefined) p.timeout_ms = timeoutMs;
+    return this._call('runtime.restart', p);
   }
 
   /**
@@ -718,7 +559,7 @@ class Subscription {
     if (this.closed) return null;
     let r;
     try {
-      r = await this.client._call('nextEvent', { subscription: this.id, timeout_ms: Math.max(1, timeoutMs | 0) }, true);
+      r = await this.client._call('nextEvent', { subscription: this.id, timeout_ms: Math.max(1, timeoutMs | 0) });
     } catch (err) {
       // The client was closed before the call reached the library: the
       // subscription is over, as when it is closed while the call waits.
@@ -774,7 +615,7 @@ class Subscription {
 async function connect(options = {}) {
   const n = load();
   const o = {};
-  const { workspace, embedded, daemon, autoStart, daemonArgs, spinUs, lane: wantLane, laneIdleSpinUs } = options;
+  const { workspace, embedded, daemon, autoStart, daemonArgs } = options;
   for (const k of Object.keys(options)) {
     if (!CONNECT_OPTIONS.includes(k)) {
       throw makeError('invalid_argument', `connect: unknown option ${JSON.stringify(k)}`);
@@ -785,20 +626,13 @@ async function connect(options = {}) {
   if (daemon !== undefined) o.daemon = daemon;
   if (autoStart !== undefined) o.auto_start = !!autoStart;
   if (daemonArgs !== undefined) o.daemon_args = daemonArgs;
-  const useLane = wantLane === undefined ? process.env.CAIRN_NODE_LANE !== '0' : !!wantLane;
-  // Start the lane (once per process) while the handle opens.
-  const laneUp = useLane
-    ? startLane(n, laneIdleSpinUs === undefined ? DEFAULT_LANE_IDLE_SPIN_US : Math.max(0, laneIdleSpinUs | 0))
-    : Promise.resolve(false);
   const h = [0];
   const errp = [null];
-  const [rc] = await Promise.all([
-    new Promise((resolve, reject) => n.open.async(JSON.stringify(o), h, errp, (err, res) => (err ? reject(err) : resolve(res)))),
-    laneUp,
-  ]);
+  const rc = await new Promise((resolve, reject) =>
+    n.open.async(JSON.stringify(o), h, errp, (err, res) => (err ? reject(err) : resolve(res)))
+  );
   if (rc !== 0) throw takeError(n, errp[0], rc);
-  const spin = spinUs === undefined ? DEFAULT_SPIN_US : Math.max(0, Math.min(1000000, spinUs | 0));
-  return new Client(h[0], spin, useLane, options);
+  return new Client(h[0], options);
 }
 
 /** The library's version, e.g. "0.1.0". */
@@ -821,6 +655,4 @@ module.exports = {
   ...errorClasses,
   errorClassFor: (code) => classByCode.get(code) || CairnError,
   codes: CODES.map(([code]) => code),
-  DEFAULT_SPIN_US,
-  DEFAULT_LANE_IDLE_SPIN_US,
 };

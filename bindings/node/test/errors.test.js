@@ -38,6 +38,7 @@ test('every code maps to its own class', () => {
     bad_handle: 'BadHandleError',
     method_not_found: 'MethodNotFoundError',
     bad_request: 'BadRequestError',
+    bad_ticket: 'BadTicketError',
   };
   assert.deepEqual([...cairn.codes].sort(), Object.keys(expected).sort());
   const seen = new Set();
@@ -92,6 +93,8 @@ test('invalid_argument', async (t) => {
   await rejectsWith(c.import('{"envelope": not json'), cairn.InvalidArgumentError, 'invalid_argument');
   await rejectsWith(cairn.connect({ workspace: '/nonexistent/dir/for/cairn', embedded: true }), cairn.InvalidArgumentError, 'invalid_argument');
   await rejectsWith(cairn.connect({ bogusOption: 1 }), cairn.InvalidArgumentError, 'invalid_argument');
+  // The options of the removed fast lane are unknown now.
+  await rejectsWith(cairn.connect({ embedded: true, spinUs: 100 }), cairn.InvalidArgumentError, 'invalid_argument');
 });
 
 test('no_checkpoint and not_owner', async (t) => {

@@ -36,7 +36,7 @@ function runChild(script, env = {}) {
 const EMBEDDED = `
 const cairn = require(process.env.CAIRN_PKG);
 (async () => {
-  const c = await cairn.connect({ workspace: process.env.WS, embedded: true, spinUs: 0 });
+  const c = await cairn.connect({ workspace: process.env.WS, embedded: true });
   await c.status();
   await Promise.all(Array.from({ length: 20 }, (_, i) => c.save('s', { change: { append_messages: [i] } })));
   const sub = await c.subscribe();
@@ -59,7 +59,7 @@ test('embedded: an open but idle client does not keep the process alive', async 
   const ws = tmpWorkspace(t);
   const r = await runChild(
     `const cairn = require(process.env.CAIRN_PKG);
-     cairn.connect({ workspace: process.env.WS, embedded: true, spinUs: 0 })
+     cairn.connect({ workspace: process.env.WS, embedded: true })
        .then((c) => c.save('s', { change: { append_messages: [1] } }))
        .then((g) => console.log('saved', g));`,
     { WS: ws }
@@ -69,27 +69,47 @@ test('embedded: an open but idle client does not keep the process alive', async 
   assert.equal(r.stdout.trim(), 'saved 1');
 });
 
-test('the process exits by itself after connect and close with no call, or with the submit route only', async (t) => {
+test('the process exits by itself after connect and close with no call', async (t) => {
   const ws = tmpWorkspace(t);
-  for (const opts of ['{}', '{ lane: false }', '{ lane: false, spinUs: 0 }']) {
-    const r = await runChild(
-      `const cairn = require(process.env.CAIRN_PKG);
-       (async () => {
-         const o = Object.assign({ workspace: process.env.WS, embedded: true }, ${opts});
-         const c = await cairn.connect(o);
+  const r = await runChild(
+    `const cairn = require(process.env.CAIRN_PKG);
+     (async () => {
+       const o = { workspace: process.env.WS, embedded: true };
+       const c = await cairn.connect(o);
+       await c.close();
+       const c2 = await cairn.connect(o);
+       await c2.status();
+       await Promise.all([c2.save('s', { change: { append_messages: [1] } }), c2.listSessions()]);
+       await c2.close();
+       console.log('done');
+     })();`,
+    { WS: ws }
+  );
+  assert.equal(r.timedOut, false, r.stderr);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout.trim(), 'done');
+});
+
+test('a pending call keeps the process alive until it settles', async (t) => {
+  const ws = tmpWorkspace(t);
+  // Nothing but the pending long poll is left on the event loop: were the
+  // completion pipe not ref()'d while a call is pending, the process would
+  // exit before the event arrives and print nothing.
+  const r = await runChild(
+    `const cairn = require(process.env.CAIRN_PKG);
+     (async () => {
+       const c = await cairn.connect({ workspace: process.env.WS, embedded: true });
+       const sub = await c.subscribe();
+       sub.nextEvent({ timeoutMs: 300 }).then(async (ev) => {
+         console.log('settled', ev);
          await c.close();
-         const c2 = await cairn.connect(o);
-         await c2.status();
-         await Promise.all([c2.save('s', { change: { append_messages: [1] } }), c2.listSessions()]);
-         await c2.close();
-         console.log('done');
-       })();`,
-      { WS: ws }
-    );
-    assert.equal(r.timedOut, false, `${opts}: ${r.stderr}`);
-    assert.equal(r.code, 0, r.stderr);
-    assert.equal(r.stdout.trim(), 'done');
-  }
+       });
+     })();`,
+    { WS: ws }
+  );
+  assert.equal(r.timedOut, false, r.stderr);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout.trim(), 'settled null');
 });
 
 test('daemon mode: the process exits by itself after close', async (t) => {
@@ -97,7 +117,7 @@ test('daemon mode: the process exits by itself after close', async (t) => {
   const r = await runChild(
     `const cairn = require(process.env.CAIRN_PKG);
      (async () => {
-       const c = await cairn.connect({ workspace: process.env.WS, daemon: process.env.DAEMON, daemonArgs: ['--idle-timeout=20s'], spinUs: 0 });
+       const c = await cairn.connect({ workspace: process.env.WS, daemon: process.env.DAEMON, daemonArgs: ['--idle-timeout=20s'] });
        const st = await c.status();
        await Promise.all(Array.from({ length: 20 }, (_, i) => c.save('s', { change: { append_messages: [i] } })));
        await c.close();

@@ -196,6 +196,8 @@ test('generic call and openHandles', async (t) => {
   assert.equal(cairn.openHandles(), before + 1);
   const hello = await c.call('hello');
   assert.ok(hello.capabilities.methods.includes('nextEvent'));
+  const typed = await c.hello();
+  assert.deepEqual(typed.capabilities.methods, hello.capabilities.methods);
   await c.close();
   assert.equal(cairn.openHandles(), before);
   await c.close(); // idempotent
