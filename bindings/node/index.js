@@ -246,15 +246,10 @@ const scratch = Buffer.allocUnsafe(64 * 1024);
 /**
  * Runs one method through cairn_submit and returns a Promise of its parsed
  * JSON result. `req` is the JSON text of the params (or undefined for
- * none).
+ * none). The completion pipe exists: connect made it.
  */
 function invoke(client, method, req) {
   const n = native;
-  try {
-    ensurePipe(n);
-  } catch (err) {
-    return Promise.reject(err);
-  }
   let buf = EMPTY;
   let len = 0;
   if (req !== undefined) {
@@ -305,8 +300,7 @@ class Client {
 
   /** Calls any method of the C API with JSON params; resolves to its JSON result. */
   call(method, params) {
-    need(method, 'method');
-    return invoke(this, method, jsonOrUndefined(params));
+    return this._call(need(method, 'method'), params);
   }
 
   _call(method, params) {
@@ -319,7 +313,7 @@ class Client {
 
   /** The daemon's hello (daemon mode) or the engine's (embedded mode). */
   hello() {
-    return invoke(this, 'hello', '{}');
+    return invoke(this, 'hello', undefined);
   }
 
   async save(sessionId, { snapshot, change, expectGeneration } = {}) {
@@ -473,7 +467,7 @@ class Client {
    */
   changes({ since } = {}) {
     const p = {};
-    if (since !== undefined && since !== null && since !== '') p.since = since;
+    if (since) p.since = since;
     return this._call('changes', p);
   }
 
@@ -626,6 +620,9 @@ async function connect(options = {}) {
   if (daemon !== undefined) o.daemon = daemon;
   if (autoStart !== undefined) o.auto_start = !!autoStart;
   if (daemonArgs !== undefined) o.daemon_args = daemonArgs;
+  // The completion pipe every call of every client answers on (once per
+  // process), before the handle opens, so that a failure leaks no handle.
+  ensurePipe(n);
   const h = [0];
   const errp = [null];
   const rc = await new Promise((resolve, reject) =>
