@@ -10,6 +10,7 @@
 
 import type {
   BeginRunResult,
+  Change,
   ChangeSet,
   CheckpointResult,
   CompleteRunResult,
@@ -27,7 +28,6 @@ import type {
   ResumeSessionResult,
   RuntimeCheckResult,
   Snapshot,
-  Change,
   StepRecord,
   Summary,
   Usage,

@@ -83,7 +83,7 @@ function objectType(s, indent) {
   const extra = s.additionalProperties;
   if (names.length === 0) {
     if (extra === false) return 'Record<string, never>';
-    return `{ [key: string]: ${typeOf(extra === undefined ? true : extra, indent)} }`;
+    return `{ [key: string]: ${typeOf(extra, indent)} }`;
   }
   const inner = indent + '  ';
   const required = new Set(s.required || []);
@@ -100,10 +100,17 @@ function objectType(s, indent) {
 function describe(s) {
   if (!s || typeof s !== 'object') return '';
   const parts = [];
+  // A schema without a type is Json, and its description only says so
+  // ("any JSON value, ..."): not worth repeating on every such field.
   if (s.description && (s.type !== undefined || s.$ref)) parts.push(s.description);
   if (s.format) parts.push(`Format: ${s.format}.`);
   if (s.contentEncoding) parts.push(`Encoding: ${s.contentEncoding}.`);
   return parts.join(' ');
+}
+
+/** Every method of the schema: the daemon's, then the library's own. */
+function methodsOf(schema) {
+  return [...(schema.methods || []), ...(schema.lib_methods || [])];
 }
 
 /** Returns the text of wire.d.ts for schema (the parsed schema.json). */
@@ -125,7 +132,6 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
     if (t.startsWith('{\n')) out += `export interface ${name} ${t}\n\n`;
     else out += `export type ${name} = ${t};\n\n`;
   }
-  const methods = [...(schema.methods || []), ...(schema.lib_methods || [])];
   out += `/**
  * Every method libcairn answers (cairn_call), with the params it takes and
  * the result it answers (the library's own shapes where they differ from the
@@ -133,7 +139,7 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
  */
 export interface Methods {
 `;
-  for (const m of methods) {
+  for (const m of methodsOf(schema)) {
     out += `  ${key(m.name)}: { params: ${m.lib_params || m.params}; result: ${m.lib_result || m.result} };\n`;
   }
   out += '}\n\n/** The data of each event, by event name. */\nexport interface EventData {\n';
@@ -144,7 +150,7 @@ export interface Methods {
   return out;
 }
 
-module.exports = { generate, DEFAULT_SCHEMA, OUT };
+module.exports = { generate, methodsOf, OUT };
 
 if (require.main === module) {
   const schemaPath = process.argv[2] || DEFAULT_SCHEMA;
