@@ -10,7 +10,9 @@ values, trace data) is any JSON value; binary artifact ``data`` is base64
 text; times are RFC 3339 text.
 """
 
-from __future__ import annotations
+# No "from __future__ import annotations": TypedDict would turn every string
+# annotation into a ForwardRef, compiling each one at import. A type is
+# therefore defined before the types that use it.
 
 from typing import Any, Callable, Dict, List, Literal, Optional, TypedDict
 
@@ -476,19 +478,6 @@ class ForkResult(TypedDict):
     generation: int
 
 
-class ExportResult(TypedDict):
-    envelope: Envelope
-
-
-class ImportParams(TypedDict):
-    envelope: Envelope  # import_ also takes a bare Snapshot
-
-
-class ImportResult(TypedDict):
-    session_id: str
-    generation: int
-
-
 class Envelope(TypedDict):
     """The single-file JSON form of a session that export writes."""
 
@@ -501,6 +490,19 @@ class Envelope(TypedDict):
     subagent_tasks: List[SubagentTask]
     handoff: Optional[Handoff]
     runtime: Optional[Runtime]
+
+
+class ExportResult(TypedDict):
+    envelope: Envelope
+
+
+class ImportParams(TypedDict):
+    envelope: Envelope  # import_ also takes a bare Snapshot
+
+
+class ImportResult(TypedDict):
+    session_id: str
+    generation: int
 
 
 # -- runs and workflows -----------------------------------------------------
