@@ -1,4 +1,5 @@
-"""Shared fixtures: fresh short-path workspaces, embedded and daemon clients.
+"""Shared fixtures: fresh short-path workspaces, embedded and daemon clients,
+the runtime record_runtime saves and the processes a restart started.
 
 Daemon-mode fixtures start cairnd with --idle-timeout=20s and, at teardown,
 read its pid from status(), SIGTERM it and wait until it is gone.
@@ -130,8 +131,22 @@ BROKEN = {
     "health_check": {"command": ["test", "-f", "never"]},
 }
 PREVIEW = {"url": "http://127.0.0.1:9/", "process": "web"}
+RUNTIME = {"processes": [WEB, BROKEN], "previews": [PREVIEW]}
 
 
 def record_runtime(c: cairn.Client, sid: str = "s") -> None:
-    """Saves a message and the runtime (WEB, BROKEN, PREVIEW) to session sid."""
-    c.save(sid, change={"append_messages": [msg(0)], "runtime": {"processes": [WEB, BROKEN], "previews": [PREVIEW]}})
+    """Saves a message and RUNTIME (WEB, BROKEN, PREVIEW) to session sid."""
+    c.save(sid, change={"append_messages": [msg(0)], "runtime": RUNTIME})
+
+
+@pytest.fixture
+def started() -> Iterator[List[int]]:
+    """Pids of processes a test started through runtime_restart; each one's
+    process group is killed at teardown."""
+    pids: List[int] = []
+    yield pids
+    for pid in pids:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

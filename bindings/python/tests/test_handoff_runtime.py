@@ -2,32 +2,18 @@
 processes, in embedded and daemon mode, against a real libcairn.
 
 The processes are conftest's record_runtime ones. Every process a restart
-starts is killed (its process group) at teardown.
+starts is killed (its process group) at teardown (conftest's started).
 """
 
 from __future__ import annotations
 
 import os
-import signal
-from typing import Iterator, List
+from typing import List
 
 import pytest
 
 import cairn
 from conftest import PREVIEW, msg, record_runtime
-
-
-@pytest.fixture
-def started() -> Iterator[List[int]]:
-    """Pids of processes a test started through runtime_restart; each one's
-    process group is killed at teardown."""
-    pids: List[int] = []
-    yield pids
-    for pid in pids:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def test_resume_session_reports_processes(client: cairn.Client) -> None:

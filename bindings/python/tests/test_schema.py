@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import os
@@ -26,7 +27,7 @@ import pytest
 import cairn
 import cairn.aio
 import cairn.types as types
-from conftest import BROKEN, msg
+from conftest import RUNTIME, msg
 
 if sys.version_info < (3, 9):  # pragma: no cover
     pytest.skip("TypedDict.__required_keys__ needs Python 3.9", allow_module_level=True)
@@ -34,6 +35,12 @@ if sys.version_info < (3, 9):  # pragma: no cover
 API = Path(__file__).resolve().parents[3] / "api"
 SCHEMA = API / "schema.json"
 FIXTURES = sorted((API / "fixtures").glob("*.json"))
+
+
+@functools.lru_cache(maxsize=None)
+def schema() -> Dict[str, Any]:
+    """api/schema.json, read once (callers do not change it)."""
+    return json.loads(SCHEMA.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
 def is_typeddict(tp: Any) -> bool:
@@ -192,16 +199,8 @@ def snake(name: str) -> str:
 RENAMED = {"list": "list_sessions", "import": "import_"}
 
 
-def schema() -> Dict[str, Any]:
-    return json.loads(SCHEMA.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
-
-
-def methods() -> List[Dict[str, Any]]:
-    return schema()["methods"]  # type: ignore[no-any-return]
-
-
 def test_every_method_is_exposed() -> None:
-    names = [m["name"] for m in methods()]
+    names = [m["name"] for m in schema()["methods"]]
     for required in ("handoff", "runtime.check", "runtime.restart", "changes"):
         assert required in names
     missing = []
@@ -248,7 +247,7 @@ def calls(ws: str) -> List[Any]:
         ("subscribe", {"events": ["session.committed"]}),
         ("hello", None),
         ("status", None),
-        ("save", {"session_id": "s", "change": {"append_messages": [msg(0)], "runtime": {"processes": [BROKEN]}}}),
+        ("save", {"session_id": "s", "change": {"append_messages": [msg(0)], "runtime": RUNTIME}}),
         ("resumeSession", {"session_id": "s"}),
         ("beginRun", {"session_id": "s", "run_id": "r"}),
         ("checkpoint", {"run_id": "r", "turn": 1, "new_messages": [msg(1)], "usage": {"total_tokens": 3}, "tool_calls_count": 1, "state": {"k": 1}}),
@@ -274,7 +273,7 @@ def calls(ws: str) -> List[Any]:
 def test_answers_match_types(client: cairn.Client, workspace: str) -> None:
     """libcairn's answer to every method, in this mode, is of the type the
     schema names for it (lib_result, else result), lists never null."""
-    table = {m["name"]: m for m in methods() + schema()["lib_methods"]}
+    table = {m["name"]: m for m in schema()["methods"] + schema()["lib_methods"]}
     todo = calls(workspace)
     assert {m for m, _ in todo} == set(table)
     envelope = sub = None
