@@ -8,11 +8,14 @@ Prints one JSON line per (mode, op):
 Run from anywhere in the repo after `make lib` and `go build -o build/cairnd ./cmd/cairnd`:
   python3 bench/bindings/python_bench.py [--scale 1.0]
 The daemon this script starts is stopped (SIGTERM) before it exits.
+python_turn.py uses connected() and summary(); importing this module does not
+import cairn (the caller picks the tree whose binding is measured).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -21,12 +24,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Dict, List
+from types import ModuleType
+from typing import Any, Callable, Dict, Iterator, List
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "bindings" / "python"))
-
-import cairn  # noqa: E402
 
 # One ~1 KB message (its JSON encoding is 1024 bytes).
 _PAD = 1024 - len(json.dumps({"role": "assistant", "content": ""}, separators=(",", ":")))
@@ -43,41 +44,57 @@ def measure(fn: Callable[[], object], n: int, warmup: int) -> Dict[str, float]:
         t = clock()
         fn()
         append(clock() - t)
-    samples.sort()
+    return {**summary(samples), "n": n}
+
+
+def summary(samples: List[int]) -> Dict[str, float]:
+    """The median and p99 of samples in ns, in µs."""
+    samples = sorted(samples)
     return {
         "median_us": round(samples[len(samples) // 2] / 1000, 2),
         "p99_us": round(samples[min(len(samples) - 1, int(len(samples) * 0.99))] / 1000, 2),
-        "n": n,
     }
 
 
-def run_mode(mode: str, scale: float, daemon: str) -> None:
-    ws = tempfile.mkdtemp(prefix=f"cairn-pybench-{mode[0]}-")
+@contextlib.contextmanager
+def connected(cairn: ModuleType, mode: str, daemon: str, prefix: str) -> Iterator[Any]:
+    """A client of the binding cairn in mode ("embedded" or "daemon", started
+    from the cairnd at daemon) on a fresh temp workspace; on exit the client
+    is closed, the daemon stopped and the workspace removed."""
+    ws = tempfile.mkdtemp(prefix=f"{prefix}-{mode[0]}-")
     pid = 0
     try:
         if mode == "embedded":
             c = cairn.connect(ws, embedded=True)
-            n_status, n_save = int(20000 * scale), int(2000 * scale)
         else:
             c = cairn.connect(ws, daemon=daemon, daemon_args=["--idle-timeout=60s"])
-            pid = c.status()["daemon"]["pid"]
-            n_status, n_save = int(5000 * scale), int(2000 * scale)
         try:
-            status = c.status
-            r = measure(status, max(n_status, 10), max(n_status // 10, 10))
-            print(json.dumps({"lang": "python", "mode": mode, "op": "status", **r}, separators=(",", ":")), flush=True)
-
-            save = c.save
-            change = {"append_messages": [MESSAGE]}
-            c.save("bench", change=change)
-            r = measure(lambda: save("bench", change=change), max(n_save, 10), max(n_save // 10, 10))
-            print(json.dumps({"lang": "python", "mode": mode, "op": "save_1kb", **r}, separators=(",", ":")), flush=True)
+            if mode != "embedded":
+                pid = c.status()["daemon"]["pid"]
+            yield c
         finally:
             c.close()
     finally:
         if pid:
             stop(pid)
         shutil.rmtree(ws, ignore_errors=True)
+
+
+def run_mode(cairn: ModuleType, mode: str, scale: float, daemon: str) -> None:
+    if mode == "embedded":
+        n_status, n_save = int(20000 * scale), int(2000 * scale)
+    else:
+        n_status, n_save = int(5000 * scale), int(2000 * scale)
+    with connected(cairn, mode, daemon, "cairn-pybench") as c:
+        status = c.status
+        r = measure(status, max(n_status, 10), max(n_status // 10, 10))
+        print(json.dumps({"lang": "python", "mode": mode, "op": "status", **r}, separators=(",", ":")), flush=True)
+
+        save = c.save
+        change = {"append_messages": [MESSAGE]}
+        c.save("bench", change=change)
+        r = measure(lambda: save("bench", change=change), max(n_save, 10), max(n_save // 10, 10))
+        print(json.dumps({"lang": "python", "mode": mode, "op": "save_1kb", **r}, separators=(",", ":")), flush=True)
 
 
 def stop(pid: int, timeout: float = 10.0) -> None:
@@ -101,9 +118,12 @@ def main() -> None:
     ap.add_argument("--mode", choices=["embedded", "daemon", "both"], default="both")
     ap.add_argument("--daemon", default=os.environ.get("CAIRN_DAEMON") or str(REPO / "build" / "cairnd"))
     a = ap.parse_args()
+    sys.path.insert(0, str(REPO / "bindings" / "python"))
+    import cairn
+
     for mode in ("embedded", "daemon"):
         if a.mode in (mode, "both"):
-            run_mode(mode, a.scale, a.daemon)
+            run_mode(cairn, mode, a.scale, a.daemon)
 
 
 if __name__ == "__main__":

@@ -14,12 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from python_bench import connected, summary
 
 
 def turn_messages(i: int):
@@ -33,37 +32,17 @@ def turn_messages(i: int):
 
 
 def run(cairn, mode: str, turns: int, daemon: str) -> dict:
-    ws = tempfile.mkdtemp(prefix=f"cairn-turn-{mode[0]}-")
-    pid = 0
-    try:
-        if mode == "embedded":
-            c = cairn.connect(ws, embedded=True)
-        else:
-            c = cairn.connect(ws, daemon=daemon, daemon_args=["--idle-timeout=60s"])
-            pid = c.status()["daemon"]["pid"]
-        try:
-            c.save("bench", change={"append_messages": [{"role": "system", "content": "you are an agent"}]})
-            run_id = c.begin_run("bench")["run_id"]
-            times = []
-            for i in range(1, turns + 1):
-                msgs = turn_messages(i)
-                usage = {"input_tokens": 1000 * i, "output_tokens": 200 * i, "total_tokens": 1200 * i, "cost": 0.001 * i}
-                t0 = time.perf_counter_ns()
-                c.checkpoint(run_id, i, msgs, usage=usage, tool_calls_count=i, state={"step": "after_tool", "turn": i})
-                times.append(time.perf_counter_ns() - t0)
-            times.sort()
-            return {"mode": mode, "turns": turns,
-                    "median_us": round(times[len(times) // 2] / 1000, 1),
-                    "p99_us": round(times[int(len(times) * 0.99)] / 1000, 1)}
-        finally:
-            c.close()
-    finally:
-        if pid:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        shutil.rmtree(ws, ignore_errors=True)
+    with connected(cairn, mode, daemon, "cairn-turn") as c:
+        c.save("bench", change={"append_messages": [{"role": "system", "content": "you are an agent"}]})
+        run_id = c.begin_run("bench")["run_id"]
+        times = []
+        for i in range(1, turns + 1):
+            msgs = turn_messages(i)
+            usage = {"input_tokens": 1000 * i, "output_tokens": 200 * i, "total_tokens": 1200 * i, "cost": 0.001 * i}
+            t0 = time.perf_counter_ns()
+            c.checkpoint(run_id, i, msgs, usage=usage, tool_calls_count=i, state={"step": "after_tool", "turn": i})
+            times.append(time.perf_counter_ns() - t0)
+    return {"mode": mode, "turns": turns, **summary(times)}
 
 
 def main() -> None:
