@@ -1,6 +1,10 @@
 package api
 
-import "reflect"
+import (
+	"fmt"
+	"reflect"
+	"slices"
+)
 
 // Method describes one method of the protocol: its name and the Go types
 // of its params and result. The daemon's dispatch, the C API's method
@@ -97,4 +101,27 @@ func Lookup(name string) (Method, bool) {
 		}
 	}
 	return Method{}, false
+}
+
+// CheckServed returns an error naming the first method of tables that
+// served lacks, or the first name in served that no table lists: a
+// dispatcher calls it at start-up so that it serves exactly the methods
+// of the tables it is given (the daemon api.Methods; libcairn api.Methods
+// and api.LibMethods).
+func CheckServed(served []string, tables ...[]Method) error {
+	known := map[string]bool{}
+	for _, t := range tables {
+		for _, m := range t {
+			known[m.Name] = true
+			if !slices.Contains(served, m.Name) {
+				return fmt.Errorf("api: method %s is not served", m.Name)
+			}
+		}
+	}
+	for _, name := range served {
+		if !known[name] {
+			return fmt.Errorf("api: %s is served but not in the method table", name)
+		}
+	}
+	return nil
 }

@@ -218,3 +218,21 @@ func exampleValue(doc *apischema.Document, t *apischema.Type, key string) any {
 	}
 	panic(fmt.Sprintf("no example for %+v", t))
 }
+
+// TestCheckServed checks the start-up check of the dispatchers: exactly
+// the methods of the tables given, none missing and none unknown.
+func TestCheckServed(t *testing.T) {
+	all := api.MethodNames()
+	if err := api.CheckServed(all, api.Methods); err != nil {
+		t.Fatalf("every method served: %v", err)
+	}
+	if err := api.CheckServed(all[1:], api.Methods); err == nil || !strings.Contains(err.Error(), all[0]) {
+		t.Errorf("one missing: %v, want an error naming %s", err, all[0])
+	}
+	if err := api.CheckServed(append(all, "bogus"), api.Methods); err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("one unknown: %v, want an error naming bogus", err)
+	}
+	if err := api.CheckServed(all, api.Methods, api.LibMethods); err == nil || !strings.Contains(err.Error(), api.NextEvent.Name) {
+		t.Errorf("a lib method missing: %v, want an error naming %s", err, api.NextEvent.Name)
+	}
+}

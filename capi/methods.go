@@ -175,32 +175,15 @@ func libParams[P any](name string, fn func(ctx context.Context, in *instance, p 
 }
 
 // forward makes a method whose params and result are the same in JSON and
-// on the wire: the engine runs it in embedded mode, the daemon otherwise.
-func forward[P, R any](s api.Spec[P, R], local func(*engine.Engine, context.Context, P) (R, error)) entry {
+// on the wire: the engine runs it in embedded mode (through engine.Served,
+// where each operation has its method's shape), the daemon otherwise.
+func forward[P, R any](s api.Spec[P, R], local func(engine.Served, context.Context, P) (R, error)) entry {
 	return lib(s, func(ctx context.Context, in *instance, p P) (any, error) {
 		if in.eng != nil {
-			return local(in.eng, ctx, p)
+			return local(engine.Served{Engine: in.eng}, ctx, p)
 		}
 		return protocol.Do(ctx, in.client, s, p)
 	})
-}
-
-func noResult[P any](s api.Spec[P, api.Empty], local func(*engine.Engine, context.Context, P) error) entry {
-	return forward(s, func(e *engine.Engine, ctx context.Context, p P) (api.Empty, error) {
-		return api.Empty{}, local(e, ctx, p)
-	})
-}
-
-// deref adapts an engine method that answers with a pointer.
-func deref[P, R any](fn func(*engine.Engine, context.Context, P) (*R, error)) func(*engine.Engine, context.Context, P) (R, error) {
-	return func(e *engine.Engine, ctx context.Context, p P) (R, error) {
-		r, err := fn(e, ctx, p)
-		if err != nil {
-			var zero R
-			return zero, err
-		}
-		return *r, nil
-	}
 }
 
 // methods maps every method of api.Methods and api.LibMethods to its C API
@@ -210,40 +193,20 @@ var methods = table(
 	lib(api.Status, status),
 	lib(api.Subscribe, subscribe),
 	libParams(api.Unsubscribe.Name, unsubscribe),
-	forward(api.Save, (*engine.Engine).Save),
-	forward(api.ResumeSession, deref(func(e *engine.Engine, ctx context.Context, p api.SessionParams) (*api.ResumeSessionResult, error) {
-		return e.ResumeSession(ctx, p.SessionID)
-	})),
-	forward(api.BeginRun, (*engine.Engine).BeginRun),
-	forward(api.Checkpoint, (*engine.Engine).Checkpoint),
-	forward(api.CompleteRun, (*engine.Engine).CompleteRun),
-	forward(api.ResumeRun, deref((*engine.Engine).ResumeRun)),
-	forward(api.BeginWorkflow, (*engine.Engine).BeginWorkflow),
-	noResult(api.CompleteStep, (*engine.Engine).CompleteStep),
-	noResult(api.FinishWorkflow, func(e *engine.Engine, ctx context.Context, p api.WorkflowParams) error {
-		return e.FinishWorkflow(ctx, p.WorkflowID)
-	}),
-	forward(api.List, func(e *engine.Engine, ctx context.Context, _ api.Empty) (api.ListResult, error) {
-		l, err := e.List(ctx)
-		return api.ListResult{Sessions: l}, err
-	}),
-	noResult(api.Delete, func(e *engine.Engine, ctx context.Context, p api.SessionParams) error {
-		return e.Delete(ctx, p.SessionID)
-	}),
-	forward(api.Fork, (*engine.Engine).Fork),
-	forward(api.Export, func(e *engine.Engine, ctx context.Context, p api.SessionParams) (api.ExportResult, error) {
-		env, err := e.Export(ctx, p.SessionID)
-		return api.ExportResult{Envelope: env}, err
-	}),
-	lib(api.Import, func(ctx context.Context, in *instance, p api.ImportParams) (any, error) {
-		if len(p.Envelope) == 0 {
-			return nil, session.Errorf(session.CodeInvalidArgument, "import needs an envelope")
-		}
-		if in.eng != nil {
-			return in.eng.Import(ctx, p.Envelope)
-		}
-		return in.client.Import(ctx, p.Envelope)
-	}),
+	forward(api.Save, engine.Served.Save),
+	forward(api.ResumeSession, engine.Served.ResumeSession),
+	forward(api.BeginRun, engine.Served.BeginRun),
+	forward(api.Checkpoint, engine.Served.Checkpoint),
+	forward(api.CompleteRun, engine.Served.CompleteRun),
+	forward(api.ResumeRun, engine.Served.ResumeRun),
+	forward(api.BeginWorkflow, engine.Served.BeginWorkflow),
+	forward(api.CompleteStep, engine.Served.CompleteStep),
+	forward(api.FinishWorkflow, engine.Served.FinishWorkflow),
+	forward(api.List, engine.Served.List),
+	forward(api.Delete, engine.Served.Delete),
+	forward(api.Fork, engine.Served.Fork),
+	forward(api.Export, engine.Served.Export),
+	forward(api.Import, engine.Served.Import),
 	lib(api.Changes, func(ctx context.Context, in *instance, p api.ChangesParams) (any, error) {
 		if in.client != nil {
 			return in.client.Changes(ctx, p.Since)
@@ -253,9 +216,9 @@ var methods = table(
 		}
 		return in.files.Changes(ctx, p.Since)
 	}),
-	forward(api.Handoff, (*engine.Engine).Handoff),
-	forward(api.RuntimeCheck, (*engine.Engine).RuntimeCheck),
-	forward(api.RuntimeRestart, (*engine.Engine).RuntimeRestart),
+	forward(api.Handoff, engine.Served.Handoff),
+	forward(api.RuntimeCheck, engine.Served.RuntimeCheck),
+	forward(api.RuntimeRestart, engine.Served.RuntimeRestart),
 	lib(api.NextEvent, nextEvent),
 )
 
@@ -263,16 +226,12 @@ var methods = table(
 // the methods of api.Methods and api.LibMethods.
 func table(es ...entry) map[string]method {
 	m := make(map[string]method, len(es))
-	for _, e := range es {
-		m[e.name] = e.m
+	names := make([]string, len(es))
+	for i, e := range es {
+		m[e.name], names[i] = e.m, e.name
 	}
-	for _, name := range methodNames() {
-		if m[name] == nil {
-			panic("capi: no method " + name)
-		}
-	}
-	if len(m) != len(methodNames()) {
-		panic("capi: a method not in api.Methods or api.LibMethods")
+	if err := api.CheckServed(names, api.Methods, api.LibMethods); err != nil {
+		panic("capi: " + err.Error())
 	}
 	return m
 }

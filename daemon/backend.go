@@ -8,24 +8,26 @@ import (
 	"github.com/cairn-dev/cairn/session"
 )
 
-// Backend is what the daemon dispatches to. *engine.Engine implements it;
-// the interface exists so the server can be tested and benchmarked over any
-// engine configuration (an engine over session.MemStore, for instance).
+// Backend is what the daemon dispatches to: every method of the table
+// (api.Methods) but those the daemon serves itself, each in the shape of
+// its api.Spec, plus the engine's events and capabilities.
+// engine.Served implements it; the interface exists so the server can be
+// tested over an engine with a method replaced.
 type Backend interface {
 	Save(ctx context.Context, req api.SaveRequest) (api.SaveResult, error)
-	ResumeSession(ctx context.Context, sessionID string) (*api.ResumeSessionResult, error)
+	ResumeSession(ctx context.Context, p api.SessionParams) (api.ResumeSessionResult, error)
 	BeginRun(ctx context.Context, req api.BeginRunRequest) (api.BeginRunResult, error)
 	Checkpoint(ctx context.Context, req api.CheckpointRequest) (api.CheckpointResult, error)
 	CompleteRun(ctx context.Context, req api.CompleteRunRequest) (api.CompleteRunResult, error)
-	ResumeRun(ctx context.Context, req api.ResumeRunRequest) (*api.ResumeRunResult, error)
+	ResumeRun(ctx context.Context, req api.ResumeRunRequest) (api.ResumeRunResult, error)
 	BeginWorkflow(ctx context.Context, req api.BeginWorkflowRequest) (api.BeginWorkflowResult, error)
-	CompleteStep(ctx context.Context, req api.CompleteStepRequest) error
-	FinishWorkflow(ctx context.Context, workflowID string) error
-	List(ctx context.Context) ([]session.Summary, error)
-	Delete(ctx context.Context, sessionID string) error
+	CompleteStep(ctx context.Context, req api.CompleteStepRequest) (api.Empty, error)
+	FinishWorkflow(ctx context.Context, p api.WorkflowParams) (api.Empty, error)
+	List(ctx context.Context, _ api.Empty) (api.ListResult, error)
+	Delete(ctx context.Context, p api.SessionParams) (api.Empty, error)
 	Fork(ctx context.Context, req api.ForkRequest) (api.ForkResult, error)
-	Export(ctx context.Context, sessionID string) ([]byte, error)
-	Import(ctx context.Context, envelope []byte) (api.ImportResult, error)
+	Export(ctx context.Context, p api.SessionParams) (api.ExportResult, error)
+	Import(ctx context.Context, p api.ImportParams) (api.ImportResult, error)
 	Handoff(ctx context.Context, req api.HandoffRequest) (api.HandoffResult, error)
 	RuntimeCheck(ctx context.Context, req api.RuntimeCheckRequest) (api.RuntimeCheckResult, error)
 	RuntimeRestart(ctx context.Context, req api.RuntimeRestartRequest) (api.RestartResult, error)
@@ -33,4 +35,4 @@ type Backend interface {
 	Capabilities() session.Capabilities
 }
 
-var _ Backend = (*engine.Engine)(nil)
+var _ Backend = engine.Served{}

@@ -33,8 +33,7 @@ func handle[P, R any](m api.Spec[P, R], fn func(ctx context.Context, c *wsConn, 
 	}}
 }
 
-// backend adapts a Backend method that takes the method's params as they
-// are.
+// backend routes a method to the Backend method of the same shape.
 func backend[P, R any](m api.Spec[P, R], fn func(Backend, context.Context, P) (R, error)) route {
 	return handle(m, func(ctx context.Context, c *wsConn, p P) (R, error) { return fn(c.s.cfg.Backend, ctx, p) })
 }
@@ -47,45 +46,19 @@ var handlers = routes(
 	handle(api.Subscribe, subscribe(true)),
 	handle(api.Unsubscribe, subscribe(false)),
 	backend(api.Save, Backend.Save),
-	backend(api.ResumeSession, func(b Backend, ctx context.Context, p api.SessionParams) (api.ResumeSessionResult, error) {
-		r, err := b.ResumeSession(ctx, p.SessionID)
-		if err != nil {
-			return api.ResumeSessionResult{}, err
-		}
-		return *r, nil
-	}),
+	backend(api.ResumeSession, Backend.ResumeSession),
 	backend(api.BeginRun, Backend.BeginRun),
 	backend(api.Checkpoint, Backend.Checkpoint),
 	backend(api.CompleteRun, Backend.CompleteRun),
-	backend(api.ResumeRun, func(b Backend, ctx context.Context, p api.ResumeRunRequest) (api.ResumeRunResult, error) {
-		r, err := b.ResumeRun(ctx, p)
-		if err != nil {
-			return api.ResumeRunResult{}, err
-		}
-		return *r, nil
-	}),
+	backend(api.ResumeRun, Backend.ResumeRun),
 	backend(api.BeginWorkflow, Backend.BeginWorkflow),
-	backend(api.CompleteStep, func(b Backend, ctx context.Context, p api.CompleteStepRequest) (api.Empty, error) {
-		return api.Empty{}, b.CompleteStep(ctx, p)
-	}),
-	backend(api.FinishWorkflow, func(b Backend, ctx context.Context, p api.WorkflowParams) (api.Empty, error) {
-		return api.Empty{}, b.FinishWorkflow(ctx, p.WorkflowID)
-	}),
-	backend(api.List, func(b Backend, ctx context.Context, _ api.Empty) (api.ListResult, error) {
-		l, err := b.List(ctx)
-		return api.ListResult{Sessions: l}, err
-	}),
-	backend(api.Delete, func(b Backend, ctx context.Context, p api.SessionParams) (api.Empty, error) {
-		return api.Empty{}, b.Delete(ctx, p.SessionID)
-	}),
+	backend(api.CompleteStep, Backend.CompleteStep),
+	backend(api.FinishWorkflow, Backend.FinishWorkflow),
+	backend(api.List, Backend.List),
+	backend(api.Delete, Backend.Delete),
 	backend(api.Fork, Backend.Fork),
-	backend(api.Export, func(b Backend, ctx context.Context, p api.SessionParams) (api.ExportResult, error) {
-		env, err := b.Export(ctx, p.SessionID)
-		return api.ExportResult{Envelope: env}, err
-	}),
-	backend(api.Import, func(b Backend, ctx context.Context, p api.ImportParams) (api.ImportResult, error) {
-		return b.Import(ctx, p.Envelope)
-	}),
+	backend(api.Export, Backend.Export),
+	backend(api.Import, Backend.Import),
 	handle(api.Changes, changes),
 	backend(api.Handoff, Backend.Handoff),
 	backend(api.RuntimeCheck, Backend.RuntimeCheck),
@@ -96,16 +69,12 @@ var handlers = routes(
 // methods of api.Methods.
 func routes(rs ...route) map[string]handler {
 	m := make(map[string]handler, len(rs))
-	for _, r := range rs {
-		if _, ok := api.Lookup(r.name); !ok {
-			panic("daemon: handler for a method not in api.Methods: " + r.name)
-		}
-		m[r.name] = r.h
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		m[r.name], names[i] = r.h, r.name
 	}
-	for _, name := range api.MethodNames() {
-		if m[name] == nil {
-			panic("daemon: no handler for " + name)
-		}
+	if err := api.CheckServed(names, api.Methods); err != nil {
+		panic("daemon: " + err.Error())
 	}
 	return m
 }

@@ -101,7 +101,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 	defer ln.Close()
 	srv, err := NewServer(Config{
 		Workspace:       ws,
-		Backend:         eng,
+		Backend:         engine.Served{Engine: eng},
 		Logger:          log,
 		Version:         opts.Version,
 		MaxMessageSize:  opts.MaxMessageSize,

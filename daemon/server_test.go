@@ -26,14 +26,14 @@ import (
 // request: session "block" waits for release; "err:<code>" fails with that
 // code (a *session.LockedError for locked, a plain error for internal).
 type fakeBackend struct {
-	*engine.Engine
+	engine.Served
 	release chan struct{}
 	blocked chan struct{} // receives when a blocking save started
 }
 
 func newFakeBackend() *fakeBackend {
 	return &fakeBackend{
-		Engine:  engine.New(session.NewMemStore(), engine.Options{}),
+		Served:  engine.Served{Engine: engine.New(session.NewMemStore(), engine.Options{})},
 		release: make(chan struct{}),
 		blocked: make(chan struct{}, protocol.MaxInFlightPerConn+1),
 	}
