@@ -8,12 +8,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cairn-dev/cairn/protocol"
-	"github.com/cairn-dev/cairn/session"
 	"github.com/coder/websocket"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/session"
 )
 
 // connIDs numbers connections for the log.

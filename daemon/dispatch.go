@@ -6,10 +6,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/cairn-dev/cairn/protocol"
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/protocol"
 )
 
 // handler serves one method: it decodes params, calls the backend and

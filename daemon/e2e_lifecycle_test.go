@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cairn-dev/cairn/fsstore"
-	"github.com/cairn-dev/cairn/protocol"
-	"github.com/cairn-dev/cairn/session"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +15,9 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/session"
 )
 
 // TestE2EKill9DuringCommits: SIGKILL cairnd while a client streams

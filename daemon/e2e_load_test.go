@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cairn-dev/cairn/protocol"
-	"github.com/cairn-dev/cairn/session"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/session"
 )
 
 // TestE2EConcurrentClients: 32 clients (one connection each) commit 200

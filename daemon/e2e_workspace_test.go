@@ -2,8 +2,6 @@ package daemon_test
 
 import (
 	"context"
-	"github.com/cairn-dev/cairn/internal/testkit"
-	"github.com/cairn-dev/cairn/session"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +10,8 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/testkit"
+	"github.com/cairn-dev/cairn/session"
 )
 
 // TestE2EDriftAcrossDaemonKill saves a session through a real cairnd, kills

@@ -12,12 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cairn-dev/cairn/protocol"
-	"github.com/cairn-dev/cairn/workspace"
 	"github.com/coder/websocket"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/workspace"
 )
 
 // Sentinel errors of this package.

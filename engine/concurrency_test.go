@@ -1,13 +1,13 @@
 package engine_test
 
 import (
-	"github.com/cairn-dev/cairn/internal/testkit"
-	"github.com/cairn-dev/cairn/session"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/testkit"
+	"github.com/cairn-dev/cairn/session"
 )
 
 // TestConcurrentSaversWithExpectGeneration: 16 goroutines save to one

@@ -1,12 +1,12 @@
 package engine_test
 
 import (
-	"github.com/cairn-dev/cairn/internal/testkit"
-	"github.com/cairn-dev/cairn/session"
 	"sync"
 	"testing"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/testkit"
+	"github.com/cairn-dev/cairn/session"
 )
 
 func TestEvents(t *testing.T) {

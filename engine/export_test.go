@@ -2,12 +2,12 @@ package engine_test
 
 import (
 	"encoding/json"
-	"github.com/cairn-dev/cairn/internal/testkit"
-	"github.com/cairn-dev/cairn/session"
 	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/testkit"
+	"github.com/cairn-dev/cairn/session"
 )
 
 func TestExportEnvelopeShape(t *testing.T) {

@@ -12,11 +12,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cairn-dev/cairn/session"
 	"github.com/coder/websocket"
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/session"
 )
 
 // Options configure a Client. The zero value is ready to use.

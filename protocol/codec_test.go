@@ -3,12 +3,12 @@ package protocol
 import (
 	"bytes"
 	"errors"
-	"github.com/cairn-dev/cairn/session"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/session"
 )
 
 // nested returns n nested CBOR arrays around 0.

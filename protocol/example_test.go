@@ -3,11 +3,11 @@ package protocol_test
 import (
 	"context"
 	"fmt"
-	"github.com/cairn-dev/cairn/protocol"
-	"github.com/cairn-dev/cairn/session"
 	"log"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/session"
 )
 
 // Connect to the daemon of the current directory's workspace (starting one

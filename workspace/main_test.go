@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairn-dev/cairn/internal/testkit"
 	"go.uber.org/goleak"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/testkit"
 )
 
 func TestMain(m *testing.M) {

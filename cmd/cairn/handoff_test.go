@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cairn-dev/cairn/protocol"
-	"github.com/cairn-dev/cairn/session"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +16,8 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/session"
 )
 
 // daemonClient starts (through auto-start) the workspace's daemon and

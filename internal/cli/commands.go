@@ -4,14 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cairn-dev/cairn/internal/proc"
-	"github.com/cairn-dev/cairn/internal/version"
 	"io"
 	"os"
 	"syscall"
 	"time"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/proc"
+	"github.com/cairn-dev/cairn/internal/version"
 )
 
 // printJSON writes v as indented JSON.

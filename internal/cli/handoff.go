@@ -3,17 +3,17 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/handoff"
 	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/procs"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
-	"path/filepath"
-	"text/tabwriter"
-	"time"
-
-	"github.com/cairn-dev/cairn/api"
 )
 
 // errIncomplete makes `handoff --check` exit 1 after it has listed what is

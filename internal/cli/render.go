@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"github.com/cairn-dev/cairn/session"
 	"io"
 	"maps"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/session"
 )
 
 func fmtTime(t time.Time) string {
