@@ -12,19 +12,10 @@ import (
 	"github.com/cairn-dev/cairn/internal/layout"
 )
 
-// Names inside a workspace (PROTOCOL.md §1), as internal/layout defines them.
-const (
-	// StateDir is the workspace's cairn directory.
-	StateDir = layout.Dir
-	// SocketName is the socket's file name in StateDir.
-	SocketName = layout.SocketName
-	// AddrFileName names the file in StateDir that holds the socket path
-	// when the default one is too long.
-	AddrFileName = layout.AddrFileName
-	// MaxSocketPathLen is the longest socket path a Unix socket address
-	// holds: sun_path is 108 bytes including the terminating NUL.
-	MaxSocketPathLen = 107
-)
+// MaxSocketPathLen is the longest socket path a Unix socket address holds:
+// sun_path is 108 bytes including the terminating NUL. The names inside a
+// workspace (PROTOCOL.md §1) are internal/layout's.
+const MaxSocketPathLen = 107
 
 // Workspace returns the canonical form of a workspace directory: absolute,
 // cleaned, symlinks resolved. Client and daemon both use it, so they agree

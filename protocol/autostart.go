@@ -25,10 +25,6 @@ const DaemonEnv = "CAIRN_DAEMON"
 // serves (holds the lock of) the workspace.
 const ExitAlreadyRunning = 3
 
-// DaemonLogName is the file in the workspace's StateDir that receives the
-// standard error of a daemon started by Connect.
-const DaemonLogName = layout.DaemonLogName
-
 // Connect connects to the daemon of workspace, starting one when none
 // answers (unless opts.NoAutoStart). A started cairnd runs detached, in its
 // own session, with its standard error appended to .cairn/cairnd.log.
