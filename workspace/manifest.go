@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -194,12 +195,14 @@ func (ms *manifestStore) recover() error {
 // legacy frame differs only in its length field, which counted the kind
 // byte: the checksum covers the same bytes in both.
 func (ms *manifestStore) upgradeLegacyLog(path string) error {
+	// Only the magic is read to tell: the store opens once per tracker, and
+	// old logs are kept for as long as sessions refer to them.
+	if legacy, err := hasMagic(path, legacyLogMagic); err != nil || !legacy {
+		return err
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
-	}
-	if !recordlog.HasMagic(data, legacyLogMagic) {
-		return nil
 	}
 	out := []byte(logMagic)
 	for off := len(legacyLogMagic); off+8 <= len(data); {
@@ -216,6 +219,21 @@ func (ms *manifestStore) upgradeLegacyLog(path string) error {
 	}
 	ms.log.Info("rewriting a manifest log in the current framing", "file", path)
 	return atomicfile.WriteFile(path, out, 0o600)
+}
+
+// hasMagic reports whether the file at path starts with magic, reading only
+// that many bytes.
+func hasMagic(path, magic string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	head := make([]byte, len(magic))
+	if _, err := io.ReadFull(f, head); err != nil {
+		return false, nil // shorter than a magic: not a legacy log
+	}
+	return string(head) == magic, nil
 }
 
 // scanLog walks the records of a log whose base is base, calling fn for
