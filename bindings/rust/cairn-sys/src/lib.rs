@@ -20,12 +20,10 @@
 use core::ffi::{c_char, c_int, c_void};
 
 /// The ABI version of the header these declarations follow.
-pub const CAIRN_ABI_VERSION: c_int = 1;
+pub const CAIRN_ABI_VERSION: c_int = 2;
 
 /// Success.
 pub const CAIRN_OK: c_int = 0;
-/// `cairn_submit`: the call is still running; see [`cairn_take`].
-pub const CAIRN_PENDING: c_int = 1;
 /// `internal`: I/O failure, broken invariant.
 pub const CAIRN_E_INTERNAL: c_int = -1;
 /// `invalid_argument` (also bad JSON, unknown params field).
@@ -50,12 +48,15 @@ pub const CAIRN_E_LOCKED: c_int = -10;
 pub const CAIRN_E_UNAVAILABLE: c_int = -11;
 /// `forked`: called in a forked child (see the fork rule).
 pub const CAIRN_E_FORKED: c_int = -12;
-/// `bad_handle`: unknown or closed handle or ticket.
+/// `bad_handle`: unknown or closed handle.
 pub const CAIRN_E_BAD_HANDLE: c_int = -13;
 /// `method_not_found`.
 pub const CAIRN_E_METHOD_NOT_FOUND: c_int = -14;
 /// `bad_request`: the daemon rejected the message.
 pub const CAIRN_E_BAD_REQUEST: c_int = -15;
+/// `bad_ticket`: [`cairn_take`] of an unknown, unfinished or already taken
+/// ticket.
+pub const CAIRN_E_BAD_TICKET: c_int = -16;
 
 unsafe extern "C" {
     /// The library version, e.g. "0.1.0": a static string, never freed.
@@ -84,30 +85,31 @@ unsafe extern "C" {
         err: *mut *mut c_char,
     ) -> c_int;
 
-    /// Runs one method on a thread the library owns, waiting up to
-    /// `spin_us` microseconds: [`CAIRN_OK`] (done, as `cairn_call`, and
-    /// `*ticket` is 0), [`CAIRN_PENDING`] (`*ticket` identifies the call;
-    /// it is written to the pipe of [`cairn_completion_fd`] when done), or a
-    /// `CAIRN_E_*` code. The request bytes are copied.
+    /// Queues one method call for a thread the library owns and returns at
+    /// once. [`CAIRN_OK`]: `*ticket` (never 0) identifies the call; when it
+    /// finishes, the ticket is written to the pipe of
+    /// [`cairn_completion_fd`] and [`cairn_take`] returns its outcome
+    /// (success or error). A `CAIRN_E_*` code: the call could not be queued
+    /// and `*ticket` is 0. The request bytes are copied.
     pub fn cairn_submit(
         handle: u64,
         method: *const c_char,
         request: *const u8,
         request_len: usize,
-        spin_us: u32,
         ticket: *mut u64,
-        response: *mut *mut u8,
-        response_len: *mut usize,
         err: *mut *mut c_char,
     ) -> c_int;
 
     /// The read end of the pipe finished tickets are written to (8 bytes
-    /// each, native byte order). The same fd for the life of the process;
-    /// do not close it.
+    /// each, native byte order). The same fd for the life of the process,
+    /// shared by every handle; do not close it, and read it from one place
+    /// only.
     pub fn cairn_completion_fd(fd: *mut c_int, err: *mut *mut c_char) -> c_int;
 
-    /// The outcome of a finished pending call, exactly as `cairn_call`
-    /// would return it; releases the ticket.
+    /// The outcome of a finished submitted call, exactly as `cairn_call`
+    /// would return it; releases the ticket. Any value is safe to pass: an
+    /// unknown, unfinished or already taken ticket gets
+    /// [`CAIRN_E_BAD_TICKET`].
     pub fn cairn_take(
         ticket: u64,
         response: *mut *mut u8,

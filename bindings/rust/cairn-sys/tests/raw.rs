@@ -3,7 +3,13 @@
 
 use cairn_sys::*;
 use std::ffi::{CStr, c_char};
+use std::fs::File;
+use std::io::Read;
+use std::mem::ManuallyDrop;
+use std::os::fd::FromRawFd;
 use std::ptr;
+use std::sync::mpsc;
+use std::time::Duration;
 
 fn text(p: *mut c_char) -> String {
     assert!(!p.is_null());
@@ -52,4 +58,52 @@ fn errors_carry_a_code_and_json() {
     assert!(text(err).contains("invalid_argument"));
     // SAFETY: NULL is a no-op.
     unsafe { cairn_free(ptr::null_mut()) };
+}
+
+#[test]
+fn submitted_calls_come_back_through_take() {
+    let mut fd = -1;
+    let mut err: *mut c_char = ptr::null_mut();
+    // SAFETY: the out-pointers are valid.
+    assert_eq!(unsafe { cairn_completion_fd(&mut fd, &mut err) }, CAIRN_OK);
+    assert!(fd >= 0);
+
+    // A call on an invalid handle is queued; its error comes through take.
+    let mut ticket = 0u64;
+    // SAFETY: the method is NUL-terminated; no request; the out-pointers
+    // are valid.
+    let rc = unsafe { cairn_submit(0, c"status".as_ptr(), ptr::null(), 0, &mut ticket, &mut err) };
+    assert_eq!(rc, CAIRN_OK);
+    assert_ne!(ticket, 0);
+
+    // The ticket arrives on the pipe (read on a thread, so a missing one
+    // fails the test instead of hanging it).
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        // SAFETY: the library owns the fd for the life of the process;
+        // ManuallyDrop never closes it.
+        let mut pipe = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
+        let mut b = [0u8; 8];
+        let _ = tx.send(pipe.read_exact(&mut b).map(|()| u64::from_ne_bytes(b)));
+    });
+    let done = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("no ticket on the completion pipe")
+        .expect("read the completion pipe");
+    assert_eq!(done, ticket);
+
+    let mut resp: *mut u8 = ptr::null_mut();
+    let mut len = 0usize;
+    // SAFETY: the out-pointers are valid.
+    let rc = unsafe { cairn_take(ticket, &mut resp, &mut len, &mut err) };
+    assert_eq!(rc, CAIRN_E_BAD_HANDLE);
+    assert!(resp.is_null());
+    assert!(text(err).contains("bad_handle"));
+
+    // The ticket was released: taking it again is bad_ticket.
+    let mut err: *mut c_char = ptr::null_mut();
+    // SAFETY: as above.
+    let rc = unsafe { cairn_take(ticket, &mut resp, &mut len, &mut err) };
+    assert_eq!(rc, CAIRN_E_BAD_TICKET);
+    assert!(text(err).contains("bad_ticket"));
 }

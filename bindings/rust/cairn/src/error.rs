@@ -36,13 +36,16 @@ pub enum ErrorCode {
     MethodNotFound,
     /// `bad_request`: the daemon rejected the message.
     BadRequest,
+    /// `bad_ticket`: `cairn_take` of an unknown, unfinished or already taken
+    /// ticket (raw `cairn-sys` calls only).
+    BadTicket,
     /// Any other code, as the library spelt it.
     Other(String),
 }
 
 impl ErrorCode {
     /// Every code this binding knows, in the order of `cairn.h`.
-    pub const ALL: [ErrorCode; 15] = [
+    pub const ALL: [ErrorCode; 16] = [
         ErrorCode::Internal,
         ErrorCode::InvalidArgument,
         ErrorCode::NotFound,
@@ -58,6 +61,7 @@ impl ErrorCode {
         ErrorCode::BadHandle,
         ErrorCode::MethodNotFound,
         ErrorCode::BadRequest,
+        ErrorCode::BadTicket,
     ];
 
     /// The wire spelling, e.g. `"not_found"`.
@@ -78,6 +82,7 @@ impl ErrorCode {
             ErrorCode::BadHandle => "bad_handle",
             ErrorCode::MethodNotFound => "method_not_found",
             ErrorCode::BadRequest => "bad_request",
+            ErrorCode::BadTicket => "bad_ticket",
             ErrorCode::Other(s) => s,
         }
     }
@@ -93,22 +98,24 @@ impl ErrorCode {
 
     /// The code of a `CAIRN_E_*` return value.
     pub fn from_rc(rc: i32) -> ErrorCode {
+        use cairn_sys::*;
         match rc {
-            -1 => ErrorCode::Internal,
-            -2 => ErrorCode::InvalidArgument,
-            -3 => ErrorCode::NotFound,
-            -4 => ErrorCode::Conflict,
-            -5 => ErrorCode::SchemaUnsupported,
-            -6 => ErrorCode::TooLarge,
-            -7 => ErrorCode::NoCheckpoint,
-            -8 => ErrorCode::NotOwner,
-            -9 => ErrorCode::StepIdentityChanged,
-            -10 => ErrorCode::Locked,
-            -11 => ErrorCode::Unavailable,
-            -12 => ErrorCode::Forked,
-            -13 => ErrorCode::BadHandle,
-            -14 => ErrorCode::MethodNotFound,
-            -15 => ErrorCode::BadRequest,
+            CAIRN_E_INTERNAL => ErrorCode::Internal,
+            CAIRN_E_INVALID_ARGUMENT => ErrorCode::InvalidArgument,
+            CAIRN_E_NOT_FOUND => ErrorCode::NotFound,
+            CAIRN_E_CONFLICT => ErrorCode::Conflict,
+            CAIRN_E_SCHEMA_UNSUPPORTED => ErrorCode::SchemaUnsupported,
+            CAIRN_E_TOO_LARGE => ErrorCode::TooLarge,
+            CAIRN_E_NO_CHECKPOINT => ErrorCode::NoCheckpoint,
+            CAIRN_E_NOT_OWNER => ErrorCode::NotOwner,
+            CAIRN_E_STEP_IDENTITY_CHANGED => ErrorCode::StepIdentityChanged,
+            CAIRN_E_LOCKED => ErrorCode::Locked,
+            CAIRN_E_UNAVAILABLE => ErrorCode::Unavailable,
+            CAIRN_E_FORKED => ErrorCode::Forked,
+            CAIRN_E_BAD_HANDLE => ErrorCode::BadHandle,
+            CAIRN_E_METHOD_NOT_FOUND => ErrorCode::MethodNotFound,
+            CAIRN_E_BAD_REQUEST => ErrorCode::BadRequest,
+            CAIRN_E_BAD_TICKET => ErrorCode::BadTicket,
             _ => ErrorCode::Other(format!("rc {rc}")),
         }
     }
