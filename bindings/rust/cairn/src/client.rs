@@ -138,6 +138,13 @@ fn name_of(method: &CStr) -> &str {
     method.to_str().unwrap_or("?")
 }
 
+/// The params of the methods that name one session.
+fn session(session_id: &str) -> SessionParams<'_> {
+    SessionParams {
+        session_id: session_id.into(),
+    }
+}
+
 impl Client {
     /// Opens a client (see [`Options`]).
     pub fn connect(options: Options) -> Result<Client> {
@@ -205,7 +212,14 @@ impl Client {
         method: &CStr,
         params: &P,
     ) -> Result<R> {
-        let buf = self.call_with(method, params)?;
+        let req = serde_json::to_vec(params).map_err(|e| Error::encode(name_of(method), e))?;
+        self.invoke_raw(method, &req)
+    }
+
+    /// Runs `method` with JSON params already encoded (empty: none) and
+    /// decodes its result.
+    fn invoke_raw<R: DeserializeOwned>(&self, method: &CStr, request: &[u8]) -> Result<R> {
+        let buf = self.call_buf(method, request)?;
         serde_json::from_slice(buf.as_slice()).map_err(|e| Error::decode(name_of(method), e))
     }
 
@@ -239,8 +253,7 @@ impl Client {
     /// Reports the mode, library version, workspace and pid (and, in daemon
     /// mode, the daemon's status). A no-op round trip.
     pub fn status(&self) -> Result<LibStatus> {
-        let buf = self.call_buf(c"status", &[])?;
-        serde_json::from_slice(buf.as_slice()).map_err(|e| Error::decode("status", e))
+        self.invoke_raw(c"status", &[])
     }
 
     /// Commits a snapshot or a delta (`&Snapshot` or `&Change`) to
@@ -271,12 +284,7 @@ impl Client {
 
     /// Returns the session's latest snapshot, drift and interrupted runs.
     pub fn resume_session(&self, session_id: &str) -> Result<ResumeSessionResult> {
-        self.invoke(
-            c"resumeSession",
-            &SessionParams {
-                session_id: session_id.into(),
-            },
-        )
+        self.invoke(c"resumeSession", &session(session_id))
     }
 
     /// Starts a run in a session (`run_id`: None lets cairn choose one).
@@ -382,12 +390,7 @@ impl Client {
 
     /// Deletes a session and every checkpoint that belongs to it.
     pub fn delete(&self, session_id: &str) -> Result<()> {
-        self.call_with(
-            c"delete",
-            &SessionParams {
-                session_id: session_id.into(),
-            },
-        )?;
+        self.call_with(c"delete", &session(session_id))?;
         Ok(())
     }
 
@@ -410,12 +413,7 @@ impl Client {
 
     /// Exports a session as its single-file JSON envelope.
     pub fn export(&self, session_id: &str) -> Result<Value> {
-        let r: ExportResult = self.invoke(
-            c"export",
-            &SessionParams {
-                session_id: session_id.into(),
-            },
-        )?;
+        let r: ExportResult = self.invoke(c"export", &session(session_id))?;
         Ok(r.envelope)
     }
 
@@ -432,8 +430,7 @@ impl Client {
     /// The daemon's (daemon mode) or the engine's (embedded mode) identity,
     /// protocol version, capabilities, methods, events and limits.
     pub fn hello(&self) -> Result<HelloResult> {
-        let buf = self.call_buf(c"hello", &[])?;
-        serde_json::from_slice(buf.as_slice()).map_err(|e| Error::decode("hello", e))
+        self.invoke_raw(c"hello", &[])
     }
 
     /// What changed in the workspace tree after the clock `since` (`None`:
@@ -452,12 +449,7 @@ impl Client {
     /// Renders HANDOFF.md from the session's latest generation and lists
     /// what the handoff lacks. It prints only what the session proves.
     pub fn handoff(&self, session_id: &str) -> Result<HandoffResult> {
-        self.invoke(
-            c"handoff",
-            &HandoffRequest {
-                session_id: session_id.into(),
-            },
-        )
+        self.invoke(c"handoff", &session(session_id))
     }
 
     /// Runs the health check of every process the session's latest

@@ -6,6 +6,10 @@
 //! the library writes them. Results tolerate fields this crate does not know,
 //! so a newer library or daemon does not break an older client; requests
 //! carry only known fields, since the library rejects unknown ones.
+//!
+//! A struct whose every field may be absent says so once, with
+//! `#[serde(default)]` on the struct; the others mark their optional
+//! fields one by one.
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -44,73 +48,43 @@ pub mod run_status {
 
 /// One complete generation of a session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Snapshot {
     /// The schema version (1 today; 0 on a request means "current").
-    #[serde(default)]
     pub schema_version: i64,
     /// The session's id (may be empty on save: the save's id is used).
-    #[serde(default)]
     pub session_id: String,
     /// The generation, assigned by the store.
-    #[serde(default)]
     pub generation: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace: Option<Workspace>,
     /// Free-form agent description (harness, model, ...).
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Map::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Map::is_empty")]
     pub agent: Map<String, Value>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Map::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
     /// The conversation: opaque host values, in order.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub messages: Vec<Value>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<Artifact>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub traces: Vec<Trace>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<Run>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub verifications: Vec<Verification>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub subagent_tasks: Vec<SubagentTask>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub handoff: Option<Handoff>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime: Option<Runtime>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub files: Option<ManifestRef>,
 }
 
@@ -120,77 +94,42 @@ pub struct Snapshot {
 /// metadata merged key by key (a `null` value removes the key). `replace`
 /// makes the change a whole snapshot instead.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Change {
-    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    #[serde(skip_serializing_if = "is_zero_i64")]
     pub schema_version: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub replace: Option<Box<Snapshot>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace: Option<Workspace>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
     pub agent: Option<Map<String, Value>>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub append_messages: Vec<Value>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub append_traces: Vec<Trace>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub append_artifacts: Vec<Artifact>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub upsert_runs: Vec<Run>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub upsert_verifications: Vec<Verification>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub upsert_subagent_tasks: Vec<SubagentTask>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub handoff: Option<Handoff>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime: Option<Runtime>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub files: Option<ManifestRef>,
     /// A loop checkpoint written atomically with the change (what
     /// `checkpoint` sends; a host rarely sets it itself).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<LoopCheckpoint>,
     /// Run ids whose loop checkpoints the change deletes.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub drop_checkpoints: Vec<String>,
 }
 
@@ -206,14 +145,15 @@ impl Change {
 
 /// The tree a session worked in.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Workspace {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub root: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub git_head: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub git_branch: String,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(skip_serializing_if = "is_false")]
     pub git_dirty: bool,
 }
 
@@ -276,14 +216,11 @@ pub struct Trace {
 
 /// Tokens and cost of a run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Usage {
-    #[serde(default)]
     pub input_tokens: i64,
-    #[serde(default)]
     pub output_tokens: i64,
-    #[serde(default)]
     pub total_tokens: i64,
-    #[serde(default)]
     pub cost: f64,
 }
 
@@ -347,107 +284,70 @@ pub struct SubagentTask {
 
 /// What the next agent or person needs to pick the work up.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Handoff {
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub done: Vec<String>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub in_progress: Vec<String>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub verified: Vec<String>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub unverified: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub restart: Option<Restart>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reviewed_version: Option<ReviewedVersion>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub risks: Vec<String>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub decisions_pending: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub next_step: Option<NextStep>,
 }
 
 /// How to bring the work's processes back.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Restart {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub workdir: String,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub commands: Vec<String>,
     /// Config keys or files, never values.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub config: Vec<String>,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub health_check: String,
 }
 
 /// The version of the work that was reviewed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ReviewedVersion {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub vcs: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub commit: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub diff_sha256: String,
 }
 
 /// One bounded next step and the condition that says it is done.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct NextStep {
-    #[serde(default)]
     pub task: String,
-    #[serde(default)]
     pub done_when: String,
 }
 
 /// The processes and previews the work depended on (ephemeral).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Runtime {
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<Process>,
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub previews: Vec<Preview>,
 }
 
@@ -474,18 +374,15 @@ pub struct Process {
 /// A command with an expected exit code, or a loopback URL with an expected
 /// HTTP status.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct HealthCheck {
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
-    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    #[serde(skip_serializing_if = "is_zero_i64")]
     pub expect_exit: i64,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub url: String,
-    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    #[serde(skip_serializing_if = "is_zero_i64")]
     pub expect_status: i64,
 }
 
@@ -499,12 +396,13 @@ pub struct Preview {
 
 /// The workspace manifest recorded with a generation.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ManifestRef {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub id: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub clock: String,
-    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    #[serde(skip_serializing_if = "is_zero_i64")]
     pub entries: i64,
 }
 
@@ -584,17 +482,17 @@ pub struct Summary {
 /// Workspace files changed since a generation was saved. `tracked` false
 /// means drift is unknown, not "no changes".
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Drift {
-    #[serde(default)]
     pub tracked: bool,
     /// Why drift is not tracked, when it is not.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub reason: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub added: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub modified: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub deleted: Vec<String>,
 }
 
@@ -622,19 +520,18 @@ pub struct InterruptedRun {
 
 /// The result of `resume_session`: what a new agent is handed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ResumeSessionResult {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub snapshot: Snapshot,
-    #[serde(default)]
     pub generation: u64,
-    #[serde(default)]
     pub drift: Drift,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub interrupted_runs: Vec<InterruptedRun>,
     /// The live state of each recorded runtime process, from its health
     /// check run during the resume. Nothing is restarted: the caller
     /// decides ([`crate::Client::runtime_restart`]).
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub processes: Vec<ProcessState>,
 }
 
@@ -670,11 +567,10 @@ pub struct CheckpointRequest<'a> {
 
 /// The result of `checkpoint`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CheckpointResult {
-    #[serde(default)]
     pub generation: u64,
     /// Session messages at the boundary.
-    #[serde(default)]
     pub message_count: i64,
 }
 
@@ -750,184 +646,143 @@ pub struct LibStatus {
 
 /// The daemon's own status (the wire's status result).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StatusResult {
-    #[serde(default)]
     pub server_version: String,
-    #[serde(default)]
     pub protocol_version: i64,
-    #[serde(default)]
     pub workspace: String,
-    #[serde(default)]
     pub socket: String,
-    #[serde(default)]
     pub pid: i64,
-    #[serde(default)]
     pub started_at: String,
-    #[serde(default)]
     pub uptime_ms: i64,
-    #[serde(default)]
     pub connections: i64,
-    #[serde(default)]
     pub subscribers: i64,
-    #[serde(default)]
     pub in_flight: i64,
-    #[serde(default)]
     pub requests: u64,
-    #[serde(default)]
     pub events_dropped: u64,
     /// "serving" or "stopping".
-    #[serde(default)]
     pub state: String,
     /// The workspace tracker's status; `None`: the workspace is not
     /// tracked.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub files: Option<FilesStatus>,
 }
 
 /// The daemon's workspace tracker.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct FilesStatus {
-    #[serde(default)]
     pub root: String,
     /// "watching" or "polling".
-    #[serde(default)]
     pub mode: String,
     /// Why the tracker polls, naming the limit to raise.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub warning: String,
-    #[serde(default)]
     pub clock: String,
     /// Indexed non-directory paths.
-    #[serde(default)]
     pub files: i64,
     /// Indexed directories, the root included.
-    #[serde(default)]
     pub dirs: i64,
     /// inotify watches held.
-    #[serde(default)]
     pub watches: i64,
-    #[serde(default)]
     pub events: u64,
-    #[serde(default)]
     pub rescans: u64,
-    #[serde(default)]
     pub overflows: u64,
 }
 
 /// The result of `hello`: the daemon's (daemon mode) or the engine's
 /// (embedded mode) identity, capabilities and limits.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct HelloResult {
-    #[serde(default)]
     pub server_version: String,
-    #[serde(default)]
     pub protocol_version: i64,
-    #[serde(default)]
     pub workspace: String,
-    #[serde(default)]
     pub pid: i64,
-    #[serde(default)]
     pub capabilities: HelloCapabilities,
-    #[serde(default)]
     pub limits: Limits,
 }
 
 /// What a daemon (or engine) offers.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct HelloCapabilities {
-    #[serde(default)]
     pub store: Capabilities,
     /// Every method served.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub methods: Vec<String>,
     /// Every event that can be pushed.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub events: Vec<String>,
 }
 
 /// What the store guarantees.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Capabilities {
-    #[serde(default)]
     pub atomic_generations: bool,
-    #[serde(default)]
     pub delta_commits: bool,
-    #[serde(default)]
     pub compare_and_swap: bool,
-    #[serde(default)]
     pub cross_process_lock: bool,
-    #[serde(default)]
     pub durable: bool,
-    #[serde(default)]
     pub history: bool,
 }
 
 /// The daemon's limits (PROTOCOL.md §8).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Limits {
-    #[serde(default)]
     pub max_message_size: i64,
-    #[serde(default)]
     pub max_nested_levels: i64,
-    #[serde(default)]
     pub max_array_elements: i64,
-    #[serde(default)]
     pub max_map_pairs: i64,
-    #[serde(default)]
     pub max_in_flight_per_conn: i64,
-    #[serde(default)]
     pub event_queue_len: i64,
 }
 
 /// The result of `changes`: what changed in the workspace tree after a
 /// clock.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ChangeSet {
     /// Pass it as `since` next time.
-    #[serde(default)]
     pub clock: String,
     /// true: `since` was empty, stale or from another daemon, and `added`
     /// lists every file.
-    #[serde(default)]
     pub fresh_instance: bool,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub added: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub modified: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub deleted: Vec<String>,
 }
 
 /// The result of `handoff`: HANDOFF.md rendered from the latest
 /// generation's evidence, and what the handoff lacks.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct HandoffResult {
-    #[serde(default)]
     pub session_id: String,
-    #[serde(default)]
     pub generation: u64,
-    #[serde(default)]
     pub markdown: String,
     /// Nothing required is missing (which does not mean the work is right).
-    #[serde(default)]
     pub complete: bool,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub missing: Vec<HandoffMissing>,
     /// The files changed in the session, per its first and latest
     /// manifests.
-    #[serde(default)]
     pub files: Drift,
 }
 
 /// A required part a handoff lacks.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct HandoffMissing {
     /// result, verification, restart_path, reviewed_version,
     /// risks_decisions or next_step.
-    #[serde(default)]
     pub key: String,
     /// A sentence for people.
-    #[serde(default)]
     pub message: String,
 }
 
@@ -970,10 +825,11 @@ pub struct PreviewState {
 
 /// The result of `runtime_check`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RuntimeCheckResult {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub processes: Vec<ProcessState>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub previews: Vec<PreviewState>,
 }
 
@@ -1075,8 +931,8 @@ pub struct SaveRequest<'a> {
 
 /// The result of `save`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SaveResult {
-    #[serde(default)]
     pub generation: u64,
 }
 
@@ -1091,8 +947,8 @@ pub struct BeginRunRequest<'a> {
 
 /// The result of `complete_run`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CompleteRunResult {
-    #[serde(default)]
     pub generation: u64,
 }
 
@@ -1119,8 +975,9 @@ pub struct BeginWorkflowRequest<'a> {
 
 /// The result of `begin_workflow`: the steps already completed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct BeginWorkflowResult {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub completed: Vec<StepRecord>,
 }
 
@@ -1144,8 +1001,9 @@ pub struct WorkflowParams<'a> {
 
 /// The result of `list_sessions`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ListResult {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub sessions: Vec<Summary>,
 }
 
@@ -1161,8 +1019,8 @@ pub struct ForkRequest<'a> {
 
 /// The result of `export` through libcairn: the envelope as JSON itself.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ExportResult {
-    #[serde(default)]
     pub envelope: Value,
 }
 
@@ -1176,53 +1034,49 @@ pub struct ImportParams<'a> {
 /// `import` reads: the snapshot's own fields in `session`, its records
 /// beside it. Loop and workflow checkpoints are not exported.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Envelope {
-    #[serde(default)]
     pub schema_version: i64,
-    #[serde(default)]
     pub session: Option<Snapshot>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub artifacts: Vec<Artifact>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub traces: Vec<Trace>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub runs: Vec<Run>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub verifications: Vec<Verification>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub subagent_tasks: Vec<SubagentTask>,
-    #[serde(default)]
     pub handoff: Option<Handoff>,
-    #[serde(default)]
     pub runtime: Option<Runtime>,
 }
 
 /// The params of the wire's `hello` (libcairn's `hello` takes none and
 /// sends its own).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct HelloParams<'a> {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<Cow<'a, str>>,
 }
 
 /// The params of `subscribe` (empty `events`: all).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SubscribeParams<'a> {
-    #[serde(
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "nullable"
-    )]
+    #[serde(skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
     pub events: Vec<Cow<'a, str>>,
 }
 
 /// The result of the wire's `subscribe` and `unsubscribe`: the
 /// connection's subscription afterwards.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SubscribeResult {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub events: Vec<String>,
 }
 
@@ -1246,12 +1100,11 @@ pub struct NextEventParams {
 /// `closed` once the subscription has ended; `dropped` counts the events
 /// lost so far.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct NextEventResult {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub event: Option<Event>,
-    #[serde(default)]
     pub closed: bool,
-    #[serde(default)]
     pub dropped: u64,
 }
 
@@ -1327,10 +1180,11 @@ pub type HandoffRequest<'a> = SessionParams<'a>;
 
 /// The params of `changes`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ChangesParams<'a> {
     /// The clock of an earlier answer; `None`: everything (a fresh
     /// instance).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub since: Option<Cow<'a, str>>,
 }
 
