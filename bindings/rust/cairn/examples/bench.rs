@@ -8,11 +8,14 @@
 //! `$CAIRN_DAEMON`, else the repository's build/cairnd; it is stopped
 //! afterwards. BENCH_STATUS_N and BENCH_SAVE_N set the iteration counts.
 
-use std::path::PathBuf;
-use std::process::Command;
+// The tests' helpers: temporary workspaces, the daemon's path, stopping it.
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::time::{Duration, Instant};
 
 use cairn::{Change, Client, Options};
+use common::{TempDir, cairnd, stop_process};
 use serde_json::json;
 
 fn env_n(name: &str, default: usize) -> usize {
@@ -20,30 +23,6 @@ fn env_n(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let p = std::env::temp_dir().join(format!(
-            "crb-{tag}-{}-{}",
-            std::process::id(),
-            nanos % 1_000_000_000
-        ));
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn report(mode: &str, op: &str, mut samples: Vec<Duration>) {
@@ -115,23 +94,17 @@ fn bench(mode: &str, c: &Client) {
 }
 
 fn main() {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let daemon = std::env::var_os("CAIRN_DAEMON")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| manifest.join("../../../build/cairnd"));
-
     {
         let ws = TempDir::new("emb");
-        let c = cairn::connect(Options::new(&ws.0).embedded(true)).expect("embedded connect");
+        let c = cairn::connect(Options::new(ws.path()).embedded(true)).expect("embedded connect");
         bench("embedded", &c);
         c.close().expect("close");
     }
     {
         let ws = TempDir::new("dmn");
         let c = cairn::connect(
-            Options::new(&ws.0)
-                .daemon(&daemon)
+            Options::new(ws.path())
+                .daemon(cairnd())
                 .daemon_args(["--idle-timeout=60s"]),
         )
         .expect("daemon connect");
@@ -143,27 +116,6 @@ fn main() {
             .pid;
         bench("daemon", &c);
         c.close().expect("close");
-        // Stop the daemon and wait until it is gone.
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(pid.to_string())
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| {
-                !s.rsplit_once(')')
-                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-            })
-            .unwrap_or(false)
-        {
-            if Instant::now() > deadline {
-                let _ = Command::new("kill")
-                    .arg("-KILL")
-                    .arg(pid.to_string())
-                    .status();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        stop_process(pid);
     }
 }
