@@ -91,7 +91,7 @@ const (
 
 // Temp is a new file being written under a temp name beside its final name.
 // Nothing but Temp ever knows the temp name: Commit renames it into place
-// and hands back the file opened under the final name, and Abort removes
+// and hands back the file under its final name, and Abort removes
 // it, so no error or file a caller keeps can name a file that is gone.
 type Temp struct {
 	f     *os.File
@@ -147,7 +147,7 @@ func (t *Temp) Sync() error {
 }
 
 // Commit renames the temp file over the final name, fsyncs the directory
-// and returns the file opened under the final name (the temp's descriptor
+// and returns the file under its final name (the temp's descriptor
 // is closed). The caller must have synced what it wrote.
 //
 // If the rename fails, the temp file is removed and Commit returns a nil
@@ -178,25 +178,22 @@ func (t *Temp) Commit() (*os.File, error) {
 	return f, nil
 }
 
-// reopen opens final, checks it is the file old refers to (nothing else
-// can have replaced it between the rename and the open without breaking
-// the caller's lock, but a check costs one fstat), and closes old.
+// reopen returns the file old refers to under the name final, through a
+// duplicate of its descriptor (close-on-exec, under syscall.ForkLock as
+// os/exec expects), and closes old. No new open is needed: the rename
+// moved the very file old refers to.
 func reopen(old *os.File, final string) (*os.File, error) {
 	defer old.Close()
-	f, err := os.OpenFile(final, os.O_RDWR|OpenFlags, 0)
+	syscall.ForkLock.RLock()
+	fd, err := syscall.Dup(int(old.Fd()))
+	if err == nil {
+		syscall.CloseOnExec(fd)
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return nil, fmt.Errorf("reopen %s: %w", final, err)
 	}
-	a, err1 := old.Stat()
-	b, err2 := f.Stat()
-	if err := errors.Join(err1, err2); err != nil || !os.SameFile(a, b) {
-		f.Close()
-		if err == nil {
-			err = errors.New("another file took its place")
-		}
-		return nil, fmt.Errorf("reopen %s: %w", final, err)
-	}
-	return f, nil
+	return os.NewFile(uintptr(fd), final), nil
 }
 
 // Abort closes and removes the temp file. It does nothing after a
