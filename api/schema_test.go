@@ -198,11 +198,8 @@ func exampleValue(doc *apischema.Document, t *apischema.Type, key string) any {
 	case "object":
 		m := map[string]any{}
 		if t.Properties == nil {
-			if ap, ok := t.AdditionalProperties.(map[string]any); ok {
-				b, _ := json.Marshal(ap)
-				var at apischema.Type
-				_ = json.Unmarshal(b, &at)
-				m[key+"_key"] = exampleValue(doc, &at, key)
+			if ap := t.AdditionalProperties; ap != nil && ap.Schema != nil {
+				m[key+"_key"] = exampleValue(doc, ap.Schema, key)
 			}
 			return m
 		}

@@ -56,8 +56,38 @@ type Type struct {
 	Items                *Type            `json:"items,omitempty"`
 	Properties           map[string]*Type `json:"properties,omitempty"`
 	Required             []string         `json:"required,omitempty"`
-	AdditionalProperties any              `json:"additionalProperties,omitempty"` // false, or a *Type
+	AdditionalProperties *Additional      `json:"additionalProperties,omitempty"`
 	AnyOf                []*Type          `json:"anyOf,omitempty"`
+}
+
+// Additional is additionalProperties: false (Schema nil: no key but the
+// properties) or the schema of every other key's value (a map's values).
+type Additional struct {
+	Schema *Type
+}
+
+// MarshalJSON writes false or the schema.
+func (a Additional) MarshalJSON() ([]byte, error) {
+	if a.Schema == nil {
+		return []byte("false"), nil
+	}
+	return json.Marshal(a.Schema)
+}
+
+// UnmarshalJSON reads false or a schema.
+func (a *Additional) UnmarshalJSON(b []byte) error {
+	if string(bytes.TrimSpace(b)) == "false" {
+		a.Schema = nil
+		return nil
+	}
+	a.Schema = new(Type)
+	return json.Unmarshal(b, a.Schema)
+}
+
+// rawJSON names the type of the JSON text held by a json.RawMessage field
+// tagged schema:"<name>" (on the CBOR wire, that text as a byte string).
+var rawJSON = map[string]reflect.Type{
+	"Envelope": reflect.TypeFor[api.Envelope](),
 }
 
 // enums are the closed sets of values of some string fields, keyed by
@@ -158,7 +188,7 @@ func (g *generator) named(t reflect.Type) string {
 		return name
 	}
 	g.types[name] = t
-	obj := &Type{Type: "object", Properties: map[string]*Type{}, Required: []string{}, AdditionalProperties: false}
+	obj := &Type{Type: "object", Properties: map[string]*Type{}, Required: []string{}, AdditionalProperties: &Additional{}}
 	g.defs[name] = obj
 	g.fields(name, t, obj)
 	sort.Strings(obj.Required)
@@ -188,8 +218,11 @@ func (g *generator) fields(owner string, t reflect.Type, obj *Type) {
 		}
 		var ft *Type
 		if ref := f.Tag.Get("schema"); ref != "" {
-			g.named(reflect.TypeFor[api.Envelope]())
-			ft = &Type{Ref: "#/$defs/" + ref, Description: "on the CBOR wire, the JSON text as a byte string"}
+			rt, ok := rawJSON[ref]
+			if !ok {
+				panic(fmt.Sprintf("apischema: %s.%s: no type %q in rawJSON", owner, f.Name, ref))
+			}
+			ft = &Type{Ref: "#/$defs/" + g.named(rt), Description: "on the CBOR wire, the JSON text as a byte string"}
 		} else {
 			ft = g.of(f.Type)
 		}
@@ -228,7 +261,7 @@ func (g *generator) of(t reflect.Type) *Type {
 		}
 		return &Type{Type: "array", Items: g.of(t.Elem())}
 	case reflect.Map:
-		return &Type{Type: "object", AdditionalProperties: g.of(t.Elem())}
+		return &Type{Type: "object", AdditionalProperties: &Additional{Schema: g.of(t.Elem())}}
 	case reflect.String:
 		return &Type{Type: "string"}
 	case reflect.Bool:

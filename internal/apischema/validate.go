@@ -97,18 +97,12 @@ func (doc *Document) check(t *Type, v any, path string, errs *[]error) {
 				doc.check(p, m[k], path+"."+k, errs)
 				continue
 			}
-			switch ap := t.AdditionalProperties.(type) {
-			case *Type:
-				doc.check(ap, m[k], path+"."+k, errs)
-			case map[string]any: // as read back from schema.json
-				b, _ := json.Marshal(ap)
-				var at Type
-				_ = json.Unmarshal(b, &at)
-				doc.check(&at, m[k], path+"."+k, errs)
-			case bool:
-				if !ap {
-					fail("unknown field %q", k)
-				}
+			switch ap := t.AdditionalProperties; {
+			case ap == nil: // any key
+			case ap.Schema == nil:
+				fail("unknown field %q", k)
+			default:
+				doc.check(ap.Schema, m[k], path+"."+k, errs)
 			}
 		}
 	}
