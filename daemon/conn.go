@@ -238,7 +238,8 @@ func (c *wsConn) writeLoop() {
 			}
 			if n := c.dropped.Swap(0); n > 0 {
 				c.log.Warn("events dropped: subscriber too slow", "dropped", n)
-				msg, _ := protocol.EncodePush(api.EventDropped, map[string]any{"dropped": n})
+				ev := api.NewEvent(api.EventDropped, api.DroppedData{Dropped: n})
+				msg, _ := protocol.EncodePush(ev.Type, ev.Data)
 				if !c.write(msg) {
 					return
 				}

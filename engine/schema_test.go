@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/api"
-	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/internal/apischema"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -75,6 +74,5 @@ func TestAnswersMatchSchema(t *testing.T) {
 		noErr(t, e.Delete(ctx, "s1"))
 		imp, err := e.Import(ctx, env)
 		check("ImportResult", imp, err)
-		var _ *engine.Engine = e
 	})
 }
