@@ -14,7 +14,10 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/handoff"
+	"github.com/cairn-dev/cairn/procs"
 	"github.com/cairn-dev/cairn/session"
+	"github.com/cairn-dev/cairn/workspace"
 )
 
 // Document is schema.json.
@@ -91,22 +94,25 @@ var rawJSON = map[string]reflect.Type{
 }
 
 // enums are the closed sets of values of some string fields, keyed by
-// "Type.field".
+// "Type.field", from the constants of the packages that produce them.
 var enums = map[string][]string{
 	"Run.status":                {session.RunRunning, session.RunCompleted, session.RunInterrupted, session.RunFailed},
 	"CompleteRunRequest.status": {session.RunCompleted, session.RunInterrupted, session.RunFailed},
 	"InterruptedRun.status":     {session.RunRunning, session.RunInterrupted},
 	"Check.status":              {session.CheckPassed, session.CheckFailed, session.CheckSkipped, session.CheckNotRun},
-	"ProcessState.state":        {"not_running", "healthy", "unhealthy", "unknown"},
-	"PreviewState.state":        {"not_running", "healthy", "unhealthy", "unknown"},
-	"RestartResult.outcome":     {"started", "already_healthy", "failed"},
-	"RestartResult.state":       {"not_running", "healthy", "unhealthy", "unknown"},
+	"ProcessState.state":        processStates,
+	"PreviewState.state":        processStates,
+	"RestartResult.outcome":     {procs.OutcomeStarted, procs.OutcomeAlreadyHealthy, procs.OutcomeFailed},
+	"RestartResult.state":       processStates,
 	"StatusResult.state":        {api.StateServing, api.StateStopping},
-	"FilesStatus.mode":          {"watching", "polling"},
+	"FilesStatus.mode":          {workspace.ModeWatching, workspace.ModePolling},
 	"LibStatus.mode":            {"embedded", "daemon"},
-	"FileChangedData.kind":      {"added", "modified", "deleted", "overflow"},
-	"HandoffMissing.key":        {"result", "verification", "restart_path", "reviewed_version", "risks_decisions", "next_step"},
+	"FileChangedData.kind":      {workspace.KindAdded, workspace.KindModified, workspace.KindDeleted, workspace.KindOverflow},
+	"HandoffMissing.key": {handoff.KeyResult, handoff.KeyVerification, handoff.KeyRestartPath,
+		handoff.KeyReviewedVersion, handoff.KeyRisks, handoff.KeyNextStep},
 }
+
+var processStates = []string{procs.StateNotRunning, procs.StateHealthy, procs.StateUnhealthy, procs.StateUnknown}
 
 type generator struct {
 	defs  map[string]*Type
