@@ -262,22 +262,29 @@ func dirSize(t *testing.T, dir string) int64 {
 	return n
 }
 
-// TestManifestTornTail appends half a frame, as a crash mid-append would
-// leave, and checks Open trims it and every acknowledged manifest loads.
-func TestManifestTornTail(t *testing.T) {
-	root := t.TempDir()
+// twoManifests records the manifests of a workspace holding a, then a and
+// b, closes the tracker and returns the workspace, both references and the
+// manifest log that holds them.
+func twoManifests(t *testing.T) (root string, r1, r2 session.ManifestRef, logPath string) {
+	t.Helper()
+	root = t.TempDir()
 	testkit.WriteFile(t, root, "a", "1")
 	tr, err := Open(root, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r1, err := tr.RecordManifest(testkit.Context(t))
-	if err != nil {
+	if r1, err = tr.RecordManifest(testkit.Context(t)); err != nil {
 		t.Fatal(err)
 	}
-	r2 := writeAndRecord(t, tr, root, "b", "2")
+	r2 = writeAndRecord(t, tr, root, "b", "2")
 	tr.Close()
-	logPath := filepath.Join(root, ".cairn", "manifests", fmt.Sprintf("log-%016x.bin", 0))
+	return root, r1, r2, filepath.Join(root, ".cairn", "manifests", fmt.Sprintf("log-%016x.bin", 0))
+}
+
+// TestManifestTornTail appends half a frame, as a crash mid-append would
+// leave, and checks Open trims it and every acknowledged manifest loads.
+func TestManifestTornTail(t *testing.T) {
+	root, r1, r2, logPath := twoManifests(t)
 	before, _ := os.Stat(logPath)
 	frame := encodeDelta(3, []mop{{path: "c"}})
 	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND, 0)
@@ -287,7 +294,7 @@ func TestManifestTornTail(t *testing.T) {
 	f.Write(frame[:len(frame)-5])
 	f.Close()
 
-	tr = openT(t, root, Options{})
+	tr := openT(t, root, Options{})
 	if after, _ := os.Stat(logPath); after.Size() != before.Size() {
 		t.Fatalf("log size %d after reopen, want the torn tail trimmed to %d", after.Size(), before.Size())
 	}
@@ -307,19 +314,7 @@ func TestManifestTornTail(t *testing.T) {
 // before internal/recordlog (the length counted the kind byte) and checks
 // Open rewrites it, keeping every manifest and trimming a torn tail.
 func TestManifestLegacyLogUpgrade(t *testing.T) {
-	root := t.TempDir()
-	testkit.WriteFile(t, root, "a", "1")
-	tr, err := Open(root, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r1, err := tr.RecordManifest(testkit.Context(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r2 := writeAndRecord(t, tr, root, "b", "2")
-	tr.Close()
-	logPath := filepath.Join(root, ".cairn", "manifests", fmt.Sprintf("log-%016x.bin", 0))
+	root, r1, r2, logPath := twoManifests(t)
 	data, err := os.ReadFile(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -337,7 +332,7 @@ func TestManifestLegacyLogUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tr = openT(t, root, Options{})
+	tr := openT(t, root, Options{})
 	if got, _ := os.ReadFile(logPath); string(got) != string(data) {
 		t.Fatalf("upgraded log differs from the current framing:\n%q\n%q", got, data)
 	}
