@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+
+	"github.com/cairn-dev/cairn/session"
 )
 
 // Method describes one method of the protocol: its name and the Go types
@@ -39,7 +41,14 @@ var (
 	Subscribe      = Spec[SubscribeParams, SubscribeResult]{"subscribe"}
 	Unsubscribe    = Spec[SubscribeParams, SubscribeResult]{"unsubscribe"}
 	Save           = Spec[SaveRequest, SaveResult]{"save"}
-	ResumeSession  = Spec[SessionParams, ResumeSessionResult]{"resumeSession"}
+	ResumeSession  = Spec[ResumeSessionRequest, ResumeSessionResult]{"resumeSession"}
+	Summary        = Spec[SessionParams, session.Summary]{"summary"}
+	Messages       = Spec[MessagesRequest, MessagesResult]{"messages"}
+	Artifact       = Spec[ArtifactRequest, ArtifactResult]{"artifact"}
+	Artifacts      = Spec[SessionParams, ArtifactsResult]{"artifacts"}
+	Run            = Spec[RunRequest, RunResult]{"run"}
+	Runs           = Spec[SessionParams, RunsResult]{"runs"}
+	RunEvents      = Spec[RunEventsRequest, RunEventsResult]{"runEvents"}
 	BeginRun       = Spec[BeginRunRequest, BeginRunResult]{"beginRun"}
 	Checkpoint     = Spec[CheckpointRequest, CheckpointResult]{"checkpoint"}
 	CompleteRun    = Spec[CompleteRunRequest, CompleteRunResult]{"completeRun"}
@@ -52,6 +61,8 @@ var (
 	Fork           = Spec[ForkRequest, ForkResult]{"fork"}
 	Export         = Spec[SessionParams, ExportResult]{"export"}
 	Import         = Spec[ImportParams, ImportResult]{"import"}
+	ExportFile     = Spec[ExportFileRequest, ExportFileResult]{"exportFile"}
+	ImportFile     = Spec[ImportFileRequest, ImportResult]{"importFile"}
 	Changes        = Spec[ChangesParams, ChangeSet]{"changes"}
 	Handoff        = Spec[HandoffRequest, HandoffResult]{"handoff"}
 	RuntimeCheck   = Spec[RuntimeCheckRequest, RuntimeCheckResult]{"runtime.check"}
@@ -66,6 +77,13 @@ var Methods = []Method{
 	withLib(Unsubscribe.Method(), reflect.TypeFor[NextEventParams](), reflect.TypeFor[Empty]()),
 	Save.Method(),
 	ResumeSession.Method(),
+	Summary.Method(),
+	Messages.Method(),
+	Artifact.Method(),
+	Artifacts.Method(),
+	Run.Method(),
+	Runs.Method(),
+	RunEvents.Method(),
 	BeginRun.Method(),
 	Checkpoint.Method(),
 	CompleteRun.Method(),
@@ -78,6 +96,8 @@ var Methods = []Method{
 	Fork.Method(),
 	Export.Method(),
 	Import.Method(),
+	ExportFile.Method(),
+	ImportFile.Method(),
 	Changes.Method(),
 	Handoff.Method(),
 	RuntimeCheck.Method(),

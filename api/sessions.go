@@ -57,12 +57,39 @@ type InterruptedRun struct {
 	CheckpointedAt time.Time     `json:"checkpointed_at"`
 }
 
+// ResumeSessionRequest resumes a session. Without options the answer holds
+// the whole session. MessagesTail returns only the last N messages
+// (MessagesFrom in the result says where they start); Artifacts is "full"
+// (the default), "metadata" (no data) or "none"; Traces is "all" (the
+// default) or "none"; Drift and Processes false skip the workspace drift
+// and the process health checks (reported as not tracked and empty).
+type ResumeSessionRequest struct {
+	SessionID    string `json:"session_id"`
+	MessagesTail *int64 `json:"messages_tail,omitempty"`
+	Artifacts    string `json:"artifacts,omitempty"`
+	Traces       string `json:"traces,omitempty"`
+	Drift        *bool  `json:"drift,omitempty"`
+	Processes    *bool  `json:"processes,omitempty"`
+}
+
+// Resume options' values.
+const (
+	IncludeFull     = "full"
+	IncludeMetadata = "metadata"
+	IncludeNone     = "none"
+	IncludeAll      = "all"
+)
+
 // ResumeSessionResult is what a new agent is handed for a session.
 type ResumeSessionResult struct {
-	Snapshot        *session.Snapshot `json:"snapshot"`
-	Generation      uint64            `json:"generation"`
-	Drift           Drift             `json:"drift"`
-	InterruptedRuns []InterruptedRun  `json:"interrupted_runs"`
+	Snapshot   *session.Snapshot `json:"snapshot"`
+	Generation uint64            `json:"generation"`
+	// MessageCount is the session's message count; MessagesFrom the index
+	// of Snapshot.Messages[0] (0 unless a tail was asked for).
+	MessageCount    int64            `json:"message_count"`
+	MessagesFrom    int64            `json:"messages_from"`
+	Drift           Drift            `json:"drift"`
+	InterruptedRuns []InterruptedRun `json:"interrupted_runs"`
 	// Processes is the live state of each recorded runtime process, from
 	// its health check run now (bounded by the engine's probe timeout):
 	// not_running, healthy, unhealthy or unknown. Nothing is restarted.

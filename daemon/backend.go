@@ -15,7 +15,7 @@ import (
 // tested over an engine with a method replaced.
 type Backend interface {
 	Save(ctx context.Context, req api.SaveRequest) (api.SaveResult, error)
-	ResumeSession(ctx context.Context, p api.SessionParams) (api.ResumeSessionResult, error)
+	ResumeSession(ctx context.Context, p api.ResumeSessionRequest) (api.ResumeSessionResult, error)
 	BeginRun(ctx context.Context, req api.BeginRunRequest) (api.BeginRunResult, error)
 	Checkpoint(ctx context.Context, req api.CheckpointRequest) (api.CheckpointResult, error)
 	CompleteRun(ctx context.Context, req api.CompleteRunRequest) (api.CompleteRunResult, error)

@@ -16,7 +16,7 @@ import (
 type Served struct{ *Engine }
 
 // ResumeSession is Engine.ResumeSession for api.ResumeSession.
-func (s Served) ResumeSession(ctx context.Context, p api.SessionParams) (api.ResumeSessionResult, error) {
+func (s Served) ResumeSession(ctx context.Context, p api.ResumeSessionRequest) (api.ResumeSessionResult, error) {
 	return deref(s.Engine.ResumeSession(ctx, p.SessionID))
 }
 

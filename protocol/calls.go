@@ -30,7 +30,7 @@ func (c *Client) Save(ctx context.Context, req api.SaveRequest) (api.SaveResult,
 
 // ResumeSession returns what a new agent is handed for a session.
 func (c *Client) ResumeSession(ctx context.Context, sessionID string) (*api.ResumeSessionResult, error) {
-	r, err := Do(ctx, c, api.ResumeSession, api.SessionParams{SessionID: sessionID})
+	r, err := Do(ctx, c, api.ResumeSession, api.ResumeSessionRequest{SessionID: sessionID})
 	if err != nil {
 		return nil, err
 	}

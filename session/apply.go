@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"slices"
 	"time"
 )
 
@@ -50,6 +51,9 @@ func Apply(st *State, sessionID string, c *Change, gen uint64, now time.Time) {
 		}
 		s.Metadata[k] = cloneValue(v)
 	}
+	if c.TruncateMessages != nil && *c.TruncateMessages < int64(len(s.Messages)) {
+		s.Messages = s.Messages[:*c.TruncateMessages:*c.TruncateMessages]
+	}
 	for _, m := range c.AppendMessages {
 		s.Messages = append(s.Messages, cloneValue(m))
 	}
@@ -57,8 +61,17 @@ func Apply(st *State, sessionID string, c *Change, gen uint64, now time.Time) {
 		t.Data = cloneValue(t.Data)
 		s.Traces = append(s.Traces, t)
 	}
+	for _, id := range c.DeleteArtifacts {
+		s.Artifacts = slices.DeleteFunc(s.Artifacts, func(a Artifact) bool { return a.ID == id })
+	}
+	// An appended id the session holds already can only come from a log
+	// written before appends were checked: it replaces the earlier one, so
+	// such a session still reads, forks and exports with unique ids.
 	for _, a := range c.AppendArtifacts {
-		s.Artifacts = append(s.Artifacts, cloneArtifact(a))
+		s.Artifacts = upsert(s.Artifacts, cloneArtifact(a), artifactID)
+	}
+	for _, a := range c.PutArtifacts {
+		s.Artifacts = upsert(s.Artifacts, cloneArtifact(a), artifactID)
 	}
 	for _, r := range c.UpsertRuns {
 		s.Runs = upsert(s.Runs, cloneRun(r), func(x Run) string { return x.RunID })
@@ -103,6 +116,8 @@ func Apply(st *State, sessionID string, c *Change, gen uint64, now time.Time) {
 	}
 }
 
+func artifactID(a Artifact) string { return a.ID }
+
 func upsert[T any](list []T, v T, key func(T) string) []T {
 	k := key(v)
 	for i := range list {
@@ -143,6 +158,7 @@ func cloneArtifact(a Artifact) Artifact {
 	if a.Data != nil {
 		a.Data = append([]byte(nil), a.Data...)
 	}
+	a.Metadata = cloneValue(a.Metadata)
 	return a
 }
 
@@ -271,13 +287,16 @@ func CloneState(st *State) *State {
 func Summarize(st *State, size int64) Summary {
 	s := st.Snapshot
 	sum := Summary{
-		SessionID:    s.SessionID,
-		Generation:   s.Generation,
-		CreatedAt:    s.CreatedAt,
-		UpdatedAt:    s.UpdatedAt,
-		MessageCount: int64(len(s.Messages)),
-		Checkpoints:  len(st.Checkpoints),
-		SizeBytes:    size,
+		SessionID:     s.SessionID,
+		Generation:    s.Generation,
+		CreatedAt:     s.CreatedAt,
+		UpdatedAt:     s.UpdatedAt,
+		MessageCount:  int64(len(s.Messages)),
+		ArtifactCount: int64(len(s.Artifacts)),
+		TraceCount:    int64(len(s.Traces)),
+		Checkpoints:   len(st.Checkpoints),
+		SizeBytes:     size,
+		LiveBytes:     jsonSize(s),
 	}
 	for _, r := range s.Runs {
 		if sum.Runs == nil {

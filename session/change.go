@@ -6,6 +6,14 @@ package session
 // workspace, agent, handoff, runtime and files records when they are set; and
 // merges metadata key by key, where a JSON null value removes the key.
 //
+// A delta can also edit what is there, at the cost of what it writes:
+// TruncateMessages keeps the first N messages (applied before
+// AppendMessages, so truncating to i and appending replaces the messages from
+// index i on, the compaction case); DeleteArtifacts removes artifacts by id
+// (before AppendArtifacts) and PutArtifacts inserts or replaces them (after
+// it). AppendArtifacts only adds: an id the session already
+// holds is refused with conflict (use PutArtifacts to replace).
+//
 // A Change may also record a loop checkpoint (written in the same atomic
 // commit as the messages it follows) and drop the checkpoints of runs.
 type Change struct {
@@ -19,6 +27,9 @@ type Change struct {
 	AppendMessages      []Value          `json:"append_messages,omitempty"`
 	AppendTraces        []Trace          `json:"append_traces,omitempty"`
 	AppendArtifacts     []Artifact       `json:"append_artifacts,omitempty"`
+	TruncateMessages    *int64           `json:"truncate_messages,omitempty"`
+	DeleteArtifacts     []string         `json:"delete_artifacts,omitempty"`
+	PutArtifacts        []Artifact       `json:"put_artifacts,omitempty"`
 	UpsertRuns          []Run            `json:"upsert_runs,omitempty"`
 	UpsertVerifications []Verification   `json:"upsert_verifications,omitempty"`
 	UpsertSubagentTasks []SubagentTask   `json:"upsert_subagent_tasks,omitempty"`
@@ -34,6 +45,7 @@ type Change struct {
 func (c *Change) hasDelta() bool {
 	return c.Workspace != nil || c.Agent != nil || c.Metadata != nil ||
 		len(c.AppendMessages) > 0 || len(c.AppendTraces) > 0 || len(c.AppendArtifacts) > 0 ||
+		c.TruncateMessages != nil || len(c.DeleteArtifacts) > 0 || len(c.PutArtifacts) > 0 ||
 		len(c.UpsertRuns) > 0 || len(c.UpsertVerifications) > 0 || len(c.UpsertSubagentTasks) > 0 ||
 		c.Handoff != nil || c.Runtime != nil || c.Files != nil
 }

@@ -22,6 +22,10 @@ type MemStore struct {
 
 type memSession struct {
 	history []*State // history[i] is generation i+1
+	// Of the latest generation: the generation that added each message
+	// and each trace, and each run's kept checkpoints in commit order.
+	msgGens, traceGens []uint64
+	ckpts              map[string][]RunEvent
 }
 
 func (m *memSession) latest() *State { return m.history[len(m.history)-1] }
@@ -69,16 +73,48 @@ func (s *MemStore) Commit(ctx context.Context, id string, c *Change, opts Commit
 	var st *State
 	if ms == nil {
 		st = &State{}
+		ms = &memSession{ckpts: map[string][]RunEvent{}}
 	} else {
 		st = CloneState(ms.latest())
+		if err := CheckEdits(id, c, int64(len(st.Snapshot.Messages)), func(a string) bool {
+			return slices.ContainsFunc(st.Snapshot.Artifacts, func(x Artifact) bool { return x.ID == a })
+		}); err != nil {
+			return CommitResult{}, err
+		}
 	}
-	Apply(st, id, c, cur+1, s.now())
-	if ms == nil {
-		ms = &memSession{}
+	gen := cur + 1
+	Apply(st, id, c, gen, s.now())
+	if cur == 0 {
 		s.sessions[id] = ms
 	}
 	ms.history = append(ms.history, st)
-	return CommitResult{Generation: cur + 1, MessageCount: int64(len(st.Snapshot.Messages))}, nil
+	ms.track(c, st, gen)
+	return CommitResult{Generation: gen, MessageCount: int64(len(st.Snapshot.Messages))}, nil
+}
+
+// track records what generation gen added, for the reads that need it.
+func (ms *memSession) track(c *Change, st *State, gen uint64) {
+	grow := func(gens []uint64, n int) []uint64 {
+		for len(gens) < n {
+			gens = append(gens, gen)
+		}
+		return gens
+	}
+	if c.Replace != nil {
+		ms.msgGens, ms.traceGens = nil, nil
+	}
+	if c.TruncateMessages != nil && *c.TruncateMessages < int64(len(ms.msgGens)) {
+		ms.msgGens = ms.msgGens[:*c.TruncateMessages:*c.TruncateMessages]
+	}
+	ms.msgGens = grow(ms.msgGens, len(st.Snapshot.Messages))
+	ms.traceGens = grow(ms.traceGens, len(st.Snapshot.Traces))
+	for _, run := range c.DropCheckpoints {
+		delete(ms.ckpts, run)
+	}
+	if c.Checkpoint != nil {
+		cp := *st.Checkpoints[c.Checkpoint.RunID]
+		ms.ckpts[cp.RunID] = append(ms.ckpts[cp.RunID], RunEvent{Kind: EventCheckpoint, Generation: gen, Checkpoint: &cp})
+	}
 }
 
 // CheckExpect enforces CommitOptions against the current generation cur
@@ -134,6 +170,154 @@ func (s *MemStore) Stat(ctx context.Context, id string) (Summary, error) {
 		return Summary{}, err
 	}
 	return Summarize(ms.latest(), 0), nil
+}
+
+// Head returns the latest generation without messages, artifacts and
+// traces.
+func (s *MemStore) Head(ctx context.Context, id string) (*State, Summary, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ms, err := s.get(id)
+	if err != nil {
+		return nil, Summary{}, err
+	}
+	st := ms.latest()
+	head := *st.Snapshot
+	head.Messages, head.Artifacts, head.Traces = []Value{}, nil, nil
+	out := CloneState(&State{Snapshot: &head, Checkpoints: st.Checkpoints})
+	return out, Summarize(st, 0), nil
+}
+
+// Messages returns a page of the latest generation's messages.
+func (s *MemStore) Messages(ctx context.Context, id string, q Query) (Page[Value], error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ms, err := s.get(id)
+	if err != nil {
+		return Page[Value]{}, err
+	}
+	since, _ := slices.BinarySearch(ms.msgGens, q.SinceGeneration+1)
+	p, err := pageOf(ms.latest().Snapshot.Messages, uint64(len(ms.history)), q, int64(since), ValueSize)
+	for i, m := range p.Items {
+		p.Items[i] = cloneValue(m)
+	}
+	return p, err
+}
+
+// Traces returns a page of the latest generation's traces.
+func (s *MemStore) Traces(ctx context.Context, id string, q Query) (Page[Trace], error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ms, err := s.get(id)
+	if err != nil {
+		return Page[Trace]{}, err
+	}
+	since, _ := slices.BinarySearch(ms.traceGens, q.SinceGeneration+1)
+	p, err := pageOf(ms.latest().Snapshot.Traces, uint64(len(ms.history)), q, int64(since), TraceSize)
+	for i := range p.Items {
+		p.Items[i].Data = cloneValue(p.Items[i].Data)
+	}
+	return p, err
+}
+
+// Artifacts returns the named artifacts (all when ids is nil).
+func (s *MemStore) Artifacts(ctx context.Context, id string, ids []string, withData bool) (Page[Artifact], error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ms, err := s.get(id)
+	if err != nil {
+		return Page[Artifact]{}, err
+	}
+	all := ms.latest().Snapshot.Artifacts
+	p := Page[Artifact]{Generation: uint64(len(ms.history)), Total: int64(len(all)), Items: []Artifact{}}
+	for _, a := range ids {
+		if !slices.ContainsFunc(all, func(x Artifact) bool { return x.ID == a }) {
+			return Page[Artifact]{}, Errorf(CodeNotFound, "session %q holds no artifact %q", id, a)
+		}
+	}
+	for _, a := range all {
+		if ids != nil && !slices.Contains(ids, a.ID) {
+			continue
+		}
+		a = cloneArtifact(a)
+		if !withData {
+			a.Data = nil
+		}
+		p.Items = append(p.Items, a)
+	}
+	p.Next = int64(len(p.Items))
+	return p, nil
+}
+
+// RunEvents returns a page of a run's traces and kept checkpoints.
+func (s *MemStore) RunEvents(ctx context.Context, id, runID string, q Query) (Page[RunEvent], error) {
+	if err := ValidateID("run", runID); err != nil {
+		return Page[RunEvent]{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ms, err := s.get(id)
+	if err != nil {
+		return Page[RunEvent]{}, err
+	}
+	var events []RunEvent
+	for i, t := range ms.latest().Snapshot.Traces {
+		if t.RunID == runID {
+			t.Data = cloneValue(t.Data)
+			events = append(events, RunEvent{Kind: EventTrace, Generation: ms.traceGens[i], Trace: &t})
+		}
+	}
+	// A commit's traces come before its checkpoint, as in the commit.
+	for _, ev := range ms.ckpts[runID] {
+		cp := *ev.Checkpoint
+		cp.State = cloneValue(cp.State)
+		ev.Checkpoint = &cp
+		at, _ := slices.BinarySearchFunc(events, ev.Generation+1, func(e RunEvent, g uint64) int { return cmpUint(e.Generation, g) })
+		events = slices.Insert(events, at, ev)
+	}
+	since, _ := slices.BinarySearchFunc(events, q.SinceGeneration+1, func(e RunEvent, g uint64) int { return cmpUint(e.Generation, g) })
+	return pageOf(events, uint64(len(ms.history)), q, int64(since), EventSize)
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Copy creates dst from src inside the store.
+func (s *MemStore) Copy(ctx context.Context, src, dst string, at uint64, then *Change) (CommitResult, error) {
+	if err := ValidateID("session", dst); err != nil {
+		return CommitResult{}, err
+	}
+	st, err := s.Load(ctx, src, at)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return CommitResult{}, errClosed
+	}
+	if s.sessions[dst] != nil {
+		return CommitResult{}, CheckExpect(dst, uint64(len(s.sessions[dst].history)), CommitOptions{MustNotExist: true})
+	}
+	now := s.now()
+	copied := &State{}
+	Apply(copied, dst, &Change{Replace: st.Snapshot}, 1, now)
+	ms := &memSession{ckpts: map[string][]RunEvent{}}
+	ms.track(&Change{Replace: st.Snapshot}, copied, 1)
+	if then != nil {
+		Apply(copied, dst, then, 1, now)
+		ms.track(then, copied, 1)
+	}
+	ms.history = []*State{copied}
+	s.sessions[dst] = ms
+	return CommitResult{Generation: 1, MessageCount: int64(len(copied.Snapshot.Messages))}, nil
 }
 
 // List describes every session, ordered by id.

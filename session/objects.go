@@ -71,6 +71,10 @@ type Artifact struct {
 	Size      int64  `json:"size,omitempty"`
 	Data      []byte `json:"data,omitempty"`
 	Path      string `json:"path,omitempty"`
+	// Metadata is free-form JSON the host attaches to the artifact. It is
+	// listed with the artifact (Store.Artifacts without data), so a host
+	// can find an artifact without reading its bytes.
+	Metadata Value `json:"metadata,omitempty"`
 }
 
 // Trace is one event in a session's execution trace.
@@ -263,12 +267,19 @@ type State struct {
 
 // Summary describes a session without its content.
 type Summary struct {
-	SessionID    string         `json:"session_id"`
-	Generation   uint64         `json:"generation"`
-	CreatedAt    time.Time      `json:"created_at"`
-	UpdatedAt    time.Time      `json:"updated_at"`
-	MessageCount int64          `json:"message_count"`
-	Runs         map[string]int `json:"runs,omitempty"` // count by status
-	Checkpoints  int            `json:"checkpoints"`
-	SizeBytes    int64          `json:"size_bytes"`
+	SessionID     string         `json:"session_id"`
+	Generation    uint64         `json:"generation"`
+	CreatedAt     time.Time      `json:"created_at"`
+	UpdatedAt     time.Time      `json:"updated_at"`
+	MessageCount  int64          `json:"message_count"`
+	ArtifactCount int64          `json:"artifact_count"`
+	TraceCount    int64          `json:"trace_count"`
+	Runs          map[string]int `json:"runs,omitempty"` // count by status
+	Checkpoints   int            `json:"checkpoints"`
+	// SizeBytes is what the session takes in storage, history included
+	// (0 for a memory store); LiveBytes is the encoded size of its latest
+	// generation, what a full read moves and what the store's session
+	// size limit counts.
+	SizeBytes int64 `json:"size_bytes"`
+	LiveBytes int64 `json:"live_bytes"`
 }

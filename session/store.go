@@ -26,16 +26,21 @@ type Capabilities struct {
 // for a durable store, durable), and when it returns an error nothing of it is
 // visible.
 type Store interface {
+	Reader
+
 	// Capabilities reports what this store guarantees.
 	Capabilities() Capabilities
 
 	// Commit applies c to the session as its next generation, creating the
-	// session when it does not exist.
+	// session when it does not exist. It checks c against the session with
+	// CheckEdits first.
 	Commit(ctx context.Context, sessionID string, c *Change, opts CommitOptions) (CommitResult, error)
 
 	// Load returns the session at generation at (0: the latest), with the
 	// loop checkpoints as of that generation. ErrNotFound when the session
-	// or that generation does not exist (any more).
+	// or that generation does not exist (any more). It costs the whole
+	// session: the engine uses the Reader methods instead, and Load only
+	// for an earlier generation.
 	Load(ctx context.Context, sessionID string, at uint64) (*State, error)
 
 	// Stat describes the session without loading its content.

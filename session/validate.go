@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -166,24 +167,23 @@ func normalizeDelta(c *Change) error {
 			return err
 		}
 	}
-	ids := make([]string, 0, len(c.AppendArtifacts))
-	for i := range c.AppendArtifacts {
-		a := &c.AppendArtifacts[i]
-		ids = append(ids, a.ID)
-		if a.Data != nil {
-			sum := sha256.Sum256(a.Data)
-			digest := hex.EncodeToString(sum[:])
-			if a.SHA256 != "" && !strings.EqualFold(a.SHA256, digest) {
-				return Errorf(CodeInvalidArgument, "artifact %q: sha256 %s does not match its data (%s)", a.ID, a.SHA256, digest)
+	ids := make([]string, 0, len(c.AppendArtifacts)+len(c.PutArtifacts))
+	for _, list := range [][]Artifact{c.AppendArtifacts, c.PutArtifacts} {
+		for i := range list {
+			if err := normalizeArtifact(&list[i]); err != nil {
+				return err
 			}
-			if a.Size != 0 && a.Size != int64(len(a.Data)) {
-				return Errorf(CodeInvalidArgument, "artifact %q: size %d does not match its data (%d bytes)", a.ID, a.Size, len(a.Data))
-			}
-			a.SHA256, a.Size = digest, int64(len(a.Data))
+			ids = append(ids, list[i].ID)
 		}
 	}
 	if err := checkUnique("artifact", ids); err != nil {
 		return err
+	}
+	if err := checkUnique("artifact", c.DeleteArtifacts); err != nil {
+		return err
+	}
+	if c.TruncateMessages != nil && *c.TruncateMessages < 0 {
+		return Errorf(CodeInvalidArgument, "truncate_messages is %d; it must not be negative", *c.TruncateMessages)
 	}
 	ids = ids[:0]
 	for i := range c.UpsertRuns {
@@ -255,6 +255,54 @@ func normalizeDelta(c *Change) error {
 			return Errorf(CodeInvalidArgument, "checkpoint turn and tool_calls_count must not be negative")
 		}
 		cp.CreatedAt = cp.CreatedAt.UTC()
+	}
+	return nil
+}
+
+// normalizeArtifact checks an artifact's metadata and fills in (or checks)
+// the digest and size of its inline data.
+func normalizeArtifact(a *Artifact) error {
+	if err := checkValue(fmt.Sprintf("artifact %q metadata", a.ID), a.Metadata, false); err != nil {
+		return err
+	}
+	if a.Data == nil {
+		return nil
+	}
+	sum := sha256.Sum256(a.Data)
+	digest := hex.EncodeToString(sum[:])
+	if a.SHA256 != "" && !strings.EqualFold(a.SHA256, digest) {
+		return Errorf(CodeInvalidArgument, "artifact %q: sha256 %s does not match its data (%s)", a.ID, a.SHA256, digest)
+	}
+	if a.Size != 0 && a.Size != int64(len(a.Data)) {
+		return Errorf(CodeInvalidArgument, "artifact %q: size %d does not match its data (%d bytes)", a.ID, a.Size, len(a.Data))
+	}
+	a.SHA256, a.Size = digest, int64(len(a.Data))
+	return nil
+}
+
+// CheckEdits checks a normalised delta against the session it applies to:
+// messages is its message count and has reports whether it holds an
+// artifact id. Every store calls it before it writes, because these rules
+// need the session: truncating past the end, appending an artifact id the
+// session holds, and deleting one it does not hold are refused.
+func CheckEdits(id string, c *Change, messages int64, has func(artifactID string) bool) error {
+	if c.Replace != nil {
+		return nil
+	}
+	if c.TruncateMessages != nil && *c.TruncateMessages > messages {
+		return Errorf(CodeInvalidArgument, "session %q: truncate_messages %d is past its %d messages", id, *c.TruncateMessages, messages)
+	}
+	deleted := make(map[string]bool, len(c.DeleteArtifacts))
+	for _, a := range c.DeleteArtifacts {
+		if !has(a) {
+			return Errorf(CodeNotFound, "session %q: delete_artifacts names artifact %q, which it does not hold", id, a)
+		}
+		deleted[a] = true
+	}
+	for _, a := range c.AppendArtifacts {
+		if has(a.ID) && !deleted[a.ID] {
+			return Errorf(CodeConflict, "session %q already holds artifact %q; append_artifacts only adds new ids (put_artifacts replaces)", id, a.ID)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,81 @@
+package fsstore
+
+import (
+	"context"
+
+	"github.com/cairn-dev/cairn/session"
+)
+
+// INTERIM: these reads replay the whole log; the indexed reads replace them.
+
+func (s *Store) interim(ctx context.Context, id string) (*session.MemStore, error) {
+	st, err := s.Load(ctx, id, 0)
+	if err != nil {
+		return nil, err
+	}
+	m := session.NewMemStore()
+	_, err = m.Commit(ctx, id, &session.Change{Replace: st.Snapshot}, session.CommitOptions{})
+	return m, err
+}
+
+func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Summary, error) {
+	m, err := s.interim(ctx, id)
+	if err != nil {
+		return nil, session.Summary{}, err
+	}
+	return m.Head(ctx, id)
+}
+
+func (s *Store) Messages(ctx context.Context, id string, q session.Query) (session.Page[session.Value], error) {
+	m, err := s.interim(ctx, id)
+	if err != nil {
+		return session.Page[session.Value]{}, err
+	}
+	return m.Messages(ctx, id, q)
+}
+
+func (s *Store) Traces(ctx context.Context, id string, q session.Query) (session.Page[session.Trace], error) {
+	m, err := s.interim(ctx, id)
+	if err != nil {
+		return session.Page[session.Trace]{}, err
+	}
+	return m.Traces(ctx, id, q)
+}
+
+func (s *Store) Artifacts(ctx context.Context, id string, ids []string, withData bool) (session.Page[session.Artifact], error) {
+	m, err := s.interim(ctx, id)
+	if err != nil {
+		return session.Page[session.Artifact]{}, err
+	}
+	return m.Artifacts(ctx, id, ids, withData)
+}
+
+func (s *Store) RunEvents(ctx context.Context, id, runID string, q session.Query) (session.Page[session.RunEvent], error) {
+	m, err := s.interim(ctx, id)
+	if err != nil {
+		return session.Page[session.RunEvent]{}, err
+	}
+	return m.RunEvents(ctx, id, runID, q)
+}
+
+func (s *Store) Copy(ctx context.Context, src, dst string, at uint64, then *session.Change) (session.CommitResult, error) {
+	st, err := s.Load(ctx, src, at)
+	if err != nil {
+		return session.CommitResult{}, err
+	}
+	if _, err := s.Stat(ctx, dst); err == nil {
+		return session.CommitResult{}, session.CheckExpect(dst, 1, session.CommitOptions{MustNotExist: true})
+	}
+	m := session.NewMemStore()
+	if _, err := m.Commit(ctx, src, &session.Change{Replace: st.Snapshot}, session.CommitOptions{}); err != nil {
+		return session.CommitResult{}, err
+	}
+	if _, err := m.Copy(ctx, src, dst, 0, then); err != nil {
+		return session.CommitResult{}, err
+	}
+	cp, err := m.Load(ctx, dst, 0)
+	if err != nil {
+		return session.CommitResult{}, err
+	}
+	return s.Commit(ctx, dst, &session.Change{Replace: cp.Snapshot}, session.CommitOptions{MustNotExist: true})
+}
