@@ -24,6 +24,9 @@ import (
 // commit.
 const DefaultMaxCommitBytes = 64 << 20
 
+// DefaultMaxSessionBytes is the default limit on a session's live bytes.
+const DefaultMaxSessionBytes = 4 << 30
+
 // DefaultCompactMinBytes is the default amount of dead bytes a log must hold
 // before compaction rewrites it.
 const DefaultCompactMinBytes = 64 << 10
@@ -33,6 +36,11 @@ type Options struct {
 	// MaxCommitBytes limits the encoded size of one commit; larger commits
 	// fail with session.ErrTooLarge. 0 means DefaultMaxCommitBytes.
 	MaxCommitBytes int64
+	// MaxSessionBytes limits a session's live bytes (Summary.LiveBytes): a
+	// commit that would take a session past it fails with
+	// session.ErrTooLarge, so no session grows past what can be read
+	// back. 0 means DefaultMaxSessionBytes.
+	MaxSessionBytes int64
 	// CompactMinBytes is how many dead bytes a log must hold, besides
 	// outweighing its live bytes, before it is compacted. 0 means
 	// DefaultCompactMinBytes.
