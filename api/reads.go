@@ -107,22 +107,3 @@ type RunEventsResult struct {
 	More       bool               `json:"more"`
 	Events     []session.RunEvent `json:"events"`
 }
-
-// ExportFileRequest exports a session to a file at Path (absolute), written
-// as it is read and renamed into place when complete.
-type ExportFileRequest struct {
-	SessionID string `json:"session_id"`
-	Path      string `json:"path"`
-}
-
-// ExportFileResult reports the file export wrote.
-type ExportFileResult struct {
-	Path       string `json:"path"`
-	Bytes      int64  `json:"bytes"`
-	Generation uint64 `json:"generation"`
-}
-
-// ImportFileRequest imports the envelope in the file at Path (absolute).
-type ImportFileRequest struct {
-	Path string `json:"path"`
-}

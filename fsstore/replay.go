@@ -326,6 +326,11 @@ func encodeChange(fb *frameBuf, t *tracker, sessionID string, c *session.Change,
 	} else if t.gen == 0 {
 		fb.add(kindReset, resetRec{SessionID: sessionID, CreatedAt: now.UTC()})
 	}
+	for i := range c.RestoreCheckpoints {
+		cp := c.RestoreCheckpoints[i]
+		cp.SessionID = sessionID
+		fb.add(kindCheckpoint, &cp)
+	}
 	encodeDelta(fb, c)
 	msgs += int64(len(c.AppendMessages))
 	for _, run := range c.DropCheckpoints {

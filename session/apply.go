@@ -97,6 +97,18 @@ func Apply(st *State, sessionID string, c *Change, gen uint64, now time.Time) {
 	for _, id := range c.DropCheckpoints {
 		delete(st.Checkpoints, id)
 	}
+	for _, cp := range c.RestoreCheckpoints {
+		cp.SessionID = sessionID
+		cp.State = cloneValue(cp.State)
+		if cp.Files != nil {
+			f := *cp.Files
+			cp.Files = &f
+		}
+		if st.Checkpoints == nil {
+			st.Checkpoints = map[string]*LoopCheckpoint{}
+		}
+		st.Checkpoints[cp.RunID] = &cp
+	}
 	if c.Checkpoint != nil {
 		cp := *c.Checkpoint
 		cp.SessionID = sessionID

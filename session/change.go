@@ -39,6 +39,11 @@ type Change struct {
 
 	Checkpoint      *LoopCheckpoint `json:"checkpoint,omitempty"`
 	DropCheckpoints []string        `json:"drop_checkpoints,omitempty"`
+
+	// RestoreCheckpoints, only with Replace, sets loop checkpoints as
+	// they were recorded elsewhere, message counts included: import uses
+	// it to carry an exported session's runs on. It is not on the wire.
+	RestoreCheckpoints []LoopCheckpoint `json:"-"`
 }
 
 // hasDelta reports whether c carries any delta field besides checkpoints.

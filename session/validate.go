@@ -80,7 +80,25 @@ func Normalize(c *Change) error {
 		if c.hasDelta() {
 			return Errorf(CodeInvalidArgument, "a change is either a whole snapshot (replace) or a delta, not both")
 		}
+		ids := make([]string, 0, len(c.RestoreCheckpoints))
+		for i := range c.RestoreCheckpoints {
+			cp := &c.RestoreCheckpoints[i]
+			ids = append(ids, cp.RunID)
+			if err := checkValue("checkpoint state", cp.State, false); err != nil {
+				return err
+			}
+			if cp.Turn < 0 || cp.ToolCallsCount < 0 || cp.MessageCount < 0 || cp.MessageCount > int64(len(c.Replace.Messages)) {
+				return Errorf(CodeInvalidArgument, "restored checkpoint of run %q: turn, tool_calls_count and message_count must be within the session", cp.RunID)
+			}
+			cp.CreatedAt = cp.CreatedAt.UTC()
+		}
+		if err := checkUnique("run", ids); err != nil {
+			return err
+		}
 		return normalizeSnapshotInto(c)
+	}
+	if len(c.RestoreCheckpoints) > 0 {
+		return Errorf(CodeInvalidArgument, "restored checkpoints come only with a whole snapshot")
 	}
 	return normalizeDelta(c)
 }
