@@ -19,19 +19,28 @@ func (s *Store) interim(ctx context.Context, id string) (*session.MemStore, erro
 }
 
 func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Summary, error) {
-	m, err := s.interim(ctx, id)
+	st, err := s.Load(ctx, id, 0)
 	if err != nil {
 		return nil, session.Summary{}, err
 	}
-	return m.Head(ctx, id)
+	sum := session.Summarize(st, 0)
+	head := *st.Snapshot
+	head.Messages, head.Artifacts, head.Traces = []session.Value{}, nil, nil
+	return &session.State{Snapshot: &head, Checkpoints: st.Checkpoints}, sum, nil
 }
 
 func (s *Store) Messages(ctx context.Context, id string, q session.Query) (session.Page[session.Value], error) {
+	sum, err := s.Stat(ctx, id)
+	if err != nil {
+		return session.Page[session.Value]{}, err
+	}
 	m, err := s.interim(ctx, id)
 	if err != nil {
 		return session.Page[session.Value]{}, err
 	}
-	return m.Messages(ctx, id, q)
+	p, err := m.Messages(ctx, id, q)
+	p.Generation = sum.Generation
+	return p, err
 }
 
 func (s *Store) Traces(ctx context.Context, id string, q session.Query) (session.Page[session.Trace], error) {
