@@ -31,7 +31,9 @@ type StepError struct {
 	Err    error
 }
 
-func (e *StepError) Error() string { return fmt.Sprintf("workflow step %s failed: %v", e.StepID, e.Err) }
+func (e *StepError) Error() string {
+	return fmt.Sprintf("workflow step %s failed: %v", e.StepID, e.Err)
+}
 
 // Unwrap returns the step's error.
 func (e *StepError) Unwrap() error { return e.Err }
