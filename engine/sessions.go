@@ -73,7 +73,6 @@ func (e *Engine) Save(ctx context.Context, req api.SaveRequest) (api.SaveResult,
 	if err != nil {
 		return api.SaveResult{}, wrapStore("Save", err)
 	}
-	e.advanceLocked(sid, c, res)
 	e.events.publish(committedEvent(sid, res.Generation))
 	return api.SaveResult{Generation: res.Generation}, nil
 }
@@ -204,7 +203,6 @@ func (e *Engine) Delete(ctx context.Context, sessionID string) error {
 	}
 	unlock := e.sessions.lock(sessionID)
 	defer unlock()
-	e.cache.drop(sessionID)
 	if err := e.store.Delete(ctx, sessionID); err != nil {
 		return wrapStore("Delete", err)
 	}
@@ -247,7 +245,6 @@ func (e *Engine) Fork(ctx context.Context, req api.ForkRequest) (api.ForkResult,
 	}
 	unlock := e.sessions.lock(req.NewID)
 	defer unlock()
-	e.cache.drop(req.NewID)
 	res, err := e.store.Commit(ctx, req.NewID, c, session.CommitOptions{MustNotExist: true, Normalized: true})
 	if err != nil {
 		return api.ForkResult{}, wrapStore("Fork", err)
