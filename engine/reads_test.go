@@ -484,3 +484,43 @@ func wantTooLarge(t *testing.T, err error, hint string) {
 		t.Fatalf("too_large error does not name %q: %v", hint, err)
 	}
 }
+
+// TestResumeSessionConsistentUnderWrites: a resume assembled from several
+// reads while another goroutine commits still shows one generation: each
+// commit adds one message and one trace, so the counts always agree.
+func TestResumeSessionConsistentUnderWrites(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f storeFactory) {
+		ctx := testkit.Context(t)
+		e := newEngine(t, f)
+		one := func(i int) *session.Change {
+			return &session.Change{AppendMessages: []session.Value{msg("u", i)}, AppendTraces: []session.Trace{{Type: "t"}}}
+		}
+		_, err := e.Save(ctx, api.SaveRequest{SessionID: "s", Change: one(0)})
+		noErr(t, err)
+		done := make(chan error, 1)
+		go func() {
+			for i := 1; i <= 100; i++ {
+				if _, err := e.Save(ctx, api.SaveRequest{SessionID: "s", Change: one(i)}); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+		for finished := false; !finished; {
+			select {
+			case err := <-done:
+				noErr(t, err)
+				finished = true
+			default:
+			}
+			r, err := e.ResumeSession(ctx, "s")
+			noErr(t, err)
+			if int64(len(r.Snapshot.Messages)) != r.MessageCount || len(r.Snapshot.Traces) != len(r.Snapshot.Messages) ||
+				r.Snapshot.Generation != r.Generation || uint64(r.MessageCount) != r.Generation {
+				t.Fatalf("mixed generations: generation %d, %d messages (count %d), %d traces",
+					r.Generation, len(r.Snapshot.Messages), r.MessageCount, len(r.Snapshot.Traces))
+			}
+		}
+	})
+}
