@@ -359,11 +359,11 @@ func (e *Engine) ResumeSessionWith(ctx context.Context, req api.ResumeSessionReq
 
 // resumeOptions are a ResumeSessionRequest's options, defaults applied.
 type resumeOptions struct {
-	tail                  *int64
-	artifacts             string
-	traces                bool
-	drift, processes      bool
-	trimsContent, anyData bool
+	tail             *int64
+	artifacts        string
+	traces           bool
+	drift, processes bool
+	trimsContent     bool
 }
 
 func resumeOptionsOf(req api.ResumeSessionRequest) (resumeOptions, error) {
@@ -490,11 +490,12 @@ func (e *Engine) resumeOnce(ctx context.Context, sid string, o resumeOptions) (*
 		if p.Generation != gen {
 			return nil, true, nil
 		}
-		if p.More {
-			return nil, false, e.tooLarge("resumeSession: the traces of session %q do not fit", sid)
-		}
 		for _, t := range p.Items {
 			budget -= session.TraceSize(t)
+		}
+		// A page holds its first item whatever its size: check what came.
+		if o.trimsContent && (p.More || budget < 0) {
+			return nil, false, e.tooLarge("resumeSession: the traces of session %q do not fit", sid)
 		}
 		snap.Traces = p.Items
 	}
@@ -522,7 +523,10 @@ func (e *Engine) resumeOnce(ctx context.Context, sid string, o resumeOptions) (*
 		if p.Generation != gen {
 			return nil, true, nil
 		}
-		if p.More {
+		for _, m := range p.Items {
+			budget -= session.ValueSize(m)
+		}
+		if o.trimsContent && (p.More || budget < 0) {
 			return nil, false, e.tooLarge("resumeSession: the %d messages asked for of session %q do not fit", n, sid)
 		}
 		snap.Messages, res.MessagesFrom = nonNil(p.Items), p.From

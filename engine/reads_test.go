@@ -446,6 +446,9 @@ func TestReplySizeLimit(t *testing.T) {
 		saveDelta(t, e, "s", session.Value(`"`+strings.Repeat("m", limit)+`"`))
 		_, err = e.Messages(ctx, api.MessagesRequest{SessionID: "s", Tail: 1})
 		wantTooLarge(t, err, "message 40")
+		tail = 1
+		_, err = e.ResumeSessionWith(ctx, api.ResumeSessionRequest{SessionID: "s", MessagesTail: &tail, Artifacts: api.IncludeNone})
+		wantTooLarge(t, err, "messages_tail")
 
 		// Run events are paged to fit as well.
 		run, err := e.BeginRun(ctx, api.BeginRunRequest{SessionID: "s"})
