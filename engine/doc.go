@@ -119,7 +119,24 @@
 //     FilesTracked false. A tracker failure never fails a commit.
 //   - ResumeSession runs the health check of every recorded process
 //     (bounded by Options.ProbeTimeout): that is I/O on the resume path,
-//     never a restart.
+//     never a restart. ResumeSessionWith with Processes false skips it,
+//     and with Drift false skips the workspace comparison.
+//   - A resume costs the parts it returns: it is built from Store.Head and
+//     the paged reads (never Store.Load), so a message tail with artifacts
+//     as metadata costs the tail and the artifact list, not the session.
+//     The reads are checked to come from the head's generation and
+//     retried when a commit landed in between (the third time under the
+//     session lock).
+//   - No reply is built past Options.MaxReplyBytes (0:
+//     DefaultMaxReplyBytes). Its size is known first, from what the store
+//     reports: the session's live bytes when the whole session is asked
+//     for (refused before any content is read), else the head, each
+//     artifact's size (as base64) from the metadata listing and the pages
+//     read with max_bytes set to what is left. Past the limit the read is
+//     too_large and the error names the paged reads to use instead.
+//     Messages and RunEvents lower limit and max_bytes so a page always
+//     fits; one message, event or artifact larger than the limit is
+//     too_large, naming it (an artifact before its data is read).
 //   - The engine keeps no session content in memory. BeginRun,
 //     Checkpoint, CompleteRun, ResumeRun, the runtime checks and Handoff
 //     read the session's head (Store.Head: runs, checkpoints, runtime, no

@@ -51,6 +51,12 @@ type Options struct {
 	// processes (0: procs.DefaultProbeTimeout; negative: do not probe,
 	// report every process as unknown).
 	ProbeTimeout time.Duration
+	// MaxReplyBytes is the largest reply a read builds (0:
+	// DefaultMaxReplyBytes, the protocol's default message size limit). A
+	// read that would answer with more is too_large before it builds the
+	// reply, and pages are cut to fit. The daemon sets its message size
+	// limit here.
+	MaxReplyBytes int64
 }
 
 // Engine implements cairn's operations (docs/DESIGN.md §3) over a session.Store.
@@ -66,6 +72,8 @@ type Engine struct {
 	probe  time.Duration
 	closed atomic.Bool
 
+	maxReplyBytes int64
+
 	sessions  keyedMutex // read-modify-write of one session
 	workflows keyedMutex // check-then-record of one workflow
 	// runIDs serialises "is this run id free?" with the commit that takes
@@ -78,7 +86,7 @@ type Engine struct {
 // New returns an engine over store. The engine owns the store from now on:
 // Close closes it.
 func New(store session.Store, opts Options) *Engine {
-	e := &Engine{store: store, now: opts.Now, newID: opts.NewRunID, log: opts.Logger, ws: opts.Workspace, root: opts.Root, probe: opts.ProbeTimeout}
+	e := &Engine{store: store, now: opts.Now, newID: opts.NewRunID, log: opts.Logger, ws: opts.Workspace, root: opts.Root, probe: opts.ProbeTimeout, maxReplyBytes: opts.MaxReplyBytes}
 	if e.now == nil {
 		e.now = time.Now
 	}
