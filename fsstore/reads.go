@@ -8,50 +8,65 @@ import (
 
 // INTERIM: these reads replay the whole log; the indexed reads replace them.
 
-func (s *Store) interim(ctx context.Context, id string) (*session.MemStore, error) {
+func (s *Store) interim(ctx context.Context, id string) (*session.MemStore, *session.State, error) {
 	st, err := s.Load(ctx, id, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m := session.NewMemStore()
 	_, err = m.Commit(ctx, id, &session.Change{Replace: st.Snapshot}, session.CommitOptions{})
-	return m, err
+	return m, st, err
 }
 
+// Head answers with the log's generation and checkpoints (the interim
+// memory store numbers its one generation 1 and has no checkpoints).
 func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Summary, error) {
-	m, err := s.interim(ctx, id)
+	m, st, err := s.interim(ctx, id)
 	if err != nil {
 		return nil, session.Summary{}, err
 	}
-	return m.Head(ctx, id)
+	head, sum, err := m.Head(ctx, id)
+	if err != nil {
+		return nil, sum, err
+	}
+	full := session.Summarize(st, 0)
+	head.Snapshot.Generation, sum.Generation, sum.Checkpoints = st.Snapshot.Generation, st.Snapshot.Generation, full.Checkpoints
+	head.Checkpoints = session.CloneState(&session.State{Snapshot: head.Snapshot, Checkpoints: st.Checkpoints}).Checkpoints
+	return head, sum, nil
 }
 
 func (s *Store) Messages(ctx context.Context, id string, q session.Query) (session.Page[session.Value], error) {
-	m, err := s.interim(ctx, id)
+	m, st, err := s.interim(ctx, id)
 	if err != nil {
 		return session.Page[session.Value]{}, err
 	}
-	return m.Messages(ctx, id, q)
+	p, err := m.Messages(ctx, id, q)
+	p.Generation = st.Snapshot.Generation
+	return p, err
 }
 
 func (s *Store) Traces(ctx context.Context, id string, q session.Query) (session.Page[session.Trace], error) {
-	m, err := s.interim(ctx, id)
+	m, st, err := s.interim(ctx, id)
 	if err != nil {
 		return session.Page[session.Trace]{}, err
 	}
-	return m.Traces(ctx, id, q)
+	p, err := m.Traces(ctx, id, q)
+	p.Generation = st.Snapshot.Generation
+	return p, err
 }
 
 func (s *Store) Artifacts(ctx context.Context, id string, ids []string, withData bool) (session.Page[session.Artifact], error) {
-	m, err := s.interim(ctx, id)
+	m, st, err := s.interim(ctx, id)
 	if err != nil {
 		return session.Page[session.Artifact]{}, err
 	}
-	return m.Artifacts(ctx, id, ids, withData)
+	p, err := m.Artifacts(ctx, id, ids, withData)
+	p.Generation = st.Snapshot.Generation
+	return p, err
 }
 
 func (s *Store) RunEvents(ctx context.Context, id, runID string, q session.Query) (session.Page[session.RunEvent], error) {
-	m, err := s.interim(ctx, id)
+	m, _, err := s.interim(ctx, id)
 	if err != nil {
 		return session.Page[session.RunEvent]{}, err
 	}
