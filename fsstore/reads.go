@@ -18,8 +18,9 @@ func (s *Store) interim(ctx context.Context, id string) (*session.MemStore, *ses
 	return m, st, err
 }
 
-// Head answers with the log's generation and checkpoints (the interim
-// memory store numbers its one generation 1 and has no checkpoints).
+// Head answers with the log's generation, updated_at and checkpoints (the
+// interim memory store numbers its one generation 1, dates it now and has
+// no checkpoints).
 func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Summary, error) {
 	m, st, err := s.interim(ctx, id)
 	if err != nil {
@@ -31,6 +32,7 @@ func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Su
 	}
 	full := session.Summarize(st, 0)
 	head.Snapshot.Generation, sum.Generation, sum.Checkpoints = st.Snapshot.Generation, st.Snapshot.Generation, full.Checkpoints
+	head.Snapshot.UpdatedAt, sum.UpdatedAt = st.Snapshot.UpdatedAt, st.Snapshot.UpdatedAt
 	head.Checkpoints = session.CloneState(&session.State{Snapshot: head.Snapshot, Checkpoints: st.Checkpoints}).Checkpoints
 	return head, sum, nil
 }
