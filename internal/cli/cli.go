@@ -47,6 +47,8 @@ commands:
                    environment) unless it is healthy; exit 1 if it does not
                    come up within --timeout (default 30s)
   export ID        write the session's JSON envelope to standard output
+                   -o FILE: write it to FILE instead (replaced when complete);
+                   either way cairnd writes it page by page as it reads
   import FILE      import a session from a JSON envelope (FILE "-": stdin)
   version          print the versions of cairn, cairnd and the protocol
 
@@ -85,6 +87,9 @@ type env struct {
 	check   bool
 	restart string
 	timeout time.Duration
+
+	// Flag of export.
+	output string
 }
 
 // Main runs the command line args (without the program name) and returns
@@ -170,6 +175,18 @@ func (e *env) parse(args []string) (pos []string, help bool, err error) {
 				}
 				e.timeout = d
 			}
+		case "o", "output":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return nil, false, fmt.Errorf("flag -%s needs a value", name)
+				}
+				i++
+				val = args[i]
+			}
+			if val == "" {
+				return nil, false, fmt.Errorf("flag -%s needs a file name", name)
+			}
+			e.output = val
 		case "workspace", "socket":
 			if !hasVal {
 				if i+1 >= len(args) {
@@ -207,6 +224,9 @@ func (e *env) run(pos []string) error {
 	}
 	if e.restart != "" && cmd != "runtime" {
 		return fmt.Errorf("%w: --restart goes with runtime", errUsage)
+	}
+	if e.output != "" && cmd != "export" {
+		return fmt.Errorf("%w: -o goes with export", errUsage)
 	}
 	switch cmd {
 	case "handoff", "runtime":
