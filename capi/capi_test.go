@@ -124,6 +124,35 @@ func TestMethodsEmbedded(t *testing.T) {
 	if ir := rs["interrupted_runs"].([]any); len(ir) != 1 {
 		t.Fatalf("interrupted runs: %v", ir)
 	}
+	do("save", fmt.Sprintf(`{"session_id":"s","change":{"append_artifacts":[{"id":"a","data":"aGk=","metadata":{"k":1}}],"append_traces":[{"run_id":%q,"type":"tool"}]}}`, run))
+	trimmed := do("resumeSession", `{"session_id":"s","messages_tail":1,"artifacts":"metadata","traces":"none","drift":false,"processes":false}`)
+	if snap := trimmed["snapshot"].(map[string]any); len(snap["messages"].([]any)) != 1 || trimmed["messages_from"].(float64) != 1 ||
+		trimmed["message_count"].(float64) != 2 || snap["artifacts"].([]any)[0].(map[string]any)["data"] != nil || snap["traces"] != nil {
+		t.Fatalf("trimmed resume: %v", trimmed)
+	}
+	if sum := do("summary", `{"session_id":"s"}`); sum["message_count"].(float64) != 2 || sum["artifact_count"].(float64) != 1 {
+		t.Fatalf("summary: %v", sum)
+	}
+	if m := do("messages", `{"session_id":"s","tail":1}`); m["from"].(float64) != 1 || len(m["messages"].([]any)) != 1 {
+		t.Fatalf("messages: %v", m)
+	}
+	if a := do("artifact", `{"session_id":"s","artifact_id":"a"}`)["artifact"].(map[string]any); a["data"] != "aGk=" {
+		t.Fatalf("artifact: %v", a)
+	}
+	if l := do("artifacts", `{"session_id":"s"}`)["artifacts"].([]any); len(l) != 1 || l[0].(map[string]any)["data"] != nil {
+		t.Fatalf("artifacts: %v", l)
+	}
+	if r := do("run", fmt.Sprintf(`{"run_id":%q}`, run)); r["checkpoint"] == nil || r["session_id"] != "s" {
+		t.Fatalf("run: %v", r)
+	}
+	if l := do("runs", `{"session_id":"s"}`)["runs"].([]any); len(l) != 1 {
+		t.Fatalf("runs: %v", l)
+	}
+	if ev := do("runEvents", fmt.Sprintf(`{"run_id":%q}`, run))["events"].([]any); len(ev) != 2 {
+		t.Fatalf("runEvents: %v", ev)
+	}
+	fails("messages", `{"session_id":"s","tail":-1}`, "invalid_argument")
+	fails("artifact", `{"session_id":"s","artifact_id":"nope"}`, "not_found")
 	rr := do("resumeRun", fmt.Sprintf(`{"run_id":%q,"session_id":"s"}`, run))
 	if rr["resumed_from"] != run || rr["tool_calls_count"].(float64) != 1 || len(rr["messages"].([]any)) != 2 {
 		t.Fatalf("resumeRun: %v", rr)

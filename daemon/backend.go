@@ -16,6 +16,13 @@ import (
 type Backend interface {
 	Save(ctx context.Context, req api.SaveRequest) (api.SaveResult, error)
 	ResumeSession(ctx context.Context, p api.ResumeSessionRequest) (api.ResumeSessionResult, error)
+	Summary(ctx context.Context, p api.SessionParams) (session.Summary, error)
+	Messages(ctx context.Context, req api.MessagesRequest) (api.MessagesResult, error)
+	Artifact(ctx context.Context, req api.ArtifactRequest) (api.ArtifactResult, error)
+	Artifacts(ctx context.Context, p api.SessionParams) (api.ArtifactsResult, error)
+	Run(ctx context.Context, req api.RunRequest) (api.RunResult, error)
+	Runs(ctx context.Context, p api.SessionParams) (api.RunsResult, error)
+	RunEvents(ctx context.Context, req api.RunEventsRequest) (api.RunEventsResult, error)
 	BeginRun(ctx context.Context, req api.BeginRunRequest) (api.BeginRunResult, error)
 	Checkpoint(ctx context.Context, req api.CheckpointRequest) (api.CheckpointResult, error)
 	CompleteRun(ctx context.Context, req api.CompleteRunRequest) (api.CompleteRunResult, error)

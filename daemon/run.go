@@ -71,7 +71,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 	// The workspace tracker is best effort: a daemon that cannot watch
 	// (or index) the tree still serves, and reports drift as not tracked.
 	var files *workspace.Tracker
-	eopts := engine.Options{Logger: log.Named("engine"), Root: ws}
+	eopts := engine.Options{Logger: log.Named("engine"), Root: ws, MaxReplyBytes: opts.MaxMessageSize}
 	if !opts.NoWorkspaceTracking {
 		tr, terr := workspace.Open(ws, workspace.Options{Logger: log.Named("workspace")})
 		if terr != nil {

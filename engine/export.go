@@ -108,7 +108,6 @@ func (e *Engine) Import(ctx context.Context, doc []byte) (api.ImportResult, erro
 	}
 	unlock := e.sessions.lock(sid)
 	defer unlock()
-	e.cache.drop(sid)
 	res, err := e.store.Commit(ctx, sid, c, session.CommitOptions{MustNotExist: true, Normalized: true})
 	if err != nil {
 		return api.ImportResult{}, wrapStore("Import", err)

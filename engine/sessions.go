@@ -73,7 +73,6 @@ func (e *Engine) Save(ctx context.Context, req api.SaveRequest) (api.SaveResult,
 	if err != nil {
 		return api.SaveResult{}, wrapStore("Save", err)
 	}
-	e.advanceLocked(sid, c, res)
 	e.events.publish(committedEvent(sid, res.Generation))
 	return api.SaveResult{Generation: res.Generation}, nil
 }
@@ -124,7 +123,9 @@ func (e *Engine) saveSnapshot(ctx context.Context, sid string, replace *session.
 }
 
 // ResumeSession returns the latest generation of the session: its snapshot,
-// generation, workspace drift and the runs that can be resumed.
+// generation, workspace drift and the runs that can be resumed. It is
+// ResumeSessionWith without options, and is too_large when the session
+// is larger than the reply size limit (Options.MaxReplyBytes).
 //
 // api.Drift names the workspace files added, modified and deleted since the
 // generation was saved, compared with the workspace as it is now (exact
@@ -139,20 +140,7 @@ func (e *Engine) saveSnapshot(ctx context.Context, sid string, replace *session.
 // (Status interrupted, ResumedAs naming the successor); both are resumed
 // with ResumeRun on the listed run id.
 func (e *Engine) ResumeSession(ctx context.Context, sessionID string) (*api.ResumeSessionResult, error) {
-	st, err := e.loadLatest(ctx, "ResumeSession", sessionID)
-	if err != nil {
-		return nil, err
-	}
-	if err := session.CheckSchema("snapshot", st.Snapshot.SchemaVersion); err != nil {
-		return nil, err
-	}
-	return &api.ResumeSessionResult{
-		Snapshot:        st.Snapshot,
-		Generation:      st.Snapshot.Generation,
-		Drift:           e.drift(ctx, st.Snapshot.Files),
-		InterruptedRuns: interruptedRuns(st),
-		Processes:       e.probeProcesses(ctx, st.Snapshot.Runtime),
-	}, nil
+	return e.ResumeSessionWith(ctx, api.ResumeSessionRequest{SessionID: sessionID})
 }
 
 func interruptedRuns(st *session.State) []api.InterruptedRun {
@@ -204,7 +192,6 @@ func (e *Engine) Delete(ctx context.Context, sessionID string) error {
 	}
 	unlock := e.sessions.lock(sessionID)
 	defer unlock()
-	e.cache.drop(sessionID)
 	if err := e.store.Delete(ctx, sessionID); err != nil {
 		return wrapStore("Delete", err)
 	}
@@ -247,7 +234,6 @@ func (e *Engine) Fork(ctx context.Context, req api.ForkRequest) (api.ForkResult,
 	}
 	unlock := e.sessions.lock(req.NewID)
 	defer unlock()
-	e.cache.drop(req.NewID)
 	res, err := e.store.Commit(ctx, req.NewID, c, session.CommitOptions{MustNotExist: true, Normalized: true})
 	if err != nil {
 		return api.ForkResult{}, wrapStore("Fork", err)

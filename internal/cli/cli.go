@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +40,10 @@ commands:
   runs ID          list a session's runs, with their loop checkpoints
   resume ID        what a new agent is handed: handoff, interrupted runs, drift
   rm ID            delete a session, its checkpoints and its workflows
+  messages ID      print the session's messages, one JSON value a line,
+                   read in pages; --tail N: the last N; --from A --to B:
+                   those at index A up to B (B excluded)
+  artifacts ID     list the session's artifacts without their data
   handoff ID       print HANDOFF.md rendered from the session's evidence
                    --write: write it to the workspace root instead
                    --check: list what the handoff lacks; exit 1 if anything
@@ -85,12 +90,15 @@ type env struct {
 	check   bool
 	restart string
 	timeout time.Duration
+
+	// Flags of messages: the range (-1: not given).
+	tail, from, to int64
 }
 
 // Main runs the command line args (without the program name) and returns
 // the exit status.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, tail: -1, from: -1, to: -1}
 	pos, help, err := e.parse(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "cairn: %v\n\n%s", err, Usage)
@@ -170,6 +178,26 @@ func (e *env) parse(args []string) (pos []string, help bool, err error) {
 				}
 				e.timeout = d
 			}
+		case "tail", "from", "to":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return nil, false, fmt.Errorf("flag --%s needs a value", name)
+				}
+				i++
+				val = args[i]
+			}
+			n, err := strconv.ParseInt(val, 10, 64)
+			if err != nil || n < 0 {
+				return nil, false, fmt.Errorf("flag --%s: %q is not a message count or index", name, val)
+			}
+			switch name {
+			case "tail":
+				e.tail = n
+			case "from":
+				e.from = n
+			default:
+				e.to = n
+			}
 		case "workspace", "socket":
 			if !hasVal {
 				if i+1 >= len(args) {
@@ -208,7 +236,21 @@ func (e *env) run(pos []string) error {
 	if e.restart != "" && cmd != "runtime" {
 		return fmt.Errorf("%w: --restart goes with runtime", errUsage)
 	}
+	if (e.tail >= 0 || e.from >= 0 || e.to >= 0) && cmd != "messages" {
+		return fmt.Errorf("%w: --tail, --from and --to go with messages", errUsage)
+	}
+	if e.tail >= 0 && (e.from >= 0 || e.to >= 0) {
+		return fmt.Errorf("%w: give --tail or --from/--to, not both", errUsage)
+	}
 	switch cmd {
+	case "messages", "artifacts":
+		if err := want(1, "one session ID"); err != nil {
+			return err
+		}
+		if cmd == "messages" {
+			return e.messages(args[0])
+		}
+		return e.artifacts(args[0])
 	case "handoff", "runtime":
 		if err := want(1, "one session ID"); err != nil {
 			return err
