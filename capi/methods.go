@@ -214,6 +214,8 @@ var methods = table(
 	forward(api.Fork, engine.Served.Fork),
 	forward(api.Export, engine.Served.Export),
 	forward(api.Import, engine.Served.Import),
+	forward(api.ExportFile, engine.Served.ExportFile),
+	forward(api.ImportFile, engine.Served.ImportFile),
 	lib(api.Changes, func(ctx context.Context, in *instance, p api.ChangesParams) (any, error) {
 		if in.client != nil {
 			return in.client.Changes(ctx, p.Since)

@@ -35,6 +35,8 @@ type Backend interface {
 	Fork(ctx context.Context, req api.ForkRequest) (api.ForkResult, error)
 	Export(ctx context.Context, p api.SessionParams) (api.ExportResult, error)
 	Import(ctx context.Context, p api.ImportParams) (api.ImportResult, error)
+	ExportFile(ctx context.Context, req api.ExportFileRequest) (api.ExportFileResult, error)
+	ImportFile(ctx context.Context, req api.ImportFileRequest) (api.ImportResult, error)
 	Handoff(ctx context.Context, req api.HandoffRequest) (api.HandoffResult, error)
 	RuntimeCheck(ctx context.Context, req api.RuntimeCheckRequest) (api.RuntimeCheckResult, error)
 	RuntimeRestart(ctx context.Context, req api.RuntimeRestartRequest) (api.RestartResult, error)

@@ -66,6 +66,8 @@ var handlers = routes(
 	backend(api.Fork, Backend.Fork),
 	backend(api.Export, Backend.Export),
 	backend(api.Import, Backend.Import),
+	backend(api.ExportFile, Backend.ExportFile),
+	backend(api.ImportFile, Backend.ImportFile),
 	handle(api.Changes, changes),
 	backend(api.Handoff, Backend.Handoff),
 	backend(api.RuntimeCheck, Backend.RuntimeCheck),

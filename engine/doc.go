@@ -150,8 +150,12 @@
 //     running runs become interrupted and checkpoints are not copied); when
 //     the same run id is recorded by several sessions, pass session_id to
 //     Checkpoint and CompleteRun to address the right one.
-//   - Export carries the session, not loop or workflow checkpoints: a run
-//     left running is not resumable after import elsewhere.
+//   - Export carries the session with its loop checkpoints and the
+//     workflows it owns, so after import elsewhere a run left running
+//     resumes from its checkpoint and a workflow skips its completed
+//     steps. Workflows with no owner and workspace manifests are not
+//     carried: touched files after such a resume are reported as not
+//     tracked unless the importing workspace holds the manifest.
 //   - The per-session and run-id locks serialise one engine. Two engines
 //     over one store (which fsstore's writer lock prevents across
 //     processes) still get correct generations from compare-and-swap, but

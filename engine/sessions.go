@@ -215,28 +215,55 @@ func (e *Engine) Fork(ctx context.Context, req api.ForkRequest) (api.ForkResult,
 	if err := session.ValidateID("session", req.NewID); err != nil {
 		return api.ForkResult{}, err
 	}
-	src, err := e.store.Load(ctx, req.SessionID, req.AtGeneration)
-	if err != nil {
-		return api.ForkResult{}, wrapStore("Fork", err)
-	}
-	snap := src.Snapshot
-	snap.SessionID = req.NewID
-	snap.Generation = 0
-	snap.CreatedAt, snap.UpdatedAt = e.clock(), e.clock()
-	for i := range snap.Runs {
-		if snap.Runs[i].Status == session.RunRunning {
-			snap.Runs[i].Status = session.RunInterrupted
-		}
-	}
-	c := &session.Change{Replace: snap}
-	if err := normalize(c); err != nil {
-		return api.ForkResult{}, err
-	}
 	unlock := e.sessions.lock(req.NewID)
 	defer unlock()
-	res, err := e.store.Commit(ctx, req.NewID, c, session.CommitOptions{MustNotExist: true, Normalized: true})
-	if err != nil {
-		return api.ForkResult{}, wrapStore("Fork", err)
+	// The copy is made inside the store: the engine reads only the runs
+	// (from the head, or from the forked generation when it is an earlier
+	// one) to mark the running ones interrupted in the copy. The copy is
+	// pinned to the generation the runs were read at; one compacted away
+	// in between is read again.
+	var res session.CommitResult
+	for attempt := 0; ; attempt++ {
+		head, sum, err := e.store.Head(ctx, req.SessionID)
+		if err != nil {
+			return api.ForkResult{}, wrapStore("Fork", err)
+		}
+		at, runs := sum.Generation, head.Snapshot.Runs
+		if req.AtGeneration != 0 && req.AtGeneration != at {
+			if req.AtGeneration > at {
+				return api.ForkResult{}, session.Errorf(session.CodeNotFound, "session %q has no generation %d (latest is %d)", req.SessionID, req.AtGeneration, at)
+			}
+			old, err := e.store.Load(ctx, req.SessionID, req.AtGeneration)
+			if err != nil {
+				return api.ForkResult{}, wrapStore("Fork", err)
+			}
+			at, runs = req.AtGeneration, old.Snapshot.Runs
+		}
+		var then *session.Change
+		for _, r := range runs {
+			if r.Status == session.RunRunning {
+				if then == nil {
+					then = &session.Change{}
+				}
+				r.Status = session.RunInterrupted
+				then.UpsertRuns = append(then.UpsertRuns, r)
+			}
+		}
+		if then != nil {
+			if err := normalize(then); err != nil {
+				return api.ForkResult{}, err
+			}
+		}
+		res, err = e.store.Copy(ctx, req.SessionID, req.NewID, at, then)
+		if err != nil && isCode(err, session.CodeNotFound) && req.AtGeneration == 0 && attempt < 3 {
+			if _, serr := e.store.Stat(ctx, req.SessionID); serr == nil {
+				continue
+			}
+		}
+		if err != nil {
+			return api.ForkResult{}, wrapStore("Fork", err)
+		}
+		break
 	}
 	e.events.publish(committedEvent(req.NewID, res.Generation))
 	return api.ForkResult{SessionID: req.NewID, Generation: res.Generation}, nil

@@ -152,6 +152,18 @@ func (c *Client) Import(ctx context.Context, envelope []byte) (api.ImportResult,
 	return Do(ctx, c, api.Import, api.ImportParams{Envelope: envelope})
 }
 
+// ExportFile has the daemon write a session's envelope to the file at path
+// (absolute, on the daemon's machine) as it reads the session.
+func (c *Client) ExportFile(ctx context.Context, sessionID, path string) (api.ExportFileResult, error) {
+	return Do(ctx, c, api.ExportFile, api.ExportFileRequest{SessionID: sessionID, Path: path})
+}
+
+// ImportFile has the daemon import the envelope in the file at path
+// (absolute, on the daemon's machine).
+func (c *Client) ImportFile(ctx context.Context, path string) (api.ImportResult, error) {
+	return Do(ctx, c, api.ImportFile, api.ImportFileRequest{Path: path})
+}
+
 // Changes returns the workspace files changed since the clock since (""
 // or a foreign clock: everything, with fresh_instance set).
 func (c *Client) Changes(ctx context.Context, since string) (api.ChangeSet, error) {

@@ -158,6 +158,7 @@ export type Empty = Record<string, never>;
 
 export interface Envelope {
   artifacts: Artifact[];
+  checkpoints?: LoopCheckpoint[];
   handoff: Handoff | null;
   runs: Run[];
   runtime: Runtime | null;
@@ -166,11 +167,23 @@ export interface Envelope {
   subagent_tasks: SubagentTask[];
   traces: Trace[];
   verifications: Verification[];
+  workflows?: Workflow[];
 }
 
 export interface Event {
   data: { [key: string]: Json };
   event: string;
+}
+
+export interface ExportFileRequest {
+  path: string;
+  session_id: string;
+}
+
+export interface ExportFileResult {
+  bytes: number;
+  generation: number;
+  path: string;
 }
 
 export interface ExportResult {
@@ -262,6 +275,10 @@ export interface HelloResult {
   protocol_version: number;
   server_version: string;
   workspace: string;
+}
+
+export interface ImportFileRequest {
+  path: string;
 }
 
 export interface ImportParams {
@@ -687,6 +704,13 @@ export interface Verification {
   summary?: string;
 }
 
+export interface Workflow {
+  schema_version: number;
+  session_id?: string;
+  steps: StepRecord[];
+  workflow_id: string;
+}
+
 export interface WorkflowParams {
   workflow_id: string;
 }
@@ -734,6 +758,8 @@ export interface Methods {
   fork: { params: ForkRequest; result: ForkResult };
   export: { params: SessionParams; result: ExportResult };
   import: { params: ImportParams; result: ImportResult };
+  exportFile: { params: ExportFileRequest; result: ExportFileResult };
+  importFile: { params: ImportFileRequest; result: ImportResult };
   changes: { params: ChangesParams; result: ChangeSet };
   handoff: { params: HandoffRequest; result: HandoffResult };
   "runtime.check": { params: RuntimeCheckRequest; result: RuntimeCheckResult };

@@ -52,6 +52,8 @@ commands:
                    environment) unless it is healthy; exit 1 if it does not
                    come up within --timeout (default 30s)
   export ID        write the session's JSON envelope to standard output
+                   -o FILE: write it to FILE instead (replaced when complete);
+                   either way cairnd writes it page by page as it reads
   import FILE      import a session from a JSON envelope (FILE "-": stdin)
   version          print the versions of cairn, cairnd and the protocol
 
@@ -93,6 +95,9 @@ type env struct {
 
 	// Flags of messages: the range (-1: not given).
 	tail, from, to int64
+
+	// Flag of export.
+	output string
 }
 
 // Main runs the command line args (without the program name) and returns
@@ -198,6 +203,18 @@ func (e *env) parse(args []string) (pos []string, help bool, err error) {
 			default:
 				e.to = n
 			}
+		case "o", "output":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return nil, false, fmt.Errorf("flag -%s needs a value", name)
+				}
+				i++
+				val = args[i]
+			}
+			if val == "" {
+				return nil, false, fmt.Errorf("flag -%s needs a file name", name)
+			}
+			e.output = val
 		case "workspace", "socket":
 			if !hasVal {
 				if i+1 >= len(args) {
@@ -241,6 +258,9 @@ func (e *env) run(pos []string) error {
 	}
 	if e.tail >= 0 && (e.from >= 0 || e.to >= 0) {
 		return fmt.Errorf("%w: give --tail or --from/--to, not both", errUsage)
+	}
+	if e.output != "" && cmd != "export" {
+		return fmt.Errorf("%w: -o goes with export", errUsage)
 	}
 	switch cmd {
 	case "messages", "artifacts":

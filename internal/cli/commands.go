@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -184,45 +185,82 @@ func (e *env) rm(id string) error {
 	return nil
 }
 
+// export has cairnd write the envelope (exportFile), which it does page by
+// page whatever the session's size: to -o FILE, or to a private temp file
+// that is then copied to standard output and removed. The envelope is JSON
+// already, for --json and without it alike.
 func (e *env) export(id string) error {
 	c, err := e.connect()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	env, err := c.Export(e.ctx, id)
+	if e.output != "" {
+		path, err := filepath.Abs(e.output)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		r, err := c.ExportFile(e.ctx, id, path)
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return e.printJSON(r)
+		}
+		fmt.Fprintf(e.stdout, "exported %s at generation %d to %s (%d bytes)\n", id, r.Generation, r.Path, r.Bytes)
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "cairn-export-")
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	r, err := c.ExportFile(e.ctx, id, filepath.Join(dir, "envelope.json"))
 	if err != nil {
 		return err
 	}
-	// The envelope is JSON already, for --json and without it alike.
-	if _, err := e.stdout.Write(env); err != nil {
-		return err
+	f, err := os.Open(r.Path)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
 	}
-	if len(env) > 0 && env[len(env)-1] != '\n' {
-		_, err = io.WriteString(e.stdout, "\n")
+	defer f.Close()
+	if _, err := io.Copy(e.stdout, f); err != nil {
+		return fmt.Errorf("export: %w", err)
 	}
+	_, err = io.WriteString(e.stdout, "\n")
 	return err
 }
 
+// importFile has cairnd read the file (importFile, by its absolute path);
+// standard input ("-") is sent whole (import).
 func (e *env) importFile(path string) error {
-	var (
-		doc []byte
-		err error
-	)
+	var doc []byte
 	if path == "-" {
-		doc, err = io.ReadAll(e.stdin)
+		var err error
+		if doc, err = io.ReadAll(e.stdin); err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
 	} else {
-		doc, err = os.ReadFile(path)
-	}
-	if err != nil {
-		return fmt.Errorf("import: %w", err)
+		abs, err := filepath.Abs(path)
+		if err == nil {
+			_, err = os.Stat(abs) // a missing file is the caller's error, not a missing session
+		}
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		path = abs
 	}
 	c, err := e.connect()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	r, err := c.Import(e.ctx, doc)
+	var r api.ImportResult
+	if doc != nil {
+		r, err = c.Import(e.ctx, doc)
+	} else {
+		r, err = c.ImportFile(e.ctx, path)
+	}
 	if err != nil {
 		return err
 	}

@@ -442,6 +442,20 @@ pub struct StepRecord {
     pub completed_at: String,
 }
 
+/// The checkpoint of a resumable workflow, as an exported envelope carries
+/// it: its completed steps, in completion order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Workflow {
+    #[serde(default)]
+    pub schema_version: i64,
+    pub workflow_id: String,
+    /// The owning session (deleting it deletes the workflow).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub session_id: String,
+    #[serde(deserialize_with = "nullable")]
+    pub steps: Vec<StepRecord>,
+}
+
 /// A workflow step's id and the digest of its spec.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepSpec {
@@ -1032,7 +1046,8 @@ pub struct ImportParams<'a> {
 
 /// The single-file JSON form of a session that `export` writes and
 /// `import` reads: the snapshot's own fields in `session`, its records
-/// beside it. Loop and workflow checkpoints are not exported.
+/// beside it, its loop checkpoints and the workflows it owns (both left out
+/// when empty).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Envelope {
@@ -1050,6 +1065,10 @@ pub struct Envelope {
     pub subagent_tasks: Vec<SubagentTask>,
     pub handoff: Option<Handoff>,
     pub runtime: Option<Runtime>,
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<LoopCheckpoint>,
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    pub workflows: Vec<Workflow>,
 }
 
 /// The params of the wire's `hello` (libcairn's `hello` takes none and

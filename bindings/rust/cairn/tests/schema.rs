@@ -126,6 +126,7 @@ const TYPES: &[(&str, RoundTrip)] = types![
     ImportParams,
     ImportResult,
     Envelope,
+    Workflow,
     ChangesParams,
     ChangeSet,
     HandoffRequest,
