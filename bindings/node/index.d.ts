@@ -19,6 +19,7 @@ import type {
   CompleteRunResult,
   Envelope,
   Event,
+  ExportFileResult,
   ForkResult,
   HandoffResult,
   HelloResult,
@@ -227,6 +228,14 @@ export class Client {
   fork(sessionId: string, newId: string, options?: { atGeneration?: number }): Promise<ForkResult>;
   /** The session's single-file JSON envelope. */
   export(sessionId: string): Promise<Envelope>;
+  /**
+   * Writes the session's envelope into a file, page by page, renamed into
+   * place when complete (by the daemon in daemon mode). A relative path is
+   * resolved against this process's working directory.
+   */
+  exportFile(sessionId: string, path: string): Promise<ExportFileResult>;
+  /** Imports the envelope (or bare session) in a file; a relative path is resolved here. */
+  importFile(path: string): Promise<ImportResult>;
   /** Imports an envelope (object, or its JSON text as a string or bytes) or a bare session. */
   import(envelope: object | string | Uint8Array): Promise<ImportResult>;
   /** What changed in the workspace after the clock `since` (none: everything, fresh_instance true). */

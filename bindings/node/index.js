@@ -577,6 +577,22 @@ class Client {
     return r.envelope;
   }
 
+  /**
+   * Exports a session into a file: the same envelope as export, written
+   * page by page (the writer's memory stays bounded whatever the session's
+   * size) and renamed into place when complete. In daemon mode the daemon
+   * writes it, with its permissions; a relative path is resolved against
+   * this process's working directory.
+   */
+  exportFile(sessionId, file) {
+    return this._call('exportFile', { session_id: need(sessionId, 'sessionId'), path: path.resolve(need(file, 'path')) });
+  }
+
+  /** Imports the envelope (or bare session) in a file, as import takes it; a relative path is resolved here. */
+  importFile(file) {
+    return this._call('importFile', { path: path.resolve(need(file, 'path')) });
+  }
+
   /** Imports an envelope: an object, or its JSON text (a string, or bytes in a Buffer or Uint8Array). */
   import(envelope) {
     let req;
