@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 use std::ffi::{CStr, CString, c_char};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -143,6 +143,27 @@ fn session(session_id: &str) -> SessionParams<'_> {
     SessionParams {
         session_id: session_id.into(),
     }
+}
+
+/// `path` as the wire takes it: absolute (a relative path is resolved
+/// against this process's working directory, which need not be the
+/// daemon's) and UTF-8.
+fn wire_path(path: &Path) -> Result<String> {
+    if path.as_os_str().is_empty() {
+        return Err(Error::new(ErrorCode::InvalidArgument, "empty path"));
+    }
+    let abs = std::path::absolute(path).map_err(|e| {
+        Error::new(
+            ErrorCode::InvalidArgument,
+            format!("resolving {}: {e}", path.display()),
+        )
+    })?;
+    abs.into_os_string().into_string().map_err(|p| {
+        Error::new(
+            ErrorCode::InvalidArgument,
+            format!("path is not UTF-8: {}", Path::new(&p).display()),
+        )
+    })
 }
 
 impl Client {
@@ -498,6 +519,40 @@ impl Client {
                 envelope: Cow::Borrowed(envelope),
             },
         )
+    }
+
+    /// Exports a session into the file at `path`: the envelope
+    /// [`Client::export`] answers, written page by page as the session is
+    /// read (the writer's memory stays bounded whatever the session's size)
+    /// to a temp file beside `path`, synced and renamed into place. In
+    /// daemon mode the daemon writes it, with its permissions; a relative
+    /// `path` is resolved against this process's working directory. Fails
+    /// with `not_found` (no such session), `invalid_argument` (a path that
+    /// is not UTF-8, or not a regular file) and `conflict` (the session
+    /// changed while it was read: retry).
+    pub fn export_file(
+        &self,
+        session_id: &str,
+        path: impl AsRef<Path>,
+    ) -> Result<ExportFileResult> {
+        let path = wire_path(path.as_ref())?;
+        self.invoke(
+            c"exportFile",
+            &ExportFileRequest {
+                session_id: session_id.into(),
+                path: path.into(),
+            },
+        )
+    }
+
+    /// Imports the envelope (or bare session) in the file at `path`, as
+    /// [`Client::import`] takes it; a relative `path` is resolved against
+    /// this process's working directory. The file is read whole (an import
+    /// is one commit). Fails as `import` does, plus `not_found` (no such
+    /// file).
+    pub fn import_file(&self, path: impl AsRef<Path>) -> Result<ImportResult> {
+        let path = wire_path(path.as_ref())?;
+        self.invoke(c"importFile", &ImportFileRequest { path: path.into() })
     }
 
     /// The daemon's (daemon mode) or the engine's (embedded mode) identity,

@@ -27,6 +27,10 @@
 //! ([`ResumeOptions`]). A [`Change`] edits as a delta: `truncate_messages`,
 //! `delete_artifacts`, `put_artifacts`.
 //!
+//! [`Client::export_file`] and [`Client::import_file`] move a session
+//! through a file, with its runs' loop checkpoints and the workflows it
+//! owns ([`Envelope`]), so a run resumes in another workspace.
+//!
 //! The raw C ABI is the `cairn-sys` crate (re-exported as [`sys`]); its
 //! build script links `libcairn.so` from `$CAIRN_LIB_DIR`, else from the
 //! repository's `build/` directory (`make lib`).

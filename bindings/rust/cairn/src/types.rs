@@ -666,7 +666,8 @@ pub struct ResumeRunResult {
     pub files_tracked: bool,
 }
 
-/// The result of `fork` and `import`: the new session and its generation.
+/// The result of `fork`, `import` and `importFile`: the new session and its
+/// generation.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ForkResult {
     pub session_id: String,
@@ -674,7 +675,8 @@ pub struct ForkResult {
     pub generation: u64,
 }
 
-/// The result of `import`: the imported session and its generation.
+/// The result of `import` and `importFile`: the imported session and its
+/// generation.
 pub type ImportResult = ForkResult;
 
 /// The result of `status` through libcairn: the handle's mode, and the
@@ -1081,10 +1083,38 @@ pub struct ImportParams<'a> {
     pub envelope: Cow<'a, Value>,
 }
 
-/// The single-file JSON form of a session that `export` writes and
-/// `import` reads: the snapshot's own fields in `session`, its records
-/// beside it, its loop checkpoints and the workflows it owns (both left out
-/// when empty).
+/// The params of `exportFile`: the session and the absolute path of the
+/// file to write.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExportFileRequest<'a> {
+    pub session_id: Cow<'a, str>,
+    pub path: Cow<'a, str>,
+}
+
+/// The result of `exportFile`: the file written, its size in bytes and the
+/// generation of the session it holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ExportFileResult {
+    pub path: String,
+    pub bytes: u64,
+    pub generation: u64,
+}
+
+/// The params of `importFile`: the absolute path of an envelope (or a
+/// bare session) file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportFileRequest<'a> {
+    pub path: Cow<'a, str>,
+}
+
+/// The single-file JSON form of a session that `export` answers,
+/// `exportFile` writes and `import` and `importFile` read: the snapshot's
+/// own fields in `session`, its records beside it (artifact data in
+/// base64), its loop checkpoints (the latest of each run not yet ended) and
+/// the workflow checkpoints it owns, so that after an import into another
+/// workspace `resume_run` and a resumable workflow continue where they
+/// stopped. Both are left out when empty.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Envelope {

@@ -137,6 +137,9 @@ const TYPES: &[(&str, RoundTrip)] = types![
     ExportResult,
     ImportParams,
     ImportResult,
+    ExportFileRequest,
+    ExportFileResult,
+    ImportFileRequest,
     Envelope,
     Workflow,
     ChangesParams,
@@ -321,6 +324,13 @@ const METHODS: &[(&str, Call)] = &[
     ("fork", |c| c.fork("m", "m2", None).map(drop)),
     ("export", |c| c.export("m").map(drop)),
     ("import", |c| c.import(&json!({})).map(drop)),
+    // No such session, into no such directory: nothing is written.
+    ("exportFile", |c| {
+        c.export_file("nope", "/nonexistent/nope.json").map(drop)
+    }),
+    ("importFile", |c| {
+        c.import_file("/nonexistent/nope.json").map(drop)
+    }),
     ("changes", |c| c.changes(None).map(drop)),
     ("handoff", |c| c.handoff("m").map(drop)),
     ("runtime.check", |c| c.runtime_check("m", None).map(drop)),
