@@ -70,9 +70,11 @@ test-node: bins lib node-deps
 	cd bindings/node && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd npm test
 
 # The cross-language scenario: Python saves and is killed, Node.js resumes,
-# Rust finishes the workflow; outputs compared byte for byte.
+# Rust finishes the workflow; outputs compared byte for byte. Then one
+# language truncates and another reads the tail (truncate_tail.sh).
 test-xlang: bins lib node-deps
 	bash bindings/testdata/run_scenario.sh
+	bash bindings/testdata/truncate_tail.sh
 
 # The Rust binding links build/libcairn.so (build.rs); cargo fetches serde
 # and serde_json from crates.io as Cargo.lock pins them.
