@@ -347,7 +347,9 @@ class Client:
         ``since_generation``. ``limit`` (count) and ``max_bytes`` (message
         bytes) cut the page short, never below one message. The page holds
         messages ``from`` .. ``next - 1`` of ``total``; when ``more``, ask
-        again with ``from_=page["next"]`` (and the same ``to``) for the rest.
+        again with ``from_=page["next"]`` (the same ``to``, and no ``tail``
+        or ``since_generation``: they are not combined with ``from_``) for
+        the rest.
         """
         req = _params(
             {"session_id": session_id},

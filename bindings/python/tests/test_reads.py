@@ -55,9 +55,12 @@ def walk_messages(c: cairn.Client, sid: str, **q: Any) -> List[List[Any]]:
     pages = []
     page = c.messages(sid, **q)
     pages.append(page["messages"])
+    # The next page is the range from next on: tail and since_generation
+    # selected where the range starts, and are not sent again.
+    rest = {k: v for k, v in q.items() if k not in ("tail", "since_generation")}
     while page["more"]:
         assert page["next"] > page["from"], "a page must advance"
-        page = c.messages(sid, **{**q, "from_": page["next"]})
+        page = c.messages(sid, **{**rest, "from_": page["next"]})
         pages.append(page["messages"])
     return pages
 
