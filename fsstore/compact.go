@@ -3,6 +3,8 @@ package fsstore
 import (
 	"context"
 	"fmt"
+	"io"
+	"time"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/internal/recordlog"
@@ -10,10 +12,14 @@ import (
 )
 
 // overGrownLocked reports whether sf's log holds more dead bytes than live
-// ones, and at least CompactMinBytes of them. sf.mu is held.
+// ones, and at least CompactMinBytes of them, and has grown by at least
+// CompactMinBytes since it was last compacted. The live count leaves out
+// framing, so a log just compacted can look overgrown: the last condition
+// is what stops compaction from running again on an unchanged log. sf.mu
+// is held.
 func (s *Store) overGrownLocked(sf *sessionFile) bool {
-	live, size := sf.t.acct.live, sf.log.Size()
-	return size > 2*live && size-live >= s.opts.CompactMinBytes
+	live, size := sf.t.live, sf.size
+	return size > 2*live && size-live >= s.opts.CompactMinBytes && size-sf.compacted >= s.opts.CompactMinBytes
 }
 
 // maybeCompactLocked starts a background compaction of sf when its log has
@@ -82,74 +88,58 @@ func (s *Store) Compact(ctx context.Context, id string) error {
 }
 
 // compact writes a fresh log holding the session's current state beside the
-// old one, then switches to it. Phase one (read, replay, encode, write,
-// fsync) runs without the session lock, so commits and readers go on. Phase
-// two, under the lock, copies the commits that landed meanwhile (they are
-// complete and self-describing), fsyncs, renames over the old log and
-// fsyncs the directory. A reader that opened the old log keeps reading a
-// complete log; one that opens after the rename reads the new one.
+// old one, then switches to it. Phase one (copy the live records the index
+// names, fsync) runs on a copy of the index without the session lock, so
+// commits and readers go on; it reads and writes a bounded amount at a
+// time. Phase two, under the lock, copies the commits that landed meanwhile
+// (they are complete and self-describing), fsyncs, renames over the old log
+// and fsyncs the directory. A reader that opened the old log keeps reading
+// a complete log; one that opens after the rename reads the new one.
 func (s *Store) compact(sf *sessionFile) error {
 	sf.mu.Lock()
-	if sf.gone || sf.broken != nil || sf.log == nil {
+	if sf.gone || sf.broken != nil || sf.t.gen == 0 {
 		sf.mu.Unlock()
 		return nil
 	}
-	final := sf.log.Path()
-	size, gen := sf.log.Size(), sf.t.gen
-	r, err := sf.log.OpenReader()
+	final := sf.path
+	size, gen, updated := sf.size, sf.t.gen, sf.t.updated
+	snap := sf.t.clone()
+	r, err := recordlog.OpenReaderAt(final, size)
 	sf.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	data, err := r.ReadAll()
-	if err != nil {
-		return err
-	}
-	groups, _, err := scan(data)
-	if err != nil {
-		return err
-	}
-	st, err := replayState(groups, 0)
-	if err != nil {
-		return err
-	}
-	var fb frameBuf
-	fb.buf = append(fb.buf, logMagic...)
-	encodeState(&fb, st, gen, groups[len(groups)-1].commit.Time)
-	if fb.err != nil {
-		return fb.err
-	}
-	data = nil
-	next := newTracker()
-	ng, _, err := scan(fb.buf)
-	if err != nil || len(ng) != 1 {
-		return fmt.Errorf("compacted log of %s does not scan back (%d commits): %w", final, len(ng), err)
-	}
-	if err := next.observe(ng[0]); err != nil {
-		return err
-	}
+	defer r.Close()
 
 	tmp, err := atomicfile.NewTemp(final, 0o600, s.faultAt("compact."))
 	if err != nil {
 		return err
 	}
 	defer tmp.Abort()
-	if err := tmp.WriteAt(fb.buf, 0); err != nil {
+	newSize, err := writeLog(tmp, frameReader{r: r, path: final}, snap, snap.sessionID, true, nil, gen, updated)
+	if err != nil {
 		return err
 	}
-	newSize := int64(len(fb.buf))
+	next, err := indexOf(tmp, newSize)
+	if err != nil {
+		return fmt.Errorf("compacted log of %s: %w", final, err)
+	}
 	if err := tmp.Sync(); err != nil {
 		return err
 	}
 
 	sf.mu.Lock()
 	defer sf.mu.Unlock()
-	if sf.gone || sf.broken != nil || sf.log == nil {
+	if sf.gone || sf.broken != nil || sf.t.gen == 0 {
 		return nil
 	}
-	if cur := sf.log.Size(); cur > size {
+	if cur := sf.size; cur > size {
+		l, err := s.logFor(sf)
+		if err != nil {
+			return err
+		}
 		tail := make([]byte, cur-size)
-		if _, err := sf.log.ReadAt(tail, size); err != nil {
+		if _, err := l.ReadAt(tail, size); err != nil {
 			return fmt.Errorf("read %s: %w", final, err)
 		}
 		tg, end, err := scanRecords(tail, 0, gen)
@@ -157,7 +147,7 @@ func (s *Store) compact(sf *sessionFile) error {
 			return fmt.Errorf("commits to %s since compaction began do not scan (%d bytes of %d): %w", final, end, len(tail), err)
 		}
 		for _, g := range tg {
-			if err := next.observe(g); err != nil {
+			if err := next.observe(g, newSize); err != nil {
 				return err
 			}
 		}
@@ -173,8 +163,9 @@ func (s *Store) compact(sf *sessionFile) error {
 	if f == nil {
 		return err
 	}
-	sf.log.Close()
-	sf.log, sf.t = recordlog.Adopt(f, final, newSize), next
+	s.closeLog(sf)
+	s.adoptLog(sf, recordlog.Adopt(f, final, newSize))
+	sf.size, sf.t, sf.compacted = newSize, next, newSize
 	if err != nil {
 		// The new log is complete and in place, but its name may not be
 		// durable; appending to it could lose acknowledged commits if the
@@ -184,4 +175,48 @@ func (s *Store) compact(sf *sessionFile) error {
 	}
 	s.compactionsDone.Add(1)
 	return nil
+}
+
+// writeLog writes to tmp a new log holding, as one commit of generation
+// gen, the latest state of the session t indexes (read through fr) under
+// id, with then (a delta, may be nil) applied after it, and returns its
+// size. withCheckpoints keeps the run checkpoints and which generation
+// added what (compaction); without, it is a copy (Store.Copy).
+func writeLog(tmp *atomicfile.Temp, fr frameReader, t *tracker, id string, withCheckpoints bool, then *session.Change, gen uint64, at time.Time) (int64, error) {
+	var off int64
+	write := func(p []byte) error {
+		if err := tmp.WriteAt(p, off); err != nil {
+			return err
+		}
+		off += int64(len(p))
+		return nil
+	}
+	var fb frameBuf
+	fb.buf = append(fb.buf, logMagic...)
+	fb.begin()
+	if err := writeLive(&fb, write, fr, t, id, withCheckpoints); err != nil {
+		return 0, err
+	}
+	if then != nil {
+		encodeDelta(&fb, then)
+	}
+	fb.commit(gen, at)
+	fb.flush(write)
+	return off, fb.err
+}
+
+// indexOf reads back a log just written (size bytes of r) and indexes it.
+func indexOf(r io.ReaderAt, size int64) (*tracker, error) {
+	t := newTracker()
+	asm := assembler{valid: int64(len(logMagic)), onGroup: func(g commitGroup) error { return t.observe(g, 0) }}
+	if _, err := recordlog.Walk(r, int64(len(logMagic)), size, func(kind byte) bool { return kind != kindBlob }, asm.add); err != nil {
+		return nil, err
+	}
+	if asm.err != nil {
+		return nil, asm.err
+	}
+	if asm.valid != size || t.gen == 0 {
+		return nil, fmt.Errorf("does not read back (%d of %d bytes valid)", asm.valid, size)
+	}
+	return t, nil
 }

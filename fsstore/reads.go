@@ -2,80 +2,408 @@ package fsstore
 
 import (
 	"context"
+	"slices"
+	"sort"
 
+	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/session"
 )
 
-// INTERIM: these reads replay the whole log; the indexed reads replace them.
+// The reads below hold the session's lock while they read (a commit's
+// fsync waits for them, and they for it), and pread exactly the records
+// the index names for the range asked: they cost what they return.
 
-func (s *Store) interim(ctx context.Context, id string) (*session.MemStore, error) {
-	st, err := s.Load(ctx, id, 0)
+// reading returns the existing session id, locked, with a reader of its
+// log. The caller unlocks.
+func (s *Store) reading(id string) (*sessionFile, frameReader, error) {
+	sf, err := s.lockSession(id)
 	if err != nil {
-		return nil, err
+		return nil, frameReader{}, err
 	}
-	m := session.NewMemStore()
-	_, err = m.Commit(ctx, id, &session.Change{Replace: st.Snapshot}, session.CommitOptions{})
-	return m, err
+	l, err := s.logFor(sf)
+	if err != nil {
+		sf.mu.Unlock()
+		return nil, frameReader{}, err
+	}
+	return sf, frameReader{r: l, path: sf.path}, nil
 }
 
+// decodeFrame reads the record at it into v.
+func (fr frameReader) decodeFrame(it item, v any) error {
+	rec, err := fr.frame(it)
+	if err != nil {
+		return err
+	}
+	if err := decMode.Unmarshal(rec.Payload, v); err != nil {
+		return session.Wrap(session.CodeInternal, err, "decode %q record of %s at %d", rec.Kind, fr.path, it.off)
+	}
+	return nil
+}
+
+// Head returns the latest generation without messages, artifacts and
+// traces, reading only the records of the parts it returns.
 func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Summary, error) {
-	m, err := s.interim(ctx, id)
+	sf, fr, err := s.reading(id)
 	if err != nil {
 		return nil, session.Summary{}, err
 	}
-	return m.Head(ctx, id)
+	defer sf.mu.Unlock()
+	t := sf.t
+	snap := &session.Snapshot{
+		SchemaVersion: session.SchemaVersion, SessionID: t.sessionID, Generation: t.gen,
+		CreatedAt: t.created, UpdatedAt: t.updated, Messages: []session.Value{},
+	}
+	single := func(kind byte, v any) (bool, error) {
+		it, ok := t.single[kind]
+		if !ok {
+			return false, nil
+		}
+		return true, fr.decodeFrame(it, v)
+	}
+	var ws session.Workspace
+	var ho session.Handoff
+	var rt session.Runtime
+	var files session.ManifestRef
+	for _, p := range []struct {
+		kind byte
+		v    any
+		set  func()
+	}{
+		{kindWorkspace, &ws, func() { snap.Workspace = &ws }},
+		{kindAgent, &snap.Agent, func() {}},
+		{kindHandoff, &ho, func() { snap.Handoff = &ho }},
+		{kindRuntime, &rt, func() { snap.Runtime = &rt }},
+		{kindFiles, &files, func() { snap.Files = &files }},
+	} {
+		ok, err := single(p.kind, p.v)
+		if err != nil {
+			return nil, session.Summary{}, err
+		}
+		if ok {
+			p.set()
+		}
+	}
+	for _, key := range sortedKeys(t.meta) {
+		var m metaRec
+		if err := fr.decodeFrame(t.meta[key], &m); err != nil {
+			return nil, session.Summary{}, err
+		}
+		if snap.Metadata == nil {
+			snap.Metadata = map[string]session.Value{}
+		}
+		snap.Metadata[m.Key] = m.Value
+	}
+	if err := decodeKeyed(fr, &t.runs, &snap.Runs); err != nil {
+		return nil, session.Summary{}, err
+	}
+	if err := decodeKeyed(fr, &t.verifs, &snap.Verifications); err != nil {
+		return nil, session.Summary{}, err
+	}
+	if err := decodeKeyed(fr, &t.tasks, &snap.SubagentTasks); err != nil {
+		return nil, session.Summary{}, err
+	}
+	st := &session.State{Snapshot: snap}
+	for run, l := range t.ckpts {
+		cp := new(session.LoopCheckpoint)
+		if err := fr.decodeFrame(l.events[len(l.events)-1].at, cp); err != nil {
+			return nil, session.Summary{}, err
+		}
+		if st.Checkpoints == nil {
+			st.Checkpoints = map[string]*session.LoopCheckpoint{}
+		}
+		st.Checkpoints[run] = cp
+	}
+	return st, sf.summaryLocked(), nil
 }
 
+func decodeKeyed[T any](fr frameReader, k *keyed, out *[]T) error {
+	for _, id := range k.order {
+		var v T
+		if err := fr.decodeFrame(k.at[id], &v); err != nil {
+			return err
+		}
+		*out = append(*out, v)
+	}
+	return nil
+}
+
+// readCheckpoint returns the latest loop checkpoint of run, with its
+// state. sf.mu is held.
+func (s *Store) readCheckpoint(sf *sessionFile, run string) (*session.LoopCheckpoint, error) {
+	l, err := s.logFor(sf)
+	if err != nil {
+		return nil, err
+	}
+	line := sf.t.ckpts[run]
+	cp := new(session.LoopCheckpoint)
+	if err := (frameReader{r: l, path: sf.path}).decodeFrame(line.events[len(line.events)-1].at, cp); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// pageBounds resolves q over a list of items whose marks are marks.
+func pageBounds(q session.Query, its []item, marks []mark) (from, n, to int64) {
+	total := int64(len(its))
+	from, to = q.Bounds(total, since(marks, total, q.SinceGeneration))
+	n = q.Cut(from, to, func(i int64) int64 { return int64(its[i].size) })
+	return from, n, to
+}
+
+// Messages returns a page of the latest generation's messages.
 func (s *Store) Messages(ctx context.Context, id string, q session.Query) (session.Page[session.Value], error) {
-	m, err := s.interim(ctx, id)
+	if err := q.Check(); err != nil {
+		return session.Page[session.Value]{}, err
+	}
+	sf, fr, err := s.reading(id)
 	if err != nil {
 		return session.Page[session.Value]{}, err
 	}
-	return m.Messages(ctx, id, q)
+	defer sf.mu.Unlock()
+	t := sf.t
+	from, n, to := pageBounds(q, t.msgs, t.msgMarks)
+	out := make([]session.Value, n)
+	err = fr.elems(t.msgs[from:from+n], true, func(i int, raw []byte) error {
+		out[i] = slices.Clone(raw)
+		return nil
+	})
+	if err != nil {
+		return session.Page[session.Value]{}, err
+	}
+	return session.Page[session.Value]{Generation: t.gen, Total: t.messages(), From: from, Next: from + n, More: from+n < to, Items: out}, nil
 }
 
+// Traces returns a page of the latest generation's traces.
 func (s *Store) Traces(ctx context.Context, id string, q session.Query) (session.Page[session.Trace], error) {
-	m, err := s.interim(ctx, id)
+	if err := q.Check(); err != nil {
+		return session.Page[session.Trace]{}, err
+	}
+	sf, fr, err := s.reading(id)
 	if err != nil {
 		return session.Page[session.Trace]{}, err
 	}
-	return m.Traces(ctx, id, q)
+	defer sf.mu.Unlock()
+	t := sf.t
+	from, n, to := pageBounds(q, t.traces, t.trMarks)
+	out := make([]session.Trace, n)
+	err = fr.elems(t.traces[from:from+n], false, func(i int, raw []byte) error {
+		return decodeRaw(raw, &out[i])
+	})
+	if err != nil {
+		return session.Page[session.Trace]{}, err
+	}
+	return session.Page[session.Trace]{Generation: t.gen, Total: int64(len(t.traces)), From: from, Next: from + n, More: from+n < to, Items: out}, nil
 }
 
+func decodeRaw(raw []byte, v any) error {
+	if err := decMode.Unmarshal(raw, v); err != nil {
+		return session.Wrap(session.CodeInternal, err, "decode session log element")
+	}
+	return nil
+}
+
+// Artifacts returns the named artifacts (all when ids is nil), reading
+// their data only when withData.
 func (s *Store) Artifacts(ctx context.Context, id string, ids []string, withData bool) (session.Page[session.Artifact], error) {
-	m, err := s.interim(ctx, id)
+	for _, a := range ids {
+		if err := session.ValidateID("artifact", a); err != nil {
+			return session.Page[session.Artifact]{}, err
+		}
+	}
+	sf, fr, err := s.reading(id)
 	if err != nil {
 		return session.Page[session.Artifact]{}, err
 	}
-	return m.Artifacts(ctx, id, ids, withData)
+	defer sf.mu.Unlock()
+	t := sf.t
+	order := t.arts.order
+	if ids != nil {
+		for _, a := range ids {
+			if _, ok := t.artAt[a]; !ok {
+				return session.Page[session.Artifact]{}, session.Errorf(session.CodeNotFound, "session %q holds no artifact %q", id, a)
+			}
+		}
+		order = slices.DeleteFunc(slices.Clone(order), func(a string) bool { return !slices.Contains(ids, a) })
+	}
+	out := make([]session.Artifact, 0, len(order))
+	for _, aid := range order {
+		a := t.artAt[aid]
+		var v session.Artifact
+		if a.legacy {
+			err = fr.elems([]item{a.hdr}, false, func(_ int, raw []byte) error { return decodeRaw(raw, &v) })
+		} else {
+			err = fr.decodeFrame(a.hdr, &v)
+			if err == nil && withData && a.hasDat {
+				rec, rerr := fr.frame(a.data)
+				v.Data, err = rec.Payload, rerr
+			}
+		}
+		if err != nil {
+			return session.Page[session.Artifact]{}, err
+		}
+		if !withData {
+			v.Data = nil
+		}
+		out = append(out, v)
+	}
+	n := int64(len(out))
+	return session.Page[session.Artifact]{Generation: t.gen, Total: int64(len(t.arts.order)), Next: n, Items: out}, nil
 }
 
+// runEvent locates one event of a run.
+type runEvent struct {
+	gen   uint64
+	trace bool
+	at    item
+}
+
+// RunEvents returns a page of a run's traces and kept checkpoints, in
+// commit order (within a commit, its traces before its checkpoint).
 func (s *Store) RunEvents(ctx context.Context, id, runID string, q session.Query) (session.Page[session.RunEvent], error) {
-	m, err := s.interim(ctx, id)
+	if err := session.ValidateID("run", runID); err != nil {
+		return session.Page[session.RunEvent]{}, err
+	}
+	if err := q.Check(); err != nil {
+		return session.Page[session.RunEvent]{}, err
+	}
+	sf, fr, err := s.reading(id)
 	if err != nil {
 		return session.Page[session.RunEvent]{}, err
 	}
-	return m.RunEvents(ctx, id, runID, q)
+	defer sf.mu.Unlock()
+	t := sf.t
+	var evs []runEvent
+	for _, i := range t.traceRuns[runID] {
+		evs = append(evs, runEvent{gen: genOf(t.trMarks, int64(i)), trace: true, at: t.traces[i]})
+	}
+	if l := t.ckpts[runID]; l != nil {
+		for _, ev := range l.events {
+			evs = append(evs, runEvent{gen: ev.gen, at: ev.at})
+		}
+	}
+	sort.SliceStable(evs, func(i, j int) bool {
+		if evs[i].gen != evs[j].gen {
+			return evs[i].gen < evs[j].gen
+		}
+		return evs[i].trace && !evs[j].trace
+	})
+	total := int64(len(evs))
+	sinceIdx := int64(sort.Search(len(evs), func(i int) bool { return evs[i].gen > q.SinceGeneration }))
+	from, to := q.Bounds(total, sinceIdx)
+	n := q.Cut(from, to, func(i int64) int64 { return int64(evs[i].at.size) })
+	out := make([]session.RunEvent, n)
+	for i, ev := range evs[from : from+n] {
+		out[i] = session.RunEvent{Generation: ev.gen}
+		if ev.trace {
+			tr := new(session.Trace)
+			err = fr.elems([]item{ev.at}, false, func(_ int, raw []byte) error { return decodeRaw(raw, tr) })
+			out[i].Kind, out[i].Trace = session.EventTrace, tr
+		} else {
+			cp := new(session.LoopCheckpoint)
+			err = fr.decodeFrame(ev.at, cp)
+			out[i].Kind, out[i].Checkpoint = session.EventCheckpoint, cp
+		}
+		if err != nil {
+			return session.Page[session.RunEvent]{}, err
+		}
+	}
+	return session.Page[session.RunEvent]{Generation: t.gen, Total: total, From: from, Next: from + n, More: from+n < to, Items: out}, nil
 }
 
+// Copy creates dst from src inside the store: the live records of src are
+// copied into dst's new log as they are read, then is applied in the same
+// commit, and the log appears whole (written beside, fsynced, renamed). An
+// earlier generation (at) is rebuilt by replaying src's log, which costs
+// its size.
 func (s *Store) Copy(ctx context.Context, src, dst string, at uint64, then *session.Change) (session.CommitResult, error) {
+	if err := session.ValidateID("session", dst); err != nil {
+		return session.CommitResult{}, err
+	}
+	if then != nil {
+		if err := session.Normalize(then); err != nil {
+			return session.CommitResult{}, err
+		}
+		if then.Replace != nil {
+			return session.CommitResult{}, session.Errorf(session.CodeInvalidArgument, "fsstore.Copy: then must be a delta")
+		}
+	}
+	sf, err := s.lockSession(src)
+	if err != nil {
+		return session.CommitResult{}, err
+	}
+	if at != 0 && at != sf.t.gen {
+		sf.mu.Unlock()
+		return s.copyReplayed(ctx, src, dst, at, then)
+	}
+	snap := sf.t.clone()
+	r, err := openReader(sf)
+	sf.mu.Unlock()
+	if err != nil {
+		return session.CommitResult{}, err
+	}
+	defer r.Close()
+	for {
+		df, err := s.session(dst, true)
+		if err != nil {
+			return session.CommitResult{}, err
+		}
+		df.mu.Lock()
+		if df.gone {
+			df.mu.Unlock()
+			continue
+		}
+		res, err := s.copyLocked(df, dst, frameReader{r: r, path: sf.path}, snap, then)
+		df.mu.Unlock()
+		return res, err
+	}
+}
+
+func (s *Store) copyLocked(df *sessionFile, dst string, fr frameReader, snap *tracker, then *session.Change) (session.CommitResult, error) {
+	if err := session.CheckExpect(dst, df.t.gen, session.CommitOptions{MustNotExist: true}); err != nil {
+		return session.CommitResult{}, err
+	}
+	tmp, err := atomicfile.NewTemp(df.path, 0o600, s.faultAt("create."))
+	if err != nil {
+		return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Copy")
+	}
+	defer tmp.Abort()
+	size, err := writeLog(tmp, fr, snap, dst, false, then, 1, s.opts.Now().UTC())
+	if err != nil {
+		return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Copy")
+	}
+	next, err := indexOf(tmp, size)
+	if err != nil {
+		return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Copy: copy of %s", fr.path)
+	}
+	if next.live > s.opts.MaxSessionBytes {
+		return session.CommitResult{}, session.Errorf(session.CodeTooLarge, "a copy of %d live bytes would pass the session limit of %d bytes", next.live, s.opts.MaxSessionBytes)
+	}
+	if err := tmp.Sync(); err != nil {
+		return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Copy")
+	}
+	f, err := tmp.Commit()
+	if err != nil {
+		if f != nil {
+			f.Close()
+			removeUndurable(df.path)
+		}
+		return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Copy")
+	}
+	s.adoptLog(df, adoptFile(f, df.path, size))
+	df.size, df.t = size, next
+	s.commits.Add(1)
+	s.bytesWritten.Add(size)
+	return session.CommitResult{Generation: 1, MessageCount: next.messages(), BytesWritten: size}, nil
+}
+
+// copyReplayed copies generation at of src by replaying it.
+func (s *Store) copyReplayed(ctx context.Context, src, dst string, at uint64, then *session.Change) (session.CommitResult, error) {
 	st, err := s.Load(ctx, src, at)
 	if err != nil {
 		return session.CommitResult{}, err
 	}
-	if _, err := s.Stat(ctx, dst); err == nil {
-		return session.CommitResult{}, session.CheckExpect(dst, 1, session.CommitOptions{MustNotExist: true})
+	if then != nil {
+		session.Apply(st, dst, then, st.Snapshot.Generation, st.Snapshot.UpdatedAt)
 	}
-	m := session.NewMemStore()
-	if _, err := m.Commit(ctx, src, &session.Change{Replace: st.Snapshot}, session.CommitOptions{}); err != nil {
-		return session.CommitResult{}, err
-	}
-	if _, err := m.Copy(ctx, src, dst, 0, then); err != nil {
-		return session.CommitResult{}, err
-	}
-	cp, err := m.Load(ctx, dst, 0)
-	if err != nil {
-		return session.CommitResult{}, err
-	}
-	return s.Commit(ctx, dst, &session.Change{Replace: cp.Snapshot}, session.CommitOptions{MustNotExist: true})
+	return s.Commit(ctx, dst, &session.Change{Replace: st.Snapshot}, session.CommitOptions{MustNotExist: true, Normalized: true})
 }

@@ -16,24 +16,29 @@ const logMagic = "cairn\x00L1"
 // Record kinds. A kind byte this build does not know makes the log
 // unreadable with ErrSchemaUnsupported, never silently skipped.
 const (
-	kindReset      = 'R' // resetRec: the session starts over (replace)
-	kindWorkspace  = 'W' // session.Workspace
-	kindAgent      = 'G' // map[string]Value
-	kindMeta       = 'm' // metaRec: one metadata key
-	kindMessages   = 'M' // []Value appended
-	kindTraces     = 'T' // []session.Trace appended
-	kindArtifacts  = 'A' // []session.Artifact appended
-	kindRun        = 'r' // session.Run upserted
-	kindVerif      = 'v' // session.Verification upserted
-	kindTask       = 's' // session.SubagentTask upserted
-	kindHandoff    = 'H' // session.Handoff
-	kindRuntime    = 'X' // session.Runtime
-	kindFiles      = 'F' // session.ManifestRef
-	kindCheckpoint = 'C' // session.LoopCheckpoint set
-	kindDropCkpt   = 'D' // run id whose checkpoint is dropped
-	kindOwner      = 'O' // ownerRec: workflow id and owning session
-	kindStep       = 'S' // session.StepRecord upserted
-	kindCommit     = 'Z' // commitRec: closes a commit
+	kindReset        = 'R' // resetRec: the session starts over (replace)
+	kindWorkspace    = 'W' // session.Workspace
+	kindAgent        = 'G' // map[string]Value
+	kindMeta         = 'm' // metaRec: one metadata key
+	kindMessages     = 'M' // []Value appended
+	kindTraces       = 'T' // []session.Trace appended
+	kindArtifacts    = 'A' // []session.Artifact appended (logs written before 'P')
+	kindArtifact     = 'P' // session.Artifact without data, inserted or replaced
+	kindBlob         = 'B' // raw data of the artifact in the 'P' record before it
+	kindDelArtifacts = 'a' // []string: artifact ids deleted
+	kindTruncate     = 't' // int64: messages kept
+	kindGens         = 'g' // gensRec: generations that added a compacted log's items
+	kindRun          = 'r' // session.Run upserted
+	kindVerif        = 'v' // session.Verification upserted
+	kindTask         = 's' // session.SubagentTask upserted
+	kindHandoff      = 'H' // session.Handoff
+	kindRuntime      = 'X' // session.Runtime
+	kindFiles        = 'F' // session.ManifestRef
+	kindCheckpoint   = 'C' // session.LoopCheckpoint set
+	kindDropCkpt     = 'D' // run id whose checkpoint is dropped
+	kindOwner        = 'O' // ownerRec: workflow id and owning session
+	kindStep         = 'S' // session.StepRecord upserted
+	kindCommit       = 'Z' // commitRec: closes a commit
 )
 
 // resetRec starts a session over: the first record of a new session, of a
@@ -41,6 +46,15 @@ const (
 type resetRec struct {
 	SessionID string    `cbor:"1,keyasint"`
 	CreatedAt time.Time `cbor:"2,keyasint"`
+}
+
+// gensRec keeps, through compaction, which generation added which items:
+// the marks of messages and traces as [generation, first index] pairs and
+// the generation of each kept checkpoint of each run.
+type gensRec struct {
+	Messages    [][2]uint64         `cbor:"1,keyasint"`
+	Traces      [][2]uint64         `cbor:"2,keyasint"`
+	Checkpoints map[string][]uint64 `cbor:"3,keyasint"`
 }
 
 type metaRec struct {
@@ -115,6 +129,32 @@ func (f *frameBuf) add(kind byte, v any) int64 {
 	return int64(len(f.buf) - start)
 }
 
+// addRaw appends one framed record holding payload as it is.
+func (f *frameBuf) addRaw(kind byte, payload []byte) int64 {
+	if f.err != nil {
+		return 0
+	}
+	start := len(f.buf)
+	f.buf = recordlog.Append(f.buf, kind, payload)
+	f.recs++
+	return int64(len(f.buf) - start)
+}
+
+// flush hands the buffered bytes to write and empties the buffer. The open
+// commit stays open: its start is kept relative to the buffer, so the
+// commit record still counts every byte of it.
+func (f *frameBuf) flush(write func([]byte) error) {
+	if f.err != nil || len(f.buf) == 0 {
+		return
+	}
+	if err := write(f.buf); err != nil {
+		f.err = err
+		return
+	}
+	f.mark -= len(f.buf)
+	f.buf = f.buf[:0]
+}
+
 // commit closes the open commit with its commit record.
 func (f *frameBuf) commit(gen uint64, now time.Time) {
 	rec := commitRec{Schema: 1, Generation: gen, Time: now.UTC(), Records: f.recs, Bytes: int64(len(f.buf) - f.mark)}
@@ -144,42 +184,59 @@ func scan(data []byte) ([]commitGroup, int64, error) {
 }
 
 // scanRecords parses framed records in data from off on, expecting the first
-// commit to be generation lastGen+1 (any generation when lastGen is 0). A
-// commit whose generation does not follow the previous one, or whose record
-// count or length disagrees with its commit record, ends the valid data: so
-// a stray run of older records that happens to parse after a trimmed tail
-// cannot pass as a commit.
+// commit to be generation lastGen+1 (any generation when lastGen is 0); see
+// assembler for what ends the valid data.
 func scanRecords(data []byte, off int64, lastGen uint64) ([]commitGroup, int64, error) {
 	var groups []commitGroup
-	var pending []recordlog.Record
-	var pendingBytes int64
-	var err error
-	valid := off
-	recordlog.Scan(data, off, func(r recordlog.Record) bool {
-		if r.Kind != kindCommit {
-			pending = append(pending, r)
-			pendingBytes += r.Size
-			return true
-		}
-		var c commitRec
-		if decMode.Unmarshal(r.Payload, &c) != nil {
-			return false
-		}
-		if c.Schema > 1 {
-			err = errFutureSchema(c.Schema)
-			return false
-		}
-		if c.Records != len(pending) || c.Bytes != pendingBytes || (lastGen != 0 && c.Generation != lastGen+1) || c.Generation == 0 {
-			return false
-		}
-		groups = append(groups, commitGroup{records: pending, commit: c, end: r.End})
-		lastGen = c.Generation
-		pending, pendingBytes = nil, 0
-		valid = r.End
-		return true
-	})
-	if err != nil {
-		return nil, 0, err
+	asm := assembler{valid: off, lastGen: lastGen, onGroup: func(g commitGroup) error {
+		groups = append(groups, g)
+		return nil
+	}}
+	recordlog.Scan(data, off, asm.add)
+	if asm.err != nil {
+		return nil, 0, asm.err
 	}
-	return groups, valid, nil
+	return groups, asm.valid, nil
+}
+
+// assembler groups framed records, as they are scanned or walked, into
+// complete commits and hands each to onGroup. A commit whose generation
+// does not follow the previous one, or whose record count or length
+// disagrees with its commit record, ends the valid data: so a stray run of
+// older records that happens to parse after a trimmed tail cannot pass as a
+// commit. valid is the end of the last complete commit.
+type assembler struct {
+	pending      []recordlog.Record
+	pendingBytes int64
+	lastGen      uint64
+	valid        int64
+	err          error
+	onGroup      func(commitGroup) error
+}
+
+func (a *assembler) add(r recordlog.Record) bool {
+	if r.Kind != kindCommit {
+		a.pending = append(a.pending, r)
+		a.pendingBytes += r.Size
+		return true
+	}
+	var c commitRec
+	if decMode.Unmarshal(r.Payload, &c) != nil {
+		return false
+	}
+	if c.Schema > 1 {
+		a.err = errFutureSchema(c.Schema)
+		return false
+	}
+	if c.Records != len(a.pending) || c.Bytes != a.pendingBytes || (a.lastGen != 0 && c.Generation != a.lastGen+1) || c.Generation == 0 {
+		return false
+	}
+	if err := a.onGroup(commitGroup{records: a.pending, commit: c, end: r.End}); err != nil {
+		a.err = err
+		return false
+	}
+	a.lastGen = c.Generation
+	a.pending, a.pendingBytes = nil, 0
+	a.valid = r.End
+	return true
 }

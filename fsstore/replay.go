@@ -1,7 +1,6 @@
 package fsstore
 
 import (
-	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -15,182 +14,6 @@ func errFutureSchema(v int) error {
 
 func errUnknownKind(kind byte) error {
 	return session.Errorf(session.CodeSchemaUnsupported, "log holds a record of kind %q unknown to this build (written by a newer cairn?)", kind)
-}
-
-// acct tracks how many bytes of a log are live: the latest record of each
-// key plus every appended record since the last reset. The rest (superseded
-// records, tombstones and commit records) is what compaction reclaims.
-type acct struct {
-	keys    map[string]int64
-	appends int64
-	live    int64
-}
-
-func (a *acct) reset() { a.keys, a.appends, a.live = map[string]int64{}, 0, 0 }
-
-func (a *acct) set(key string, size int64) {
-	if a.keys == nil {
-		a.keys = map[string]int64{}
-	}
-	a.live += size - a.keys[key]
-	a.keys[key] = size
-}
-
-func (a *acct) drop(key string) {
-	a.live -= a.keys[key]
-	delete(a.keys, key)
-}
-
-func (a *acct) add(size int64) { a.appends += size; a.live += size }
-
-// idOnly decodes just the id fields of upserted records.
-type idOnly struct {
-	ID     string `json:"id"`
-	RunID  string `json:"run_id"`
-	TaskID string `json:"task_id"`
-	StepID string `json:"step_id"`
-	Status string `json:"status"`
-}
-
-// cborArrayLen reads the length of the CBOR array at the start of p.
-func cborArrayLen(p []byte) (int64, error) {
-	if len(p) == 0 || p[0]>>5 != 4 {
-		return 0, fmt.Errorf("not a CBOR array")
-	}
-	info := p[0] & 0x1f
-	switch {
-	case info < 24:
-		return int64(info), nil
-	case info == 24 && len(p) >= 2:
-		return int64(p[1]), nil
-	case info == 25 && len(p) >= 3:
-		return int64(binary.BigEndian.Uint16(p[1:])), nil
-	case info == 26 && len(p) >= 5:
-		return int64(binary.BigEndian.Uint32(p[1:])), nil
-	case info == 27 && len(p) >= 9:
-		return int64(binary.BigEndian.Uint64(p[1:])), nil
-	}
-	return 0, fmt.Errorf("bad CBOR array header")
-}
-
-// tracker is the summary of a session log kept in memory: enough to answer
-// Stat, List, FindRun and Checkpoint, to check CAS and to decide on
-// compaction without reading the log. observe is the only code that updates
-// it, at open and after each commit, so the two cannot disagree.
-type tracker struct {
-	sessionID string
-	gen       uint64
-	first     uint64 // oldest generation the log can still replay
-	created   time.Time
-	updated   time.Time
-	messages  int64
-	runs      map[string]string // run id -> status
-	ckpts     map[string]*session.LoopCheckpoint
-	acct      acct
-}
-
-func newTracker() *tracker {
-	return &tracker{runs: map[string]string{}, ckpts: map[string]*session.LoopCheckpoint{}}
-}
-
-// observe folds one complete commit into the summary.
-func (t *tracker) observe(g commitGroup) error {
-	for _, r := range g.records {
-		if err := t.observeRecord(r); err != nil {
-			return err
-		}
-	}
-	t.gen = g.commit.Generation
-	if t.first == 0 {
-		t.first = t.gen
-	}
-	t.updated = g.commit.Time
-	return nil
-}
-
-func (t *tracker) observeRecord(r recordlog.Record) error {
-	dec := func(v any) error {
-		if err := decMode.Unmarshal(r.Payload, v); err != nil {
-			return session.Wrap(session.CodeInternal, err, "decode %q record", r.Kind)
-		}
-		return nil
-	}
-	var id idOnly
-	switch r.Kind {
-	case kindReset:
-		var rr resetRec
-		if err := dec(&rr); err != nil {
-			return err
-		}
-		if t.sessionID != "" && rr.SessionID != t.sessionID {
-			return session.Errorf(session.CodeInternal, "log of session %q holds a reset for %q", t.sessionID, rr.SessionID)
-		}
-		t.sessionID, t.messages, t.runs = rr.SessionID, 0, map[string]string{}
-		if t.created.IsZero() {
-			t.created = rr.CreatedAt
-		}
-		// Checkpoints survive a replace (session.Apply keeps them), so
-		// their records stay live; everything else before it is dead.
-		kept := map[string]int64{}
-		for run := range t.ckpts {
-			kept["C/"+run] = t.acct.keys["C/"+run]
-		}
-		t.acct.reset()
-		for k, size := range kept {
-			t.acct.set(k, size)
-		}
-		t.acct.set("R", r.Size)
-	case kindMessages:
-		n, err := cborArrayLen(r.Payload)
-		if err != nil {
-			return session.Wrap(session.CodeInternal, err, "decode messages record")
-		}
-		t.messages += n
-		t.acct.add(r.Size)
-	case kindTraces, kindArtifacts:
-		t.acct.add(r.Size)
-	case kindWorkspace, kindAgent, kindHandoff, kindRuntime, kindFiles:
-		t.acct.set(string(r.Kind), r.Size)
-	case kindMeta:
-		var m metaRec
-		if err := dec(&m); err != nil {
-			return err
-		}
-		t.acct.set("m/"+m.Key, r.Size)
-	case kindRun:
-		if err := dec(&id); err != nil {
-			return err
-		}
-		t.runs[id.RunID] = id.Status
-		t.acct.set("r/"+id.RunID, r.Size)
-	case kindVerif:
-		if err := dec(&id); err != nil {
-			return err
-		}
-		t.acct.set("v/"+id.ID, r.Size)
-	case kindTask:
-		if err := dec(&id); err != nil {
-			return err
-		}
-		t.acct.set("s/"+id.TaskID, r.Size)
-	case kindCheckpoint:
-		var cp session.LoopCheckpoint
-		if err := dec(&cp); err != nil {
-			return err
-		}
-		t.ckpts[cp.RunID] = &cp
-		t.acct.set("C/"+cp.RunID, r.Size)
-	case kindDropCkpt:
-		var run string
-		if err := dec(&run); err != nil {
-			return err
-		}
-		delete(t.ckpts, run)
-		t.acct.drop("C/" + run)
-	default:
-		return errUnknownKind(r.Kind)
-	}
-	return nil
 }
 
 // replayState rebuilds the session state from a log's commits through
@@ -264,6 +87,28 @@ func decodeInto(c *session.Change, ckpts *[]*session.LoopCheckpoint, sessionID *
 		if err = decMode.Unmarshal(r.Payload, &as); err == nil {
 			c.AppendArtifacts = append(c.AppendArtifacts, as...)
 		}
+	case kindArtifact:
+		var a session.Artifact
+		if err = decMode.Unmarshal(r.Payload, &a); err == nil {
+			c.PutArtifacts = append(c.PutArtifacts, a)
+		}
+	case kindBlob:
+		if n := len(c.PutArtifacts); n > 0 && c.PutArtifacts[n-1].Data == nil {
+			c.PutArtifacts[n-1].Data = append([]byte{}, r.Payload...)
+		} else {
+			err = fmt.Errorf("artifact data record without its header")
+		}
+	case kindDelArtifacts:
+		var ids []string
+		if err = decMode.Unmarshal(r.Payload, &ids); err == nil {
+			c.DeleteArtifacts = append(c.DeleteArtifacts, ids...)
+		}
+	case kindTruncate:
+		var n int64
+		if err = decMode.Unmarshal(r.Payload, &n); err == nil {
+			c.TruncateMessages = &n
+		}
+	case kindGens:
 	case kindRun:
 		var v session.Run
 		if err = decMode.Unmarshal(r.Payload, &v); err == nil {
@@ -311,7 +156,10 @@ func decodeInto(c *session.Change, ckpts *[]*session.LoopCheckpoint, sessionID *
 // ready to be committed as generation gen. It fills in the checkpoint's
 // message count exactly as session.Apply will compute it on replay.
 func encodeChange(fb *frameBuf, t *tracker, sessionID string, c *session.Change, now time.Time) {
-	msgs := t.messages
+	msgs := t.messages()
+	if c.TruncateMessages != nil {
+		msgs = min(msgs, *c.TruncateMessages)
+	}
 	if c.Replace != nil {
 		created := t.created
 		if t.gen == 0 {
@@ -347,9 +195,10 @@ func encodeChange(fb *frameBuf, t *tracker, sessionID string, c *session.Change,
 	}
 }
 
-// messageChunk bounds one messages record written by a replace or a
-// compaction, so no single record grows without limit.
-const messageChunk = 4 << 20
+// messageChunk bounds one messages or traces record (unless one item is
+// larger): a read of one item reads and checks its whole record, so this is
+// what a read of one small item may cost at most.
+const messageChunk = 16 << 10
 
 func encodeSnapshotParts(fb *frameBuf, s *session.Snapshot) {
 	encodeDelta(fb, &session.Change{
@@ -370,20 +219,18 @@ func encodeDelta(fb *frameBuf, c *session.Change) {
 	for _, k := range sortedKeys(c.Metadata) {
 		fb.add(kindMeta, metaRec{Key: k, Value: c.Metadata[k]})
 	}
-	for start := 0; start < len(c.AppendMessages); {
-		end, size := start, 0
-		for end < len(c.AppendMessages) && (end == start || size+len(c.AppendMessages[end]) <= messageChunk) {
-			size += len(c.AppendMessages[end])
-			end++
+	if c.TruncateMessages != nil {
+		fb.add(kindTruncate, *c.TruncateMessages)
+	}
+	addChunked(fb, kindMessages, c.AppendMessages, func(m session.Value) int { return len(m) })
+	addChunked(fb, kindTraces, c.AppendTraces, func(t session.Trace) int { return len(t.Data) + 64 })
+	if len(c.DeleteArtifacts) > 0 {
+		fb.add(kindDelArtifacts, c.DeleteArtifacts)
+	}
+	for _, list := range [][]session.Artifact{c.AppendArtifacts, c.PutArtifacts} {
+		for _, a := range list {
+			addArtifact(fb, a)
 		}
-		fb.add(kindMessages, c.AppendMessages[start:end])
-		start = end
-	}
-	if len(c.AppendTraces) > 0 {
-		fb.add(kindTraces, c.AppendTraces)
-	}
-	if len(c.AppendArtifacts) > 0 {
-		fb.add(kindArtifacts, c.AppendArtifacts)
 	}
 	for i := range c.UpsertRuns {
 		fb.add(kindRun, &c.UpsertRuns[i])
@@ -402,6 +249,31 @@ func encodeDelta(fb *frameBuf, c *session.Change) {
 	}
 	if c.Files != nil {
 		fb.add(kindFiles, c.Files)
+	}
+}
+
+// addChunked adds list as records of kind, each an array of at most
+// messageChunk bytes of items (or one larger item).
+func addChunked[T any](fb *frameBuf, kind byte, list []T, size func(T) int) {
+	for start := 0; start < len(list); {
+		end, n := start, 0
+		for end < len(list) && (end == start || n+size(list[end]) <= messageChunk) {
+			n += size(list[end])
+			end++
+		}
+		fb.add(kind, list[start:end])
+		start = end
+	}
+}
+
+// addArtifact adds an artifact's header record and, when it has data, the
+// data record after it, so a listing reads headers without the data.
+func addArtifact(fb *frameBuf, a session.Artifact) {
+	data := a.Data
+	a.Data = nil
+	fb.add(kindArtifact, &a)
+	if len(data) > 0 {
+		fb.addRaw(kindBlob, data)
 	}
 }
 

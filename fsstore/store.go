@@ -1,8 +1,8 @@
 package fsstore
 
 import (
+	"container/list"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,6 +41,11 @@ type Options struct {
 	// session.ErrTooLarge, so no session grows past what can be read
 	// back. 0 means DefaultMaxSessionBytes.
 	MaxSessionBytes int64
+	// MaxOpenLogs bounds how many session logs are open at once; the least
+	// recently used are closed and reopened when needed. 0 means a
+	// quarter of the process's open-file limit, at least 16 and at most
+	// 1024.
+	MaxOpenLogs int
 	// CompactMinBytes is how many dead bytes a log must hold, besides
 	// outweighing its live bytes, before it is compacted. 0 means
 	// DefaultCompactMinBytes.
@@ -85,17 +90,27 @@ type Store struct {
 	compactions sync.WaitGroup
 
 	commits, bytesWritten, compactionsDone, trimmed, tempsRemoved atomic.Int64
+
+	// lruMu guards lru, the session logs that are open, most recently
+	// used first. It is a leaf lock, taken under a session's lock.
+	lruMu   sync.Mutex
+	lru     list.List
+	maxOpen int
 }
 
-// sessionFile is one session's log and its in-memory summary. All fields
-// are guarded by mu.
+// sessionFile is one session's log and its in-memory index. All fields
+// are guarded by mu, except open, which the store's lruMu guards.
 type sessionFile struct {
 	mu         sync.Mutex
 	name       string
-	log        *recordlog.File // nil until the first commit creates the file
+	path       string
+	log        *recordlog.File // nil until the first commit creates the file, and while closed (see logFor)
+	size       int64           // committed size of the log
+	compacted  int64           // its size after the last compaction
 	t          *tracker
-	broken     error // set when the file must not be written again
-	gone       bool  // deleted; look the session up again
+	open       *list.Element // in s.lru while log is open
+	broken     error         // set when the file must not be written again
+	gone       bool          // deleted; look the session up again
 	compacting bool
 }
 
@@ -103,7 +118,7 @@ type sessionFile struct {
 type workflowFile struct {
 	mu     sync.Mutex
 	name   string
-	log    *recordlog.File // nil until the first step creates the file
+	size   int64 // committed size of the log (0 until the first step creates it)
 	gen    uint64
 	w      *session.Workflow
 	gone   bool
@@ -124,6 +139,12 @@ func Open(root string, opts Options) (*Store, error) {
 	if opts.CompactMinBytes <= 0 {
 		opts.CompactMinBytes = DefaultCompactMinBytes
 	}
+	if opts.MaxSessionBytes <= 0 {
+		opts.MaxSessionBytes = DefaultMaxSessionBytes
+	}
+	if opts.MaxOpenLogs <= 0 {
+		opts.MaxOpenLogs = defaultMaxOpenLogs()
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -135,7 +156,7 @@ func Open(root string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("fsstore.Open: %w", err)
 	}
 	s := &Store{
-		root: abs, dir: layout.StateDir(abs), opts: opts, log: opts.Logger,
+		root: abs, dir: layout.StateDir(abs), opts: opts, log: opts.Logger, maxOpen: opts.MaxOpenLogs,
 		sessions: map[string]*sessionFile{}, workflows: map[string]*workflowFile{}, unreadable: map[string]error{},
 	}
 	s.sessionsDir = layout.Sessions(abs)
@@ -259,64 +280,62 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 	return tombstones, nil
 }
 
-// openLog opens a log file for recovery: reads it, trims a torn tail and
-// returns the commits. A log with no complete commit is removed (nil
-// groups). Readability problems are recorded in s.unreadable and reported as
-// a nil file, so one bad log does not take the whole store down.
-func (s *Store) openLog(dir, name string) (*recordlog.File, []commitGroup, error) {
-	path := filepath.Join(dir, name)
-	l, data, err := recordlog.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	groups, valid, err := scan(data)
-	if err != nil {
-		l.Close()
-		if errors.Is(err, errBadMagic) {
-			err = session.Wrap(session.CodeInternal, err, "%s", path)
-		}
+// loadSession indexes one session log for recovery, reading it in bounded
+// chunks: it trims a torn or uncommitted tail, removes a log with no
+// complete commit, and records a log it cannot read in s.unreadable (so one
+// bad log does not take the whole store down). The log is left closed;
+// logFor opens it when it is used.
+func (s *Store) loadSession(name string) error {
+	path := filepath.Join(s.sessionsDir, name)
+	unreadable := func(err error) error {
 		s.unreadable[name] = err
 		s.log.Error("log cannot be read; leaving it untouched", "path", path, "error", err)
-		return nil, nil, nil
+		return nil
 	}
-	if len(groups) == 0 {
-		l.Close()
-		s.log.Warn("removing log with no complete commit", "path", path)
-		if err := os.Remove(path); err != nil {
-			return nil, nil, err
-		}
-		return nil, nil, atomicfile.SyncDir(dir)
-	}
-	if size := l.Size(); valid < size {
-		s.log.Warn("trimming torn or uncommitted log tail", "path", path, "bytes", size-valid)
-		if err := l.Truncate(valid); err != nil {
-			l.Close()
-			return nil, nil, err
-		}
-		s.trimmed.Add(size - valid)
-	}
-	return l, groups, nil
-}
-
-func (s *Store) loadSession(name string) error {
-	l, groups, err := s.openLog(s.sessionsDir, name)
-	if err != nil || l == nil {
+	f, err := os.OpenFile(path, os.O_RDWR|atomicfile.OpenFlags, 0)
+	if err != nil {
 		return err
 	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := fi.Size()
+	magic := make([]byte, len(logMagic))
+	if n, _ := f.ReadAt(magic, 0); n < len(magic) || !recordlog.HasMagic(magic, logMagic) {
+		return unreadable(session.Wrap(session.CodeInternal, errBadMagic, "%s", path))
+	}
 	t := newTracker()
-	for _, g := range groups {
-		if err := t.observe(g); err != nil {
-			l.Close()
-			s.unreadable[name] = err
-			s.log.Error("log cannot be read; leaving it untouched", "path", filepath.Join(s.sessionsDir, name), "error", err)
-			return nil
+	asm := assembler{valid: int64(len(logMagic)), onGroup: func(g commitGroup) error { return t.observe(g, 0) }}
+	if _, err := recordlog.Walk(f, int64(len(logMagic)), size, func(kind byte) bool { return kind != kindBlob }, asm.add); err != nil {
+		return err
+	}
+	if asm.err != nil {
+		return unreadable(asm.err)
+	}
+	if t.gen == 0 {
+		f.Close()
+		s.log.Warn("removing log with no complete commit", "path", path)
+		if err := os.Remove(path); err != nil {
+			return err
 		}
+		return atomicfile.SyncDir(s.sessionsDir)
+	}
+	if asm.valid < size {
+		s.log.Warn("trimming torn or uncommitted log tail", "path", path, "bytes", size-asm.valid)
+		if err := f.Truncate(asm.valid); err != nil {
+			return err
+		}
+		if err := atomicfile.Fdatasync(f); err != nil {
+			return err
+		}
+		s.trimmed.Add(size - asm.valid)
 	}
 	if name != fileName(t.sessionID) {
-		l.Close()
 		return session.Errorf(session.CodeInternal, "%s holds session %q, whose file would be %s", name, t.sessionID, fileName(t.sessionID))
 	}
-	s.sessions[t.sessionID] = &sessionFile{name: name, log: l, t: t}
+	s.sessions[t.sessionID] = &sessionFile{name: name, path: path, size: asm.valid, t: t}
 	return nil
 }
 
@@ -337,7 +356,7 @@ func (s *Store) session(id string, create bool) (*sessionFile, error) {
 		if !create {
 			return nil, notFound(id)
 		}
-		sf = &sessionFile{name: name, t: newTracker()}
+		sf = &sessionFile{name: name, path: filepath.Join(s.sessionsDir, name), t: newTracker()}
 		s.sessions[id] = sf
 	}
 	return sf, nil
@@ -413,10 +432,15 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	if err := session.CheckExpect(id, sf.t.gen, opts); err != nil {
 		return session.CommitResult{}, err
 	}
+	if sf.t.gen > 0 {
+		if err := session.CheckEdits(id, c, sf.t.messages(), func(a string) bool { _, ok := sf.t.artAt[a]; return ok }); err != nil {
+			return session.CommitResult{}, err
+		}
+	}
 	now := s.opts.Now().UTC()
 	gen := sf.t.gen + 1
 	var fb frameBuf
-	creating := sf.log == nil
+	creating := sf.t.gen == 0
 	if creating {
 		fb.buf = append(fb.buf, logMagic...)
 	}
@@ -431,6 +455,13 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	if n > s.opts.MaxCommitBytes {
 		return session.CommitResult{}, session.Errorf(session.CodeTooLarge, "commit of %d bytes exceeds the limit of %d bytes", n, s.opts.MaxCommitBytes)
 	}
+	// A commit that only edits (truncates, deletes, drops) is always
+	// taken, so a session at its limit can still be cut back.
+	if adds(c) && sf.t.live+n > s.opts.MaxSessionBytes {
+		return session.CommitResult{}, session.Errorf(session.CodeTooLarge,
+			"session %q holds %d live bytes; a commit of %d more would pass its limit of %d bytes (truncate messages or delete artifacts first, or raise the limit)",
+			id, sf.t.live, n, s.opts.MaxSessionBytes)
+	}
 	// The summary follows from the bytes themselves, read back as replay
 	// will read them after a restart. Scanning checks them now, before
 	// anything is written.
@@ -438,29 +469,35 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	if err != nil || len(groups) != 1 {
 		return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Commit: encoded commit does not scan back (%d commits)", len(groups))
 	}
+	base := sf.size
 	if creating {
-		l, err := s.createLog(filepath.Join(s.sessionsDir, sf.name), fb.buf)
+		l, err := s.createLog(sf.path, fb.buf)
 		if err != nil {
 			return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Commit")
 		}
-		sf.log = l
+		s.adoptLog(sf, l)
 	} else {
-		broken, err := s.appendCommit(sf.log, fb.buf)
+		l, err := s.logFor(sf)
+		if err != nil {
+			return session.CommitResult{}, err
+		}
+		broken, err := s.appendCommit(l, fb.buf)
 		if broken {
 			sf.broken = err
-			s.log.Error("session log is broken until reopen", "path", sf.log.Path(), "error", err)
+			s.log.Error("session log is broken until reopen", "path", sf.path, "error", err)
 		}
 		if err != nil {
 			return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Commit")
 		}
 	}
+	sf.size = sf.log.Size()
 	// Folded in place, not into a copy: copying the summary (every run,
 	// checkpoint and live-byte key) would make each commit cost the
 	// session's size. observe only fails on records this build cannot
 	// decode, which it just encoded; if it ever does, the commit is durable
 	// but the summary is not to be trusted, so the session stops taking
 	// commits until a reopen rebuilds it from the log.
-	if err := sf.t.observe(groups[0]); err != nil {
+	if err := sf.t.observe(groups[0], base); err != nil {
 		sf.broken = fmt.Errorf("summary of a durable commit failed; reopen the store: %w", err)
 		return session.CommitResult{}, session.Wrap(session.CodeInternal, sf.broken, "fsstore.Commit")
 	}
@@ -468,7 +505,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	s.commits.Add(1)
 	s.bytesWritten.Add(written)
 	s.maybeCompactLocked(sf)
-	return session.CommitResult{Generation: gen, MessageCount: sf.t.messages, BytesWritten: written}, nil
+	return session.CommitResult{Generation: gen, MessageCount: sf.t.messages(), BytesWritten: written}, nil
 }
 
 // Load returns the session at generation at (0: latest). It reads the log up
@@ -487,7 +524,7 @@ func (s *Store) Load(ctx context.Context, id string, at uint64) (*session.State,
 	case at != 0 && at < first:
 		err = session.Errorf(session.CodeNotFound, "session %q generation %d was compacted away (oldest kept is %d)", id, at, first)
 	default:
-		r, err = sf.log.OpenReader()
+		r, err = recordlog.OpenReaderAt(sf.path, sf.size)
 	}
 	sf.mu.Unlock()
 	if err != nil {
@@ -523,9 +560,10 @@ func (sf *sessionFile) summaryLocked() session.Summary {
 	t := sf.t
 	sum := session.Summary{
 		SessionID: t.sessionID, Generation: t.gen, CreatedAt: t.created, UpdatedAt: t.updated,
-		MessageCount: t.messages, Checkpoints: len(t.ckpts), SizeBytes: sf.log.Size(),
+		MessageCount: t.messages(), ArtifactCount: int64(len(t.arts.order)), TraceCount: int64(len(t.traces)),
+		Checkpoints: len(t.ckpts), SizeBytes: sf.size, LiveBytes: t.live,
 	}
-	for _, status := range t.runs {
+	for _, status := range t.status {
 		if sum.Runs == nil {
 			sum.Runs = map[string]int{}
 		}
@@ -596,7 +634,7 @@ func (s *Store) FindRun(ctx context.Context, runID string) (string, error) {
 	}
 	var found string
 	err := s.eachSession(func(sf *sessionFile) bool {
-		_, inRuns := sf.t.runs[runID]
+		_, inRuns := sf.t.status[runID]
 		if inRuns || sf.t.ckpts[runID] != nil {
 			found = sf.t.sessionID
 			return true
@@ -615,18 +653,17 @@ func (s *Store) Checkpoint(ctx context.Context, runID string) (*session.LoopChec
 		return nil, err
 	}
 	var cp *session.LoopCheckpoint
+	var rerr error
 	err := s.eachSession(func(sf *sessionFile) bool {
-		if c := sf.t.ckpts[runID]; c != nil {
-			copied := *c
-			copied.State = append(session.Value(nil), c.State...)
-			if c.State == nil {
-				copied.State = nil
-			}
-			cp = &copied
+		if sf.t.ckpts[runID] != nil {
+			cp, rerr = s.readCheckpoint(sf, runID)
 			return true
 		}
 		return false
 	})
+	if err == nil {
+		err = rerr
+	}
 	if err == nil && cp == nil {
 		err = session.Errorf(session.CodeNoCheckpoint, "run %q has no checkpoint", runID)
 	}
@@ -663,7 +700,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return session.Wrap(session.CodeInternal, err, "fsstore.Delete: sync dir")
 	}
 	sf.gone = true
-	sf.log.Close()
+	s.closeLog(sf)
 	delete(s.sessions, id)
 	if err := s.deleteOwnedLocked(id); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.Delete")
@@ -688,9 +725,6 @@ func (s *Store) deleteOwnedLocked(id string) error {
 				return err
 			}
 			wf.gone = true
-			if wf.log != nil {
-				wf.log.Close()
-			}
 			delete(s.workflows, wid)
 			removed = true
 		}
@@ -712,7 +746,7 @@ func (s *Store) finishDelete(tomb string) error {
 	if groups, _, err := scan(data); err == nil && len(groups) > 0 {
 		t := newTracker()
 		if len(groups[0].records) > 0 && groups[0].records[0].Kind == kindReset {
-			if err := t.observeRecord(groups[0].records[0]); err == nil {
+			if err := t.observeRecord(groups[0].records[0], 0); err == nil {
 				if err := s.deleteOwnedLocked(t.sessionID); err != nil {
 					return err
 				}
@@ -749,19 +783,12 @@ func (s *Store) Close() error {
 func (s *Store) closeFiles() {
 	for _, sf := range s.sessions {
 		sf.mu.Lock()
-		if sf.log != nil {
-			sf.log.Close()
-			sf.log = nil
-		}
+		s.closeLog(sf)
 		sf.gone = true
 		sf.mu.Unlock()
 	}
 	for _, wf := range s.workflows {
 		wf.mu.Lock()
-		if wf.log != nil {
-			wf.log.Close()
-			wf.log = nil
-		}
 		wf.gone = true
 		wf.mu.Unlock()
 	}

@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 
@@ -13,16 +14,53 @@ import (
 // Workflow logs are small (one record per completed step) and are not
 // compacted: a step recorded again supersedes its earlier record on replay.
 
+// openLog reads a small log whole for recovery, trims a torn tail and
+// returns its commits and committed size, leaving it closed. A log with no
+// complete commit is removed (nil groups). Readability problems are
+// recorded in s.unreadable and reported as nil groups, so one bad log does
+// not take the whole store down.
+func (s *Store) openLog(dir, name string) ([]commitGroup, int64, error) {
+	path := filepath.Join(dir, name)
+	l, data, err := recordlog.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer l.Close()
+	groups, valid, err := scan(data)
+	if err != nil {
+		if errors.Is(err, errBadMagic) {
+			err = session.Wrap(session.CodeInternal, err, "%s", path)
+		}
+		s.unreadable[name] = err
+		s.log.Error("log cannot be read; leaving it untouched", "path", path, "error", err)
+		return nil, 0, nil
+	}
+	if len(groups) == 0 {
+		s.log.Warn("removing log with no complete commit", "path", path)
+		if err := os.Remove(path); err != nil {
+			return nil, 0, err
+		}
+		return nil, 0, atomicfile.SyncDir(dir)
+	}
+	if size := l.Size(); valid < size {
+		s.log.Warn("trimming torn or uncommitted log tail", "path", path, "bytes", size-valid)
+		if err := l.Truncate(valid); err != nil {
+			return nil, 0, err
+		}
+		s.trimmed.Add(size - valid)
+	}
+	return groups, valid, nil
+}
+
 func (s *Store) loadWorkflow(name string) error {
-	l, groups, err := s.openLog(s.flowsDir, name)
-	if err != nil || l == nil {
+	groups, size, err := s.openLog(s.flowsDir, name)
+	if err != nil || groups == nil {
 		return err
 	}
 	w := &session.Workflow{SchemaVersion: session.SchemaVersion, Steps: []session.StepRecord{}}
 	for _, g := range groups {
 		for _, r := range g.records {
 			if err := applyWorkflowRecord(w, r); err != nil {
-				l.Close()
 				s.unreadable[name] = err
 				s.log.Error("workflow log cannot be read; leaving it untouched", "path", filepath.Join(s.flowsDir, name), "error", err)
 				return nil
@@ -30,10 +68,9 @@ func (s *Store) loadWorkflow(name string) error {
 		}
 	}
 	if name != fileName(w.WorkflowID) {
-		l.Close()
 		return session.Errorf(session.CodeInternal, "%s holds workflow %q, whose file would be %s", name, w.WorkflowID, fileName(w.WorkflowID))
 	}
-	s.workflows[w.WorkflowID] = &workflowFile{name: name, log: l, gen: groups[len(groups)-1].commit.Generation, w: w}
+	s.workflows[w.WorkflowID] = &workflowFile{name: name, size: size, gen: groups[len(groups)-1].commit.Generation, w: w}
 	return nil
 }
 
@@ -134,7 +171,7 @@ func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step sess
 		return session.Wrap(session.CodeInternal, wf.broken, "fsstore.SaveStep: workflow %q", id)
 	}
 	var fb frameBuf
-	creating := wf.log == nil
+	creating := wf.gen == 0
 	if creating {
 		fb.buf = append(fb.buf, logMagic...)
 	}
@@ -152,23 +189,32 @@ func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step sess
 	if n > s.opts.MaxCommitBytes {
 		return session.Errorf(session.CodeTooLarge, "step record of %d bytes exceeds the limit of %d bytes", n, s.opts.MaxCommitBytes)
 	}
+	// Workflow logs are opened for each step and closed after it, so
+	// however many workflows a workspace holds, they hold no descriptors.
+	path := filepath.Join(s.flowsDir, wf.name)
 	if creating {
-		l, err := s.createLog(filepath.Join(s.flowsDir, wf.name), fb.buf)
+		l, err := s.createLog(path, fb.buf)
 		if err != nil {
 			return session.Wrap(session.CodeInternal, err, "fsstore.SaveStep")
 		}
-		wf.log = l
+		l.Close()
 		wf.w.SessionID = sessionID
 	} else {
-		broken, err := s.appendCommit(wf.log, fb.buf)
+		l, err := recordlog.OpenAt(path, wf.size)
+		if err != nil {
+			return session.Wrap(session.CodeInternal, err, "fsstore.SaveStep")
+		}
+		broken, err := s.appendCommit(l, fb.buf)
+		l.Close()
 		if broken {
 			wf.broken = err
-			s.log.Error("workflow log is broken until reopen", "path", wf.log.Path(), "error", err)
+			s.log.Error("workflow log is broken until reopen", "path", path, "error", err)
 		}
 		if err != nil {
 			return session.Wrap(session.CodeInternal, err, "fsstore.SaveStep")
 		}
 	}
+	wf.size += int64(len(fb.buf))
 	wf.gen++
 	session.ApplyStep(wf.w, step)
 	s.commits.Add(1)
@@ -199,7 +245,6 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id string) error {
 		return session.Wrap(session.CodeInternal, err, "fsstore.DeleteWorkflow")
 	}
 	wf.gone = true
-	wf.log.Close()
 	delete(s.workflows, id)
 	if err := atomicfile.SyncDir(s.flowsDir); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.DeleteWorkflow: sync dir")

@@ -46,8 +46,8 @@ type Change struct {
 	RestoreCheckpoints []LoopCheckpoint `json:"-"`
 }
 
-// hasDelta reports whether c carries any delta field besides checkpoints.
-func (c *Change) hasDelta() bool {
+// HasDelta reports whether c carries any delta field besides checkpoints.
+func (c *Change) HasDelta() bool {
 	return c.Workspace != nil || c.Agent != nil || c.Metadata != nil ||
 		len(c.AppendMessages) > 0 || len(c.AppendTraces) > 0 || len(c.AppendArtifacts) > 0 ||
 		c.TruncateMessages != nil || len(c.DeleteArtifacts) > 0 || len(c.PutArtifacts) > 0 ||

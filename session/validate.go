@@ -77,7 +77,7 @@ func Normalize(c *Change) error {
 		return err
 	}
 	if c.Replace != nil {
-		if c.hasDelta() {
+		if c.HasDelta() {
 			return Errorf(CodeInvalidArgument, "a change is either a whole snapshot (replace) or a delta, not both")
 		}
 		ids := make([]string, 0, len(c.RestoreCheckpoints))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
@@ -269,3 +270,105 @@ func (l *File) Close() error { return l.f.Close() }
 
 // Size returns the committed size the reader reads.
 func (r *Reader) Size() int64 { return r.size }
+
+// OpenAt opens the log at path for reading and appending with committed
+// size size, without reading it: a log whose content is already known
+// (reopened after its descriptor was closed to bound open files).
+func OpenAt(path string, size int64) (*File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|atomicfile.OpenFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &File{f: f, path: path, size: size}, nil
+}
+
+// ErrDamaged reports a frame that fails its checksum or its bounds where a
+// valid one was expected.
+var ErrDamaged = errors.New("damaged record")
+
+// ReadFrame reads and checks the frame of size bytes at off (below the
+// committed size), returning its record.
+func ReadFrame(r io.ReaderAt, path string, off int64, size int) (Record, error) {
+	buf := make([]byte, size)
+	if n, err := r.ReadAt(buf, off); n != size {
+		return Record{}, fmt.Errorf("read %s at %d: %d of %d bytes: %w", path, off, n, size, err)
+	}
+	n := int64(binary.LittleEndian.Uint32(buf))
+	if n != int64(size-HeaderSize) || checksum(buf[8], buf[HeaderSize:]) != binary.LittleEndian.Uint32(buf[4:]) {
+		return Record{}, fmt.Errorf("%s at offset %d: %w", path, off, ErrDamaged)
+	}
+	return Record{Kind: buf[8], Payload: buf[HeaderSize:], Size: int64(size), End: off + int64(size)}, nil
+}
+
+// walkChunk is how much Walk reads at a time.
+const walkChunk = 1 << 20
+
+// Walk is Scan over the bytes off..end of r, read in bounded chunks rather
+// than all at once. Payloads of frames whose kind keep accepts are handed
+// to fn in buffers of their own; the others are checksummed as they stream
+// past and handed over with a nil Payload. It returns the end of the valid
+// data and any read error.
+func Walk(r io.ReaderAt, off, end int64, keep func(kind byte) bool, fn func(Record) bool) (int64, error) {
+	valid := off
+	var hdr [HeaderSize]byte
+	var chunk []byte
+	for end-off >= HeaderSize {
+		if _, err := r.ReadAt(hdr[:], off); err != nil {
+			return valid, err
+		}
+		n := int64(binary.LittleEndian.Uint32(hdr[:]))
+		crc := binary.LittleEndian.Uint32(hdr[4:])
+		kind := hdr[8]
+		if n > MaxPayload || end-off-HeaderSize < n {
+			break
+		}
+		rec := Record{Kind: kind, Size: HeaderSize + n, End: off + HeaderSize + n}
+		if keep(kind) {
+			rec.Payload = make([]byte, n)
+			if _, err := r.ReadAt(rec.Payload, off+HeaderSize); err != nil {
+				return valid, err
+			}
+			if checksum(kind, rec.Payload) != crc {
+				break
+			}
+		} else {
+			if chunk == nil {
+				chunk = make([]byte, walkChunk)
+			}
+			sum := crc32.Checksum([]byte{kind}, castagnoli)
+			for done := int64(0); done < n; {
+				part := chunk[:min(int64(len(chunk)), n-done)]
+				if _, err := r.ReadAt(part, off+HeaderSize+done); err != nil {
+					return valid, err
+				}
+				sum = crc32.Update(sum, castagnoli, part)
+				done += int64(len(part))
+			}
+			if sum != crc {
+				break
+			}
+		}
+		off = rec.End
+		if !fn(rec) {
+			break
+		}
+		valid = off
+	}
+	return valid, nil
+}
+
+// File returns the log's descriptor, for reads below the committed size.
+func (l *File) File() *os.File { return l.f }
+
+// OpenReaderAt opens the log at path for reading its first size bytes
+// through a descriptor of its own.
+func OpenReaderAt(path string, size int64) (*Reader, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|atomicfile.OpenFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{f: f, path: path, size: size}, nil
+}
+
+// ReadAt reads from the content; see os.File.ReadAt.
+func (r *Reader) ReadAt(p []byte, off int64) (int, error) { return r.f.ReadAt(p, off) }

@@ -1,0 +1,568 @@
+package fsstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/recordlog"
+	"github.com/cairn-dev/cairn/session"
+)
+
+// item is where one element of a session lives in its log: the frame at
+// off, fsz bytes long, and the element's index in the frame's CBOR array
+// (0 for a record that holds one item). size is the element's encoded
+// length, what a page's max_bytes counts and the live-byte count adds.
+type item struct {
+	off  int64
+	fsz  uint32
+	elem uint32
+	size uint32
+}
+
+func itemOf(r recordlog.Record, base int64, elem int, size int) item {
+	return item{off: base + r.End - r.Size, fsz: uint32(r.Size), elem: uint32(elem), size: uint32(size)}
+}
+
+// mark says the items of a list from idx on were added by generation gen
+// or a later one: the marks of a list are the generations that appended
+// to it, so "added since generation G" is one binary search.
+type mark struct {
+	gen uint64
+	idx int64
+}
+
+// keyed is a list of records upserted by id, in first-insert order, as
+// session.Apply keeps runs, verifications and subagent tasks.
+type keyed struct {
+	order []string
+	at    map[string]item
+}
+
+func (k *keyed) set(id string, it item) (old item, existed bool) {
+	if k.at == nil {
+		k.at = map[string]item{}
+	}
+	old, existed = k.at[id]
+	if !existed {
+		k.order = append(k.order, id)
+	}
+	k.at[id] = it
+	return old, existed
+}
+
+func (k *keyed) del(id string) (item, bool) {
+	old, ok := k.at[id]
+	if ok {
+		delete(k.at, id)
+		k.order = slices.DeleteFunc(k.order, func(x string) bool { return x == id })
+	}
+	return old, ok
+}
+
+// art is where an artifact lives: its header record (kindArtifact, no
+// data) and its data record (kindBlob) when it has data; or, for a log
+// written before artifacts had records of their own, one element of a
+// kindArtifacts array holding both.
+type art struct {
+	hdr    item
+	data   item
+	hasDat bool
+	legacy bool
+}
+
+func (a art) live() int64 {
+	if a.legacy {
+		return int64(a.hdr.size)
+	}
+	n := int64(a.hdr.fsz)
+	if a.hasDat {
+		n += int64(a.data.fsz)
+	}
+	return n
+}
+
+// ckptEvent is one kept loop checkpoint record of a run.
+type ckptEvent struct {
+	gen uint64
+	at  item
+}
+
+// runLine is what the index keeps of a run's loop checkpoints: the latest
+// one without its state, and every one kept since the run began.
+type runLine struct {
+	latest session.LoopCheckpoint
+	events []ckptEvent
+}
+
+// tracker is the index of a session log, kept in memory: the offsets of
+// every live record, so each read preads what it returns, plus the counts
+// that answer Stat, List, FindRun and CAS and decide on compaction. It
+// never holds content beyond ids, statuses and checkpoint headers. observe
+// is the only code that updates it, at open and after each commit, so the
+// two cannot disagree.
+type tracker struct {
+	sessionID string
+	gen       uint64
+	first     uint64 // oldest generation the log can still replay
+	created   time.Time
+	updated   time.Time
+
+	single map[byte]item // workspace, agent, handoff, runtime, files
+	meta   map[string]item
+	runs   keyed
+	status map[string]string // run id -> status
+	verifs keyed
+	tasks  keyed
+
+	msgs      []item
+	msgMarks  []mark
+	traces    []item
+	trMarks   []mark
+	traceRuns map[string][]int32 // run id -> indexes into traces
+
+	arts    keyed // header items; the artifact itself is in artAt
+	artAt   map[string]art
+	lastArt string // the header a following blob record belongs to
+
+	ckpts map[string]*runLine
+
+	live     int64 // encoded bytes of the latest generation
+	msgBytes int64
+	curGen   uint64 // generation of the commit being observed
+}
+
+func newTracker() *tracker {
+	t := &tracker{}
+	t.clear()
+	t.ckpts = map[string]*runLine{}
+	return t
+}
+
+// clear forgets the session's content, not its checkpoints (a replace
+// keeps them, as session.Apply does).
+func (t *tracker) clear() {
+	t.single, t.meta = map[byte]item{}, map[string]item{}
+	t.runs, t.verifs, t.tasks, t.arts = keyed{}, keyed{}, keyed{}, keyed{}
+	t.status, t.traceRuns, t.artAt = map[string]string{}, map[string][]int32{}, map[string]art{}
+	t.msgs, t.msgMarks, t.traces, t.trMarks = nil, nil, nil, nil
+	t.msgBytes, t.lastArt = 0, ""
+	t.live = 0
+	for _, l := range t.ckpts {
+		for _, ev := range l.events {
+			t.live += int64(ev.at.fsz)
+		}
+	}
+}
+
+func (t *tracker) messages() int64 { return int64(len(t.msgs)) }
+
+// observe folds one complete commit, whose records sit at base plus their
+// offsets in the scanned data, into the index.
+func (t *tracker) observe(g commitGroup, base int64) error {
+	t.curGen = g.commit.Generation
+	for _, r := range g.records {
+		if err := t.observeRecord(r, base); err != nil {
+			return err
+		}
+	}
+	t.gen = g.commit.Generation
+	if t.first == 0 {
+		t.first = t.gen
+	}
+	t.updated = g.commit.Time
+	return nil
+}
+
+func addMark(marks []mark, gen uint64, idx int64) []mark {
+	if n := len(marks); n > 0 && marks[n-1].gen == gen {
+		return marks
+	}
+	return append(marks, mark{gen, idx})
+}
+
+// since returns the index of the first item added after generation gen.
+func since(marks []mark, total int64, gen uint64) int64 {
+	i := sort.Search(len(marks), func(i int) bool { return marks[i].gen > gen })
+	if i == len(marks) {
+		return total
+	}
+	return marks[i].idx
+}
+
+// genOf returns the generation that added item idx.
+func genOf(marks []mark, idx int64) uint64 {
+	i := sort.Search(len(marks), func(i int) bool { return marks[i].idx > idx })
+	if i == 0 {
+		return 0
+	}
+	return marks[i-1].gen
+}
+
+func (t *tracker) setLive(old item, existed bool, it item) {
+	if existed {
+		t.live -= int64(old.fsz)
+	}
+	t.live += int64(it.fsz)
+}
+
+func (t *tracker) observeRecord(r recordlog.Record, base int64) error {
+	dec := func(v any) error {
+		if err := decMode.Unmarshal(r.Payload, v); err != nil {
+			return session.Wrap(session.CodeInternal, err, "decode %q record", r.Kind)
+		}
+		return nil
+	}
+	whole := itemOf(r, base, 0, int(r.Size))
+	var id idOnly
+	switch r.Kind {
+	case kindReset:
+		var rr resetRec
+		if err := dec(&rr); err != nil {
+			return err
+		}
+		if t.sessionID != "" && rr.SessionID != t.sessionID {
+			return session.Errorf(session.CodeInternal, "log of session %q holds a reset for %q", t.sessionID, rr.SessionID)
+		}
+		t.sessionID = rr.SessionID
+		if t.created.IsZero() {
+			t.created = rr.CreatedAt
+		}
+		t.clear()
+		t.single[kindReset] = whole
+		t.live += whole.size64()
+	case kindMessages:
+		elems, err := arrayElems(r.Payload, true)
+		if err != nil {
+			return session.Wrap(session.CodeInternal, err, "decode messages record")
+		}
+		t.msgMarks = addMark(t.msgMarks, t.curGen, t.messages())
+		for i, e := range elems {
+			t.msgs = append(t.msgs, itemOf(r, base, i, e))
+			t.msgBytes += int64(e)
+			t.live += int64(e)
+		}
+	case kindTruncate:
+		var n int64
+		if err := dec(&n); err != nil {
+			return err
+		}
+		if n < t.messages() {
+			for _, m := range t.msgs[n:] {
+				t.msgBytes -= int64(m.size)
+				t.live -= int64(m.size)
+			}
+			t.msgs = t.msgs[:n:n]
+			for len(t.msgMarks) > 0 && t.msgMarks[len(t.msgMarks)-1].idx >= n {
+				t.msgMarks = t.msgMarks[:len(t.msgMarks)-1]
+			}
+		}
+	case kindTraces:
+		elems, err := arrayElems(r.Payload, false)
+		if err != nil {
+			return session.Wrap(session.CodeInternal, err, "decode traces record")
+		}
+		t.trMarks = addMark(t.trMarks, t.curGen, int64(len(t.traces)))
+		off := arrayHeaderLen(r.Payload)
+		for i, e := range elems {
+			var tr idOnly
+			if err := decMode.Unmarshal(r.Payload[off:off+e], &tr); err != nil {
+				return session.Wrap(session.CodeInternal, err, "decode trace")
+			}
+			off += e
+			if tr.RunID != "" {
+				t.traceRuns[tr.RunID] = append(t.traceRuns[tr.RunID], int32(len(t.traces)))
+			}
+			t.traces = append(t.traces, itemOf(r, base, i, e))
+			t.live += int64(e)
+		}
+	case kindArtifacts:
+		// Arrays of whole artifacts, as logs before kindArtifact held them.
+		elems, err := arrayElems(r.Payload, false)
+		if err != nil {
+			return session.Wrap(session.CodeInternal, err, "decode artifacts record")
+		}
+		off := arrayHeaderLen(r.Payload)
+		for i, e := range elems {
+			var a idOnly
+			if err := decMode.Unmarshal(r.Payload[off:off+e], &a); err != nil {
+				return session.Wrap(session.CodeInternal, err, "decode artifact")
+			}
+			off += e
+			t.putArt(a.ID, art{hdr: itemOf(r, base, i, e), legacy: true})
+		}
+	case kindArtifact:
+		if err := dec(&id); err != nil {
+			return err
+		}
+		t.putArt(id.ID, art{hdr: whole})
+		t.lastArt = id.ID
+	case kindBlob:
+		a, ok := t.artAt[t.lastArt]
+		if t.lastArt == "" || !ok || a.hasDat {
+			return session.Errorf(session.CodeInternal, "artifact data record without its header")
+		}
+		a.data, a.hasDat = whole, true
+		t.artAt[t.lastArt] = a
+		t.live += whole.size64()
+		t.lastArt = ""
+	case kindDelArtifacts:
+		var ids []string
+		if err := dec(&ids); err != nil {
+			return err
+		}
+		for _, a := range ids {
+			if old, ok := t.artAt[a]; ok {
+				t.live -= old.live()
+				delete(t.artAt, a)
+				t.arts.del(a)
+			}
+		}
+	case kindWorkspace, kindAgent, kindHandoff, kindRuntime, kindFiles:
+		old, existed := t.single[r.Kind]
+		t.single[r.Kind] = whole
+		t.setLive(old, existed, whole)
+	case kindMeta:
+		var m metaRec
+		if err := dec(&m); err != nil {
+			return err
+		}
+		old, existed := t.meta[m.Key]
+		if bytes.Equal(bytes.TrimSpace(m.Value), []byte("null")) {
+			// A null value deletes the key, as session.Apply does.
+			if existed {
+				t.live -= int64(old.fsz)
+				delete(t.meta, m.Key)
+			}
+			break
+		}
+		t.meta[m.Key] = whole
+		t.setLive(old, existed, whole)
+	case kindRun:
+		if err := dec(&id); err != nil {
+			return err
+		}
+		t.status[id.RunID] = id.Status
+		old, existed := t.runs.set(id.RunID, whole)
+		t.setLive(old, existed, whole)
+	case kindVerif:
+		if err := dec(&id); err != nil {
+			return err
+		}
+		old, existed := t.verifs.set(id.ID, whole)
+		t.setLive(old, existed, whole)
+	case kindTask:
+		if err := dec(&id); err != nil {
+			return err
+		}
+		old, existed := t.tasks.set(id.TaskID, whole)
+		t.setLive(old, existed, whole)
+	case kindCheckpoint:
+		var cp session.LoopCheckpoint
+		if err := dec(&cp); err != nil {
+			return err
+		}
+		cp.State = nil
+		l := t.ckpts[cp.RunID]
+		if l == nil {
+			l = &runLine{}
+			t.ckpts[cp.RunID] = l
+		}
+		l.latest = cp
+		l.events = append(l.events, ckptEvent{gen: t.curGen, at: whole})
+		t.live += whole.size64()
+	case kindDropCkpt:
+		var run string
+		if err := dec(&run); err != nil {
+			return err
+		}
+		if l := t.ckpts[run]; l != nil {
+			for _, ev := range l.events {
+				t.live -= int64(ev.at.fsz)
+			}
+			delete(t.ckpts, run)
+		}
+	case kindGens:
+		var g gensRec
+		if err := dec(&g); err != nil {
+			return err
+		}
+		t.msgMarks, t.trMarks = toMarks(g.Messages), toMarks(g.Traces)
+		for run, gens := range g.Checkpoints {
+			if l := t.ckpts[run]; l != nil && len(gens) == len(l.events) {
+				for i := range l.events {
+					l.events[i].gen = gens[i]
+				}
+			}
+		}
+	default:
+		return errUnknownKind(r.Kind)
+	}
+	return nil
+}
+
+func (it item) size64() int64 { return int64(it.size) }
+
+func (t *tracker) putArt(id string, a art) {
+	if old, ok := t.artAt[id]; ok {
+		t.live -= old.live()
+	}
+	t.artAt[id] = a
+	t.arts.set(id, a.hdr)
+	t.live += a.live()
+}
+
+func toMarks(pairs [][2]uint64) []mark {
+	out := make([]mark, len(pairs))
+	for i, p := range pairs {
+		out[i] = mark{gen: p[0], idx: int64(p[1])}
+	}
+	return out
+}
+
+func fromMarks(marks []mark) [][2]uint64 {
+	out := make([][2]uint64, len(marks))
+	for i, m := range marks {
+		out[i] = [2]uint64{m.gen, uint64(m.idx)}
+	}
+	return out
+}
+
+// cborHead reads the head of the CBOR item at p: its major type, its
+// argument and the head's length.
+func cborHead(p []byte) (major byte, arg uint64, n int, err error) {
+	if len(p) == 0 {
+		return 0, 0, 0, fmt.Errorf("truncated CBOR")
+	}
+	major, info := p[0]>>5, p[0]&0x1f
+	switch {
+	case info < 24:
+		return major, uint64(info), 1, nil
+	case info == 24 && len(p) >= 2:
+		return major, uint64(p[1]), 2, nil
+	case info == 25 && len(p) >= 3:
+		return major, uint64(binary.BigEndian.Uint16(p[1:])), 3, nil
+	case info == 26 && len(p) >= 5:
+		return major, uint64(binary.BigEndian.Uint32(p[1:])), 5, nil
+	case info == 27 && len(p) >= 9:
+		return major, binary.BigEndian.Uint64(p[1:]), 9, nil
+	}
+	return 0, 0, 0, fmt.Errorf("unsupported CBOR head %#x", p[0])
+}
+
+// cborSkip returns the length of the CBOR item at the start of p.
+func cborSkip(p []byte, depth int) (int, error) {
+	if depth > 64 {
+		return 0, fmt.Errorf("CBOR nested too deep")
+	}
+	major, arg, n, err := cborHead(p)
+	if err != nil {
+		return 0, err
+	}
+	switch major {
+	case 0, 1, 7:
+		return n, nil
+	case 2, 3:
+		if arg > uint64(len(p)-n) {
+			return 0, fmt.Errorf("truncated CBOR string")
+		}
+		return n + int(arg), nil
+	case 4, 5, 6:
+		items := arg
+		if major == 5 {
+			items *= 2
+		} else if major == 6 {
+			items = 1
+		}
+		for ; items > 0; items-- {
+			if n >= len(p) {
+				return 0, fmt.Errorf("truncated CBOR container")
+			}
+			m, err := cborSkip(p[n:], depth+1)
+			if err != nil {
+				return 0, err
+			}
+			n += m
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("bad CBOR major type %d", major)
+}
+
+// arrayHeaderLen is the length of the head of the CBOR array at p.
+func arrayHeaderLen(p []byte) int {
+	_, _, n, _ := cborHead(p)
+	return n
+}
+
+// arrayElems returns the encoded length of each element of the CBOR array
+// p. With bytes set, the elements are byte strings and the lengths are
+// those of their content.
+func arrayElems(p []byte, content bool) ([]int, error) {
+	major, count, off, err := cborHead(p)
+	if err != nil || major != 4 {
+		return nil, fmt.Errorf("not a CBOR array")
+	}
+	if count > uint64(len(p)) {
+		return nil, fmt.Errorf("CBOR array of %d elements in %d bytes", count, len(p))
+	}
+	out := make([]int, 0, count)
+	for i := uint64(0); i < count; i++ {
+		if off >= len(p) {
+			return nil, fmt.Errorf("truncated CBOR array")
+		}
+		m, err := cborSkip(p[off:], 0)
+		if err != nil {
+			return nil, err
+		}
+		if content {
+			maj, _, h, _ := cborHead(p[off:])
+			if maj != 2 {
+				return nil, fmt.Errorf("array element %d is not a byte string", i)
+			}
+			out = append(out, m-h)
+		} else {
+			out = append(out, m)
+		}
+		off += m
+	}
+	return out, nil
+}
+
+// idOnly decodes just the id fields of upserted records.
+type idOnly struct {
+	ID     string `json:"id"`
+	RunID  string `json:"run_id"`
+	TaskID string `json:"task_id"`
+	StepID string `json:"step_id"`
+	Status string `json:"status"`
+}
+
+// clone returns a copy of t that later observes of t do not change.
+func (t *tracker) clone() *tracker {
+	c := *t
+	c.single, c.meta = maps.Clone(t.single), maps.Clone(t.meta)
+	c.runs, c.verifs, c.tasks, c.arts = t.runs.clone(), t.verifs.clone(), t.tasks.clone(), t.arts.clone()
+	c.status, c.artAt = maps.Clone(t.status), maps.Clone(t.artAt)
+	c.msgs, c.msgMarks = slices.Clip(t.msgs), slices.Clone(t.msgMarks)
+	c.traces, c.trMarks = slices.Clip(t.traces), slices.Clone(t.trMarks)
+	c.traceRuns = make(map[string][]int32, len(t.traceRuns))
+	for k, v := range t.traceRuns {
+		c.traceRuns[k] = slices.Clip(v)
+	}
+	c.ckpts = make(map[string]*runLine, len(t.ckpts))
+	for k, l := range t.ckpts {
+		cl := *l
+		cl.events = slices.Clip(l.events)
+		c.ckpts[k] = &cl
+	}
+	return &c
+}
+
+func (k keyed) clone() keyed {
+	return keyed{order: slices.Clone(k.order), at: maps.Clone(k.at)}
+}

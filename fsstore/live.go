@@ -1,0 +1,205 @@
+package fsstore
+
+import (
+	"io"
+	"slices"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/cairn-dev/cairn/internal/recordlog"
+	"github.com/cairn-dev/cairn/session"
+)
+
+// flushAt is how many bytes writeLive buffers before it writes them out.
+const flushAt = 1 << 20
+
+// frameReader reads checked frames of one log below its committed size.
+type frameReader struct {
+	r    io.ReaderAt
+	path string
+}
+
+func (fr frameReader) frame(it item) (recordlog.Record, error) {
+	rec, err := recordlog.ReadFrame(fr.r, fr.path, it.off, int(it.fsz))
+	if err != nil {
+		return rec, session.Wrap(session.CodeInternal, err, "read session log")
+	}
+	return rec, nil
+}
+
+// elems reads the elements its of array records (bytes: byte-string
+// content), one read per frame however many of its elements are asked for.
+func (fr frameReader) elems(its []item, bytes bool, fn func(i int, raw []byte) error) error {
+	var cur item
+	var parts [][]byte
+	for i, it := range its {
+		if parts == nil || it.off != cur.off {
+			rec, err := fr.frame(it)
+			if err != nil {
+				return err
+			}
+			if parts, err = elements(rec.Payload, bytes); err != nil {
+				return session.Wrap(session.CodeInternal, err, "read session log %s at %d", fr.path, it.off)
+			}
+			cur = it
+		}
+		if int(it.elem) >= len(parts) {
+			return session.Errorf(session.CodeInternal, "read session log %s at %d: no element %d", fr.path, it.off, it.elem)
+		}
+		if err := fn(i, parts[it.elem]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// elements returns the elements of the CBOR array p (for a byte-string
+// array, the strings' content).
+func elements(p []byte, bytes bool) ([][]byte, error) {
+	sizes, err := arrayElems(p, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(sizes))
+	off := arrayHeaderLen(p)
+	for i, n := range sizes {
+		e := p[off : off+n]
+		if bytes {
+			_, _, h, _ := cborHead(e)
+			e = e[h:]
+		}
+		out[i] = e
+		off += n
+	}
+	return out, nil
+}
+
+// writeLive frames the latest generation of the session indexed by t, read
+// from fr, as records of one open commit in fb: the content of a compacted
+// log (withCheckpoints, keeping which generation added what) or of a copy
+// under another id (no checkpoints; everything is then generation 1). It
+// reads and writes a bounded amount at a time, flushing fb through write,
+// so it costs what the session holds on disk and little memory.
+func writeLive(fb *frameBuf, write func([]byte) error, fr frameReader, t *tracker, id string, withCheckpoints bool) error {
+	flush := func() {
+		if len(fb.buf) >= flushAt {
+			fb.flush(write)
+		}
+	}
+	verbatim := func(it item) error {
+		rec, err := fr.frame(it)
+		if err != nil {
+			return err
+		}
+		fb.addRaw(rec.Kind, rec.Payload)
+		flush()
+		return fb.err
+	}
+	fb.add(kindReset, resetRec{SessionID: id, CreatedAt: t.created})
+	for _, k := range []byte{kindWorkspace, kindAgent} {
+		if it, ok := t.single[k]; ok {
+			if err := verbatim(it); err != nil {
+				return err
+			}
+		}
+	}
+	for _, key := range sortedKeys(t.meta) {
+		if err := verbatim(t.meta[key]); err != nil {
+			return err
+		}
+	}
+	if err := rechunk(fb, fr, t.msgs, kindMessages, true, flush); err != nil {
+		return err
+	}
+	if err := rechunk(fb, fr, t.traces, kindTraces, false, flush); err != nil {
+		return err
+	}
+	for _, aid := range t.arts.order {
+		a := t.artAt[aid]
+		if !a.legacy {
+			if err := verbatim(a.hdr); err != nil {
+				return err
+			}
+			if a.hasDat {
+				if err := verbatim(a.data); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		err := fr.elems([]item{a.hdr}, false, func(_ int, raw []byte) error {
+			var full session.Artifact
+			if err := decMode.Unmarshal(raw, &full); err != nil {
+				return session.Wrap(session.CodeInternal, err, "decode artifact %q", aid)
+			}
+			addArtifact(fb, full)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		flush()
+	}
+	for _, list := range []*keyed{&t.runs, &t.verifs, &t.tasks} {
+		for _, k := range list.order {
+			if err := verbatim(list.at[k]); err != nil {
+				return err
+			}
+		}
+	}
+	for _, k := range []byte{kindHandoff, kindRuntime, kindFiles} {
+		if it, ok := t.single[k]; ok {
+			if err := verbatim(it); err != nil {
+				return err
+			}
+		}
+	}
+	if !withCheckpoints {
+		return fb.err
+	}
+	gens := gensRec{Messages: fromMarks(t.msgMarks), Traces: fromMarks(t.trMarks), Checkpoints: map[string][]uint64{}}
+	for _, run := range sortedKeys(t.ckpts) {
+		for _, ev := range t.ckpts[run].events {
+			if err := verbatim(ev.at); err != nil {
+				return err
+			}
+			gens.Checkpoints[run] = append(gens.Checkpoints[run], ev.gen)
+		}
+	}
+	fb.add(kindGens, gens)
+	return fb.err
+}
+
+// rechunk copies the items of an array list into new records of at most
+// messageChunk bytes each, in order.
+func rechunk(fb *frameBuf, fr frameReader, its []item, kind byte, bytes bool, flush func()) error {
+	for start := 0; start < len(its); {
+		end, n := start, 0
+		for end < len(its) && (end == start || n+int(its[end].size) <= messageChunk) {
+			n += int(its[end].size)
+			end++
+		}
+		var err error
+		if bytes {
+			chunk := make([]session.Value, end-start)
+			err = fr.elems(its[start:end], true, func(i int, raw []byte) error {
+				chunk[i] = slices.Clone(raw)
+				return nil
+			})
+			fb.add(kind, chunk)
+		} else {
+			chunk := make([]cbor.RawMessage, end-start)
+			err = fr.elems(its[start:end], false, func(i int, raw []byte) error {
+				chunk[i] = slices.Clone(raw)
+				return nil
+			})
+			fb.add(kind, chunk)
+		}
+		if err != nil {
+			return err
+		}
+		flush()
+		start = end
+	}
+	return fb.err
+}
