@@ -69,9 +69,10 @@ node-deps:
 test-node: bins lib node-deps
 	cd bindings/node && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd npm test
 
-# The cross-language scenario: Python saves and is killed, Node.js resumes,
-# Rust finishes the workflow; outputs compared byte for byte. Then one
-# language truncates and another reads the tail (truncate_tail.sh).
+# The cross-language scenario: Python saves, exports and is killed; Node.js
+# imports into another workspace and resumes the run there; Rust finishes
+# the workflow there; outputs compared byte for byte. Then one language
+# truncates and another reads the tail (truncate_tail.sh).
 test-xlang: bins lib node-deps
 	bash bindings/testdata/run_scenario.sh
 	bash bindings/testdata/truncate_tail.sh

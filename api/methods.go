@@ -61,6 +61,8 @@ var (
 	Fork           = Spec[ForkRequest, ForkResult]{"fork"}
 	Export         = Spec[SessionParams, ExportResult]{"export"}
 	Import         = Spec[ImportParams, ImportResult]{"import"}
+	ExportFile     = Spec[ExportFileRequest, ExportFileResult]{"exportFile"}
+	ImportFile     = Spec[ImportFileRequest, ImportResult]{"importFile"}
 	Changes        = Spec[ChangesParams, ChangeSet]{"changes"}
 	Handoff        = Spec[HandoffRequest, HandoffResult]{"handoff"}
 	RuntimeCheck   = Spec[RuntimeCheckRequest, RuntimeCheckResult]{"runtime.check"}
@@ -94,6 +96,8 @@ var Methods = []Method{
 	Fork.Method(),
 	Export.Method(),
 	Import.Method(),
+	ExportFile.Method(),
+	ImportFile.Method(),
 	Changes.Method(),
 	Handoff.Method(),
 	RuntimeCheck.Method(),

@@ -136,17 +136,24 @@ type ImportResult struct {
 // Envelope is the single-file JSON form of a session that export writes
 // and import reads. Session holds the snapshot's own fields (id,
 // generation, times, workspace, agent, metadata, messages, files); its
-// records travel beside it. Artifact content is base64. Loop checkpoints
-// and workflow checkpoints are not exported: they belong to the host
-// process that wrote them.
+// records travel beside it. Artifact content is base64. Checkpoints are the
+// session's loop checkpoints (the latest of each run not yet ended, message
+// counts included) and Workflows the workflow checkpoints the session owns,
+// so that after import into another workspace resumeRun and a resumable
+// workflow continue where they stopped. Both are left out when empty, so an
+// envelope without them is the envelope of earlier builds; a reader that
+// does not know them refuses the document (an unknown top-level key) rather
+// than drop them. schema_version stays 1.
 type Envelope struct {
-	SchemaVersion int                    `json:"schema_version"`
-	Session       *session.Snapshot      `json:"session"`
-	Artifacts     []session.Artifact     `json:"artifacts"`
-	Traces        []session.Trace        `json:"traces"`
-	Runs          []session.Run          `json:"runs"`
-	Verifications []session.Verification `json:"verifications"`
-	SubagentTasks []session.SubagentTask `json:"subagent_tasks"`
-	Handoff       *session.Handoff       `json:"handoff"`
-	Runtime       *session.Runtime       `json:"runtime"`
+	SchemaVersion int                      `json:"schema_version"`
+	Session       *session.Snapshot        `json:"session"`
+	Artifacts     []session.Artifact       `json:"artifacts"`
+	Traces        []session.Trace          `json:"traces"`
+	Runs          []session.Run            `json:"runs"`
+	Verifications []session.Verification   `json:"verifications"`
+	SubagentTasks []session.SubagentTask   `json:"subagent_tasks"`
+	Handoff       *session.Handoff         `json:"handoff"`
+	Runtime       *session.Runtime         `json:"runtime"`
+	Checkpoints   []session.LoopCheckpoint `json:"checkpoints,omitempty"`
+	Workflows     []session.Workflow       `json:"workflows,omitempty"`
 }

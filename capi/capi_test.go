@@ -124,6 +124,35 @@ func TestMethodsEmbedded(t *testing.T) {
 	if ir := rs["interrupted_runs"].([]any); len(ir) != 1 {
 		t.Fatalf("interrupted runs: %v", ir)
 	}
+	do("save", fmt.Sprintf(`{"session_id":"s","change":{"append_artifacts":[{"id":"a","data":"aGk=","metadata":{"k":1}}],"append_traces":[{"run_id":%q,"type":"tool"}]}}`, run))
+	trimmed := do("resumeSession", `{"session_id":"s","messages_tail":1,"artifacts":"metadata","traces":"none","drift":false,"processes":false}`)
+	if snap := trimmed["snapshot"].(map[string]any); len(snap["messages"].([]any)) != 1 || trimmed["messages_from"].(float64) != 1 ||
+		trimmed["message_count"].(float64) != 2 || snap["artifacts"].([]any)[0].(map[string]any)["data"] != nil || snap["traces"] != nil {
+		t.Fatalf("trimmed resume: %v", trimmed)
+	}
+	if sum := do("summary", `{"session_id":"s"}`); sum["message_count"].(float64) != 2 || sum["artifact_count"].(float64) != 1 {
+		t.Fatalf("summary: %v", sum)
+	}
+	if m := do("messages", `{"session_id":"s","tail":1}`); m["from"].(float64) != 1 || len(m["messages"].([]any)) != 1 {
+		t.Fatalf("messages: %v", m)
+	}
+	if a := do("artifact", `{"session_id":"s","artifact_id":"a"}`)["artifact"].(map[string]any); a["data"] != "aGk=" {
+		t.Fatalf("artifact: %v", a)
+	}
+	if l := do("artifacts", `{"session_id":"s"}`)["artifacts"].([]any); len(l) != 1 || l[0].(map[string]any)["data"] != nil {
+		t.Fatalf("artifacts: %v", l)
+	}
+	if r := do("run", fmt.Sprintf(`{"run_id":%q}`, run)); r["checkpoint"] == nil || r["session_id"] != "s" {
+		t.Fatalf("run: %v", r)
+	}
+	if l := do("runs", `{"session_id":"s"}`)["runs"].([]any); len(l) != 1 {
+		t.Fatalf("runs: %v", l)
+	}
+	if ev := do("runEvents", fmt.Sprintf(`{"run_id":%q}`, run))["events"].([]any); len(ev) != 2 {
+		t.Fatalf("runEvents: %v", ev)
+	}
+	fails("messages", `{"session_id":"s","tail":-1}`, "invalid_argument")
+	fails("artifact", `{"session_id":"s","artifact_id":"nope"}`, "not_found")
 	rr := do("resumeRun", fmt.Sprintf(`{"run_id":%q,"session_id":"s"}`, run))
 	if rr["resumed_from"] != run || rr["tool_calls_count"].(float64) != 1 || len(rr["messages"].([]any)) != 2 {
 		t.Fatalf("resumeRun: %v", rr)
@@ -163,5 +192,47 @@ func TestMethodsEmbedded(t *testing.T) {
 	}
 	if n := openCount.Load(); n != 0 {
 		t.Fatalf("%d handles left open", n)
+	}
+}
+
+// TestMaxSessionBytes: with max_session_bytes set, a save that would take a
+// session past it is too_large and writes nothing; an edit that shrinks the
+// session is still taken, so no session is ever write-only; every message
+// stays readable.
+func TestMaxSessionBytes(t *testing.T) {
+	ws := t.TempDir()
+	h, err := openHandle(fmt.Sprintf(`{"workspace":%q,"embedded":true,"max_session_bytes":65536}`, ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeHandle(h) })
+	big := fmt.Sprintf(`{"session_id":"s","change":{"append_messages":[{"pad":%q}]}}`, strings.Repeat("p", 20000))
+	var saved int
+	for ; saved < 10; saved++ {
+		if _, err := call(h, "save", []byte(big)); err != nil {
+			if codeOf(err) != "too_large" || !strings.Contains(err.Error(), "truncate") {
+				t.Fatalf("save %d: %v, want too_large saying how to shrink", saved, err)
+			}
+			break
+		}
+	}
+	if saved == 0 || saved == 10 {
+		t.Fatalf("%d saves of 20 KB went in under a 64 KiB limit", saved)
+	}
+	sum, err := call(h, "summary", []byte(`{"session_id":"s"}`))
+	if err != nil || !strings.Contains(string(sum), fmt.Sprintf(`"message_count":%d`, saved)) {
+		t.Fatalf("summary after the refused save: %s, %v (want %d messages)", sum, err, saved)
+	}
+	if _, err := call(h, "save", []byte(`{"session_id":"s","change":{"truncate_messages":1}}`)); err != nil {
+		t.Fatalf("a truncation of a session at its limit: %v", err)
+	}
+	if _, err := call(h, "save", []byte(big)); err != nil {
+		t.Fatalf("save after truncating: %v", err)
+	}
+	if _, err := call(h, "messages", []byte(`{"session_id":"s"}`)); err != nil {
+		t.Fatalf("read back: %v", err)
+	}
+	if _, err := openHandle(fmt.Sprintf(`{"workspace":%q,"embedded":true,"max_session_bytes":-1}`, t.TempDir())); codeOf(err) != "invalid_argument" {
+		t.Fatalf("negative max_session_bytes: %v", err)
 	}
 }

@@ -32,6 +32,10 @@ type openOptions struct {
 	// DaemonArgs are extra arguments for a daemon this handle starts, such
 	// as "--idle-timeout=30s".
 	DaemonArgs []string `json:"daemon_args"`
+	// MaxSessionBytes limits a session's live bytes in embedded mode (0:
+	// fsstore.DefaultMaxSessionBytes); a daemon takes
+	// --max-session-bytes instead.
+	MaxSessionBytes int64 `json:"max_session_bytes"`
 }
 
 // connectTimeout bounds cairn_open in daemon mode, daemon start included.
@@ -71,7 +75,10 @@ func openInstance(raw string) (*instance, error) {
 	}
 	in := &instance{pid: os.Getpid(), workspace: ws, subs: map[uint64]*subscription{}}
 	if o.Embedded {
-		st, err := fsstore.Open(ws, fsstore.Options{})
+		if o.MaxSessionBytes < 0 {
+			return nil, session.Errorf(session.CodeInvalidArgument, "cairn_open: max_session_bytes must not be negative")
+		}
+		st, err := fsstore.Open(ws, fsstore.Options{MaxSessionBytes: o.MaxSessionBytes})
 		if err != nil {
 			var le *session.LockedError
 			if errors.As(err, &le) {
@@ -195,6 +202,13 @@ var methods = table(
 	libParams(api.Unsubscribe.Name, unsubscribe),
 	forward(api.Save, engine.Served.Save),
 	forward(api.ResumeSession, engine.Served.ResumeSession),
+	forward(api.Summary, engine.Served.Summary),
+	forward(api.Messages, engine.Served.Messages),
+	forward(api.Artifact, engine.Served.Artifact),
+	forward(api.Artifacts, engine.Served.Artifacts),
+	forward(api.Run, engine.Served.Run),
+	forward(api.Runs, engine.Served.Runs),
+	forward(api.RunEvents, engine.Served.RunEvents),
 	forward(api.BeginRun, engine.Served.BeginRun),
 	forward(api.Checkpoint, engine.Served.Checkpoint),
 	forward(api.CompleteRun, engine.Served.CompleteRun),
@@ -207,6 +221,8 @@ var methods = table(
 	forward(api.Fork, engine.Served.Fork),
 	forward(api.Export, engine.Served.Export),
 	forward(api.Import, engine.Served.Import),
+	forward(api.ExportFile, engine.Served.ExportFile),
+	forward(api.ImportFile, engine.Served.ImportFile),
 	lib(api.Changes, func(ctx context.Context, in *instance, p api.ChangesParams) (any, error) {
 		if in.client != nil {
 			return in.client.Changes(ctx, p.Since)

@@ -32,9 +32,16 @@ var connIDs atomic.Uint64
 // tokens from before it is read until its answer is written (or dropped
 // with the connection). Without a token the reader stops reading, and the
 // answers queue, which has room for every token, never blocks a request.
+//
+// Every queued answer is also charged to the daemon-wide answer budget
+// (Config.AnswerBudget) until it is written or dropped; when an answer does
+// not fit, the server sheds the connection holding the most unsent bytes
+// (see Server.charge): its queued answers are dropped at once, it reads
+// nothing more, and it is closed with CloseAnswerBudget.
 type wsConn struct {
 	s   *Server
 	ws  *websocket.Conn
+	fc  *frameConn // the socket under ws; nil when ws was made otherwise
 	log hclog.Logger
 
 	ctx    context.Context
@@ -47,6 +54,11 @@ type wsConn struct {
 	stopWrites chan struct{}  // closeGracefully: the writer writes nothing more
 	requests   sync.WaitGroup // the request goroutines
 	done       chan struct{}  // closed when serve returns
+	shed       chan struct{}  // closed when the answer budget sheds the connection
+
+	// Guarded by s.budgetMu.
+	unsent   int64 // bytes of this connection's answers queued or being written
+	shedding bool  // shed has been closed
 }
 
 // answer is one answer queued for the writer.
@@ -55,14 +67,21 @@ type answer struct {
 	// counted: the request counts as in flight (Server.startRequest) until
 	// its answer is written or dropped.
 	counted bool
+	// charged: len(msg) is charged to the answer budget until the answer
+	// is written or dropped.
+	charged bool
 }
 
-func newWSConn(s *Server, ws *websocket.Conn) *wsConn {
+// errShed ends the reader of a connection the answer budget shed.
+var errShed = errors.New("daemon: connection shed: answer budget exhausted")
+
+func newWSConn(s *Server, ws *websocket.Conn, fc *frameConn) *wsConn {
 	ws.SetReadLimit(s.cfg.MaxMessageSize)
 	ctx, cancel := context.WithCancel(s.baseCtx)
 	return &wsConn{
 		s:          s,
 		ws:         ws,
+		fc:         fc,
 		log:        s.log.With("conn", connIDs.Add(1)),
 		ctx:        ctx,
 		cancel:     cancel,
@@ -71,6 +90,7 @@ func newWSConn(s *Server, ws *websocket.Conn) *wsConn {
 		events:     make(chan api.Event, protocol.EventQueueLen),
 		stopWrites: make(chan struct{}),
 		done:       make(chan struct{}),
+		shed:       make(chan struct{}),
 	}
 }
 
@@ -91,13 +111,25 @@ func (c *wsConn) serve() {
 	// queue their answers; the writer writes what it still can. Then the
 	// writer stops, and the answers it did not write are dropped.
 	c.requests.Wait()
+	if code, reason := c.closeStatus(); code != 0 {
+		c.closeWith(code, reason)
+	}
 	c.cancel()
 	<-writerDone
-	for len(c.answers) > 0 {
-		c.finish(<-c.answers)
+	// Not a blocking receive: shedding (Server.shedLocked, from another
+	// connection's request) may take answers from the queue meanwhile.
+	for drained := false; !drained; {
+		select {
+		case a := <-c.answers:
+			c.finish(a)
+		default:
+			drained = true
+		}
 	}
 	c.ws.CloseNow()
 	switch cs := websocket.CloseStatus(err); {
+	case errors.Is(err, errShed):
+		c.log.Debug("connection closed", "status", CloseAnswerBudget, "reason", ReasonAnswerBudget)
 	case cs == websocket.StatusNormalClosure || cs == websocket.StatusGoingAway:
 		c.log.Debug("connection closed", "status", cs)
 	case errors.Is(err, context.Canceled):
@@ -107,25 +139,73 @@ func (c *wsConn) serve() {
 	}
 }
 
-// readLoop reads messages until the connection fails or closes, and
-// returns why. Each request goes to a goroutine of its own.
+// readLoop reads messages until the connection fails, closes or is shed,
+// and returns why. Each request goes to a goroutine of its own.
 func (c *wsConn) readLoop() error {
 	for {
 		select {
 		case c.tokens <- struct{}{}:
+		case <-c.shed:
+			return errShed
 		case <-c.ctx.Done():
 			return c.ctx.Err()
 		}
 		typ, msg, err := c.ws.Read(c.ctx)
+		if err == nil && c.isShed() {
+			err = errShed // what a shed connection sends no longer matters
+		}
 		if err != nil {
 			<-c.tokens
-			if errors.Is(err, websocket.ErrMessageTooBig) {
+			switch {
+			case c.isShed():
+				return errShed
+			case errors.Is(err, websocket.ErrMessageTooBig):
 				c.log.Warn("closed connection: message over the size limit", "limit", c.s.cfg.MaxMessageSize)
+			case c.fc != nil && c.fc.isStalled():
+				c.log.Warn("closing connection: a frame stalled", "frame_timeout", c.s.cfg.FrameTimeout)
 			}
 			return err
 		}
 		c.dispatch(typ, msg)
 	}
+}
+
+// isShed reports whether the answer budget shed the connection.
+func (c *wsConn) isShed() bool {
+	select {
+	case <-c.shed:
+		return true
+	default:
+		return false
+	}
+}
+
+// closeStatus is the close status serve sends once the reader has ended:
+// 0 (none; the connection just closes) unless the answer budget shed the
+// connection or a frame stalled.
+func (c *wsConn) closeStatus() (websocket.StatusCode, string) {
+	switch {
+	case c.isShed():
+		return CloseAnswerBudget, ReasonAnswerBudget
+	case c.fc != nil && c.fc.isStalled():
+		return CloseFrameTimeout, ReasonFrameTimeout
+	}
+	return 0, ""
+}
+
+// closeWith closes the connection with a status: after the message being
+// written, if any (its write is bounded by Config.WriteTimeout), it sends
+// a close frame (bounded by the library, 5 s) and closes the socket without
+// waiting for the client's close frame: the reader has ended.
+func (c *wsConn) closeWith(code websocket.StatusCode, reason string) {
+	select {
+	case c.stopWrites <- struct{}{}:
+	case <-c.ctx.Done():
+	}
+	if c.fc != nil {
+		c.fc.shutReads()
+	}
+	_ = c.ws.Close(code, reason)
 }
 
 // dispatch starts the request in msg, or queues the error answer for it.
@@ -164,6 +244,11 @@ func (c *wsConn) dispatch(typ websocket.MessageType, msg []byte) {
 func (c *wsConn) handle(h handler, req *protocol.Request) {
 	start := time.Now()
 	res, err := h(c.ctx, c, req.Params)
+	if c.isShed() {
+		// Nobody will read the answer: do not build it.
+		c.finish(answer{counted: true})
+		return
+	}
 	var msg []byte
 	if err == nil {
 		msg, err = protocol.EncodeResult(*req.ID, res)
@@ -176,8 +261,9 @@ func (c *wsConn) handle(h handler, req *protocol.Request) {
 		c.log.Trace("request", "method", req.Method, "code", protocol.CodeOf(err), "duration", time.Since(start))
 		return
 	}
+	// Logged once queued, after any shedding the answer caused.
+	c.queue(answer{msg: msg, counted: true})
 	c.log.Trace("request", "method", req.Method, "bytes", len(msg), "duration", time.Since(start))
-	c.answers <- answer{msg: msg, counted: true}
 }
 
 // fail queues an error answer. message, when set, replaces err's text.
@@ -199,12 +285,32 @@ func (c *wsConn) fail(id *uint64, method string, err error, message string, coun
 		c.finish(answer{counted: counted})
 		return
 	}
-	c.answers <- answer{msg: msg, counted: counted}
+	c.queue(answer{msg: msg, counted: counted})
 }
 
-// finish ends a message's life once its answer is written or dropped: the
-// request no longer counts as in flight, and its token is returned.
+// queue charges an answer to the answer budget and queues it for the
+// writer, or drops it when the connection is (or gets) shed.
+func (c *wsConn) queue(a answer) {
+	if !c.s.charge(c, int64(len(a.msg))) {
+		c.finish(a)
+		return
+	}
+	a.charged = true
+	c.answers <- a
+}
+
+// finish ends a message's life once its answer is written or dropped: its
+// bytes leave the answer budget, the request no longer counts as in
+// flight, and its token is returned.
 func (c *wsConn) finish(a answer) {
+	if a.charged {
+		c.s.release(c, int64(len(a.msg)))
+	}
+	c.end(a)
+}
+
+// end is finish without the budget (Server.shedLocked releases it itself).
+func (c *wsConn) end(a answer) {
 	if a.counted {
 		c.s.endRequest()
 	}
@@ -219,13 +325,13 @@ func (c *wsConn) writeLoop() {
 	for {
 		select {
 		case a := <-c.answers:
-			ok := stopped || c.write(a.msg)
+			ok := stopped || c.isShed() || c.write(a.msg)
 			c.finish(a)
 			if !ok {
 				return
 			}
 		case ev := <-c.events:
-			if stopped {
+			if stopped || c.isShed() {
 				continue
 			}
 			msg, err := protocol.EncodePush(ev.Type, ev.Data)

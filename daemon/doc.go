@@ -17,6 +17,11 @@
 //   - Events never block the engine: each connection has a bounded queue;
 //     events that find it full are dropped, counted, and reported to that
 //     connection with an events.dropped push.
+//   - Memory for unsent answers is bounded across all connections
+//     (Config.AnswerBudget): when an answer does not fit, the connection
+//     holding the most unsent bytes is closed with status 1008. A frame
+//     that stalls mid-way closes its connection after Config.FrameTimeout;
+//     idle connections are never closed.
 //   - Shutdown stops accepting, answers new requests with "unavailable",
 //     waits for requests in flight (an acknowledged commit is durable),
 //     then closes every connection with status 1001.

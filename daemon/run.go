@@ -29,10 +29,13 @@ type RunOptions struct {
 	Logger hclog.Logger
 	// Version is reported to clients.
 	Version string
-	// MaxMessageSize, IdleTimeout and ShutdownTimeout: see Config.
+	// MaxMessageSize, IdleTimeout, ShutdownTimeout, AnswerBudget and
+	// FrameTimeout: see Config.
 	MaxMessageSize  int64
 	IdleTimeout     time.Duration
 	ShutdownTimeout time.Duration
+	AnswerBudget    int64
+	FrameTimeout    time.Duration
 	// Store tunes the file store.
 	Store fsstore.Options
 	// NoWorkspaceTracking turns the workspace tracker off.
@@ -71,7 +74,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 	// The workspace tracker is best effort: a daemon that cannot watch
 	// (or index) the tree still serves, and reports drift as not tracked.
 	var files *workspace.Tracker
-	eopts := engine.Options{Logger: log.Named("engine"), Root: ws}
+	eopts := engine.Options{Logger: log.Named("engine"), Root: ws, MaxReplyBytes: opts.MaxMessageSize}
 	if !opts.NoWorkspaceTracking {
 		tr, terr := workspace.Open(ws, workspace.Options{Logger: log.Named("workspace")})
 		if terr != nil {
@@ -107,6 +110,8 @@ func Run(ctx context.Context, opts RunOptions) error {
 		MaxMessageSize:  opts.MaxMessageSize,
 		IdleTimeout:     opts.IdleTimeout,
 		ShutdownTimeout: opts.ShutdownTimeout,
+		AnswerBudget:    opts.AnswerBudget,
+		FrameTimeout:    opts.FrameTimeout,
 		Files:           files,
 	})
 	if err != nil {

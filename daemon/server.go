@@ -62,6 +62,20 @@ type Config struct {
 	// connection is closed: a client that stops reading while the daemon
 	// has a message for it. 0 means protocol.WriteTimeout.
 	WriteTimeout time.Duration
+	// AnswerBudget bounds the bytes of answers queued or being written,
+	// across all connections: an answer is charged when its request
+	// finishes and released when it is written or dropped. When an answer
+	// does not fit, the connection holding the most unsent bytes is closed
+	// with CloseAnswerBudget (see Server.charge). 0 means the larger of
+	// DefaultAnswerBudget and MaxMessageSize; a budget below MaxMessageSize
+	// is refused (an answer of the largest size must fit). Events are not
+	// charged: they have their own queue per connection.
+	AnswerBudget int64
+	// FrameTimeout is how long a read may wait for the next byte of a
+	// WebSocket frame that has started to arrive before the connection is
+	// closed with CloseFrameTimeout. Between frames there is no deadline: an
+	// idle connection stays open. 0 means DefaultFrameTimeout.
+	FrameTimeout time.Duration
 }
 
 // Server serves the protocol on a listener. It owns the listener and every
@@ -79,6 +93,9 @@ type Server struct {
 	kill    context.CancelFunc
 
 	requests atomic.Uint64
+
+	budgetMu sync.Mutex // guards unsent and every wsConn's unsent and shedding; taken before mu
+	unsent   int64      // bytes of answers queued or being written, all connections
 
 	mu       sync.Mutex // guards the fields below
 	conns    map[*wsConn]struct{}
@@ -112,6 +129,15 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = protocol.WriteTimeout
+	}
+	if cfg.AnswerBudget <= 0 {
+		cfg.AnswerBudget = max(DefaultAnswerBudget, cfg.MaxMessageSize)
+	}
+	if cfg.AnswerBudget < cfg.MaxMessageSize {
+		return nil, fmt.Errorf("%w: AnswerBudget %d is below MaxMessageSize %d", ErrBadConfig, cfg.AnswerBudget, cfg.MaxMessageSize)
+	}
+	if cfg.FrameTimeout <= 0 {
+		cfg.FrameTimeout = DefaultFrameTimeout
 	}
 	base, kill := context.WithCancel(context.Background())
 	s := &Server{
@@ -437,12 +463,13 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cairnd: not accepting connections", http.StatusServiceUnavailable)
 		return
 	}
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{protocol.Subprotocol}})
+	tap := &hijackTap{ResponseWriter: w, timeout: s.cfg.FrameTimeout}
+	ws, err := websocket.Accept(tap, r, &websocket.AcceptOptions{Subprotocols: []string{protocol.Subprotocol}})
 	if err != nil {
 		s.log.Warn("websocket upgrade failed", "error", err)
 		return
 	}
-	c := newWSConn(s, ws)
+	c := newWSConn(s, ws, tap.fc)
 	if !s.addConn(c) {
 		ws.Close(websocket.StatusTryAgainLater, "cairnd: not accepting connections")
 		return

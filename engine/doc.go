@@ -30,7 +30,8 @@
 //     counts continue from the checkpoint, never from zero. The resumed
 //     run's checkpoint is kept until its successor's first checkpoint, so a
 //     crash right after resuming loses nothing, and retrying a resume with
-//     the same new_run_id returns the same run without writing.
+//     the same new_run_id returns the same run without writing. See Run
+//     lines.
 //   - Opaque host values (messages, agent/metadata values, trace data,
 //     subagent results, loop state, step results) come back byte for byte
 //     from ResumeSession, ResumeRun and BeginWorkflow, and through
@@ -39,6 +40,46 @@
 //     the spec given now makes BeginWorkflow fail with
 //     step_identity_changed, and nothing is to run. CompleteStep is
 //     durable when it returns.
+//
+// # Run lines
+//
+// A run line is a run started by BeginRun and the runs ResumeRun created
+// from it, each naming its predecessor in ParentRunID. The successor of a
+// run is the latest run naming it as parent; a run is superseded when it
+// has a successor, or when it is a pending successor (running, never
+// checkpointed) that a later resume of the same run replaced. The line's
+// head, reached by following successors, is the only run that takes
+// writes. A line holds at most one loop checkpoint: the head's own, or,
+// while the head is a pending successor, the one it resumed from.
+//
+//   - BeginRun starts a line; its run id is unique across the store.
+//   - Checkpoint writes only to the running head. A pending successor's
+//     first checkpoint deletes the checkpoint it resumed from, in the same
+//     commit.
+//   - ResumeRun(R) needs R's own checkpoint. It creates the successor,
+//     marks R interrupted and supersedes (marks interrupted) every pending
+//     successor of R. R's checkpoint stays until the successor checkpoints
+//     or ends; meanwhile ResumeSession lists R with ResumedAs. Retrying with
+//     the pending successor's id is idempotent; after that successor
+//     checkpointed or ended it is no_checkpoint naming it, after it was
+//     superseded the id is taken (conflict).
+//   - CompleteRun ends the head and deletes the line's checkpoint (its own,
+//     or the one a pending successor resumed from): an ended line is not
+//     resumable, whatever the status.
+//   - Checkpoint and CompleteRun of a superseded run are not_owner, naming
+//     the successor and the line's latest run, and write nothing: a host
+//     whose run another host resumed cannot end the line under it.
+//     ResumeRun of a superseded run without a checkpoint is no_checkpoint,
+//     naming them the same way.
+//   - Save writes run records as given: the rules read whatever the latest
+//     generation records.
+//   - Fork copies the runs with their parent links but no checkpoints, and
+//     running copies become interrupted, so the copies are records and a
+//     run id alone keeps addressing the live line (the session holding the
+//     checkpoint, else one where the run is running). Import restores the
+//     exported checkpoints, so the line goes on in the importing store.
+//
+// protocol/PROTOCOL.md ("Run lines") states the same rules for clients.
 //
 // # Secret hygiene
 //
@@ -78,19 +119,43 @@
 //     FilesTracked false. A tracker failure never fails a commit.
 //   - ResumeSession runs the health check of every recorded process
 //     (bounded by Options.ProbeTimeout): that is I/O on the resume path,
-//     never a restart.
-//   - Checkpoint, CompleteRun and ResumeRun need the session's latest
-//     state to check the run. The engine keeps the latest state of the
-//     few most recently used sessions (Options.CachedSessions), trusted
-//     only while Store.Stat confirms its generation and advanced with
-//     session.Apply after each commit, so a checkpoint costs one Stat and
-//     one delta commit; a cache miss costs one Store.Load.
+//     never a restart. ResumeSessionWith with Processes false skips it,
+//     and with Drift false skips the workspace comparison.
+//   - A resume costs the parts it returns: it is built from Store.Head and
+//     the paged reads (never Store.Load), so a message tail with artifacts
+//     as metadata costs the tail and the artifact list, not the session.
+//     The reads are checked to come from the head's generation and
+//     retried when a commit landed in between (the third time under the
+//     session lock).
+//   - No reply is built past Options.MaxReplyBytes (0:
+//     DefaultMaxReplyBytes). Its size is known first, from what the store
+//     reports: the session's live bytes when the whole session is asked
+//     for (refused before any content is read), else the head, each
+//     artifact's size (as base64) from the metadata listing and the pages
+//     read with max_bytes set to what is left. Past the limit the read is
+//     too_large and the error names the paged reads to use instead.
+//     Messages and RunEvents lower limit and max_bytes so a page always
+//     fits; one message, event or artifact larger than the limit is
+//     too_large, naming it (an artifact before its data is read).
+//   - The engine keeps no session content in memory. BeginRun,
+//     Checkpoint, CompleteRun, ResumeRun, the runtime checks and Handoff
+//     read the session's head (Store.Head: runs, checkpoints, runtime, no
+//     messages, artifacts or traces), so a checkpoint costs one head read
+//     and one delta commit whatever the session's size. ResumeRun then
+//     reads the messages up to the boundary (Store.Messages), which is what
+//     it returns. A whole-snapshot Save reads the whole latest generation
+//     (Store.Load) to diff the snapshot against, so it costs the session's
+//     size; a delta Save reads nothing.
 //   - Fork and Import copy run ids. A fork never shares a live run (copied
 //     running runs become interrupted and checkpoints are not copied); when
 //     the same run id is recorded by several sessions, pass session_id to
 //     Checkpoint and CompleteRun to address the right one.
-//   - Export carries the session, not loop or workflow checkpoints: a run
-//     left running is not resumable after import elsewhere.
+//   - Export carries the session with its loop checkpoints and the
+//     workflows it owns, so after import elsewhere a run left running
+//     resumes from its checkpoint and a workflow skips its completed
+//     steps. Workflows with no owner and workspace manifests are not
+//     carried: touched files after such a resume are reported as not
+//     tracked unless the importing workspace holds the manifest.
 //   - The per-session and run-id locks serialise one engine. Two engines
 //     over one store (which fsstore's writer lock prevents across
 //     processes) still get correct generations from compare-and-swap, but

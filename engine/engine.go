@@ -37,11 +37,6 @@ type Options struct {
 	// host does not name one. Default: "run_" plus 128 random bits in hex.
 	// The engine still checks the id is unused and asks again if it is not.
 	NewRunID func() string
-	// CachedSessions is how many sessions' latest state the engine keeps
-	// in memory so that checkpoints need not re-read the session (0:
-	// DefaultCachedSessions, negative: no cache). A cached state is used
-	// only while the store confirms its generation.
-	CachedSessions int
 	// Logger receives diagnostics (a panicking subscriber, CAS retries).
 	// Default: a null logger.
 	Logger hclog.Logger
@@ -56,6 +51,12 @@ type Options struct {
 	// processes (0: procs.DefaultProbeTimeout; negative: do not probe,
 	// report every process as unknown).
 	ProbeTimeout time.Duration
+	// MaxReplyBytes is the largest reply a read builds (0:
+	// DefaultMaxReplyBytes, the protocol's default message size limit). A
+	// read that would answer with more is too_large before it builds the
+	// reply, and pages are cut to fit. The daemon sets its message size
+	// limit here.
+	MaxReplyBytes int64
 }
 
 // Engine implements cairn's operations (docs/DESIGN.md §3) over a session.Store.
@@ -71,20 +72,21 @@ type Engine struct {
 	probe  time.Duration
 	closed atomic.Bool
 
+	maxReplyBytes int64
+
 	sessions  keyedMutex // read-modify-write of one session
 	workflows keyedMutex // check-then-record of one workflow
 	// runIDs serialises "is this run id free?" with the commit that takes
 	// it, across sessions. Lock order: runIDs before a session lock.
 	runIDs sync.Mutex
 
-	cache  stateCache
 	events eventBus
 }
 
 // New returns an engine over store. The engine owns the store from now on:
 // Close closes it.
 func New(store session.Store, opts Options) *Engine {
-	e := &Engine{store: store, now: opts.Now, newID: opts.NewRunID, log: opts.Logger, ws: opts.Workspace, root: opts.Root, probe: opts.ProbeTimeout}
+	e := &Engine{store: store, now: opts.Now, newID: opts.NewRunID, log: opts.Logger, ws: opts.Workspace, root: opts.Root, probe: opts.ProbeTimeout, maxReplyBytes: opts.MaxReplyBytes}
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -95,10 +97,6 @@ func New(store session.Store, opts Options) *Engine {
 		e.log = hclog.NewNullLogger()
 	}
 	e.events.log = e.log
-	e.cache.max = opts.CachedSessions
-	if e.cache.max == 0 {
-		e.cache.max = DefaultCachedSessions
-	}
 	return e
 }
 
@@ -159,18 +157,54 @@ func (e *Engine) loadLatest(ctx context.Context, op, sid string) (*session.State
 
 func (e *Engine) clock() time.Time { return e.now().UTC() }
 
-// update is the engine's read-modify-write step for one session. Under the
-// session's lock it reads the latest state (cached or loaded; build must not
-// modify it) (nil when the session does not
-// exist and mayCreate is set), asks build for the change to commit, commits
-// it as a compare-and-swap on the loaded generation, and retries from the
-// load when a writer outside this engine got there first. build returning a
-// nil change means "nothing to do": update returns a zero result and ok
-// false. after, when non-nil, runs under the lock once the commit is durable
-// (events are published there so subscribers see each session's events in
-// generation order).
+// update is the read-modify-write step of a whole-snapshot save: build
+// gets the session's latest state in full (Store.Load, which costs the
+// session's size; nil when the session does not exist and mayCreate is
+// set) to diff the snapshot against. See rmw.
 func (e *Engine) update(ctx context.Context, sid string, mayCreate bool,
 	build func(st *session.State) (*session.Change, error),
+	after func(res session.CommitResult),
+) (session.CommitResult, bool, error) {
+	read := func() (*session.State, session.Summary, error) {
+		st, err := e.store.Load(ctx, sid, 0)
+		return st, session.Summary{}, err
+	}
+	return e.rmw(ctx, sid, mayCreate, read, func(st *session.State, _ session.Summary) (*session.Change, error) {
+		return build(st)
+	}, after)
+}
+
+// updateHead is the read-modify-write step of the run operations: build
+// gets the session's head (Store.Head: runs, checkpoints, runtime and the
+// rest of the snapshot without its messages, artifacts and traces) and its
+// summary, so checking a run costs what the session's runs cost, not its
+// content. The session must exist. See rmw.
+func (e *Engine) updateHead(ctx context.Context, sid string,
+	build func(st *session.State, sum session.Summary) (*session.Change, error),
+	after func(res session.CommitResult),
+) (session.CommitResult, bool, error) {
+	read := func() (*session.State, session.Summary, error) { return e.store.Head(ctx, sid) }
+	return e.rmw(ctx, sid, false, read, build, after)
+}
+
+// errStale, returned by a build function, means a second read it made
+// answered from another generation than the one build was given (a writer
+// outside this engine committed in between): rmw reads again and retries.
+var errStale = errors.New("engine: the session moved on between two reads")
+
+// rmw is the engine's read-modify-write step for one session. Under the
+// session's lock it reads the latest state with read (build must not
+// modify it; it is nil when the session does not exist and mayCreate is
+// set), asks build for the change to commit, commits it as a
+// compare-and-swap on the generation read, and retries from the read when
+// a writer outside this engine got there first. build returning a nil
+// change means "nothing to do": rmw returns a zero result and ok false.
+// after, when non-nil, runs under the lock once the commit is durable
+// (events are published there so subscribers see each session's events in
+// generation order).
+func (e *Engine) rmw(ctx context.Context, sid string, mayCreate bool,
+	read func() (*session.State, session.Summary, error),
+	build func(st *session.State, sum session.Summary) (*session.Change, error),
 	after func(res session.CommitResult),
 ) (res session.CommitResult, ok bool, err error) {
 	unlock := e.sessions.lock(sid)
@@ -180,7 +214,7 @@ func (e *Engine) update(ctx context.Context, sid string, mayCreate bool,
 		if err := ctx.Err(); err != nil {
 			return res, false, err
 		}
-		st, err := e.latestLocked(ctx, sid)
+		st, sum, err := read()
 		var gen uint64
 		switch {
 		case err == nil:
@@ -190,7 +224,13 @@ func (e *Engine) update(ctx context.Context, sid string, mayCreate bool,
 		default:
 			return res, false, err
 		}
-		c, err := build(st)
+		c, err := build(st, sum)
+		if errors.Is(err, errStale) {
+			if attempt < maxCASAttempts {
+				continue
+			}
+			return res, false, session.Errorf(session.CodeConflict, "session %q kept changing under %d reads; try again", sid, attempt)
+		}
 		if err != nil || c == nil {
 			return res, false, err
 		}
@@ -207,13 +247,11 @@ func (e *Engine) update(ctx context.Context, sid string, mayCreate bool,
 		e.stamp(ctx, c)
 		res, err = e.store.Commit(ctx, sid, c, opts)
 		if err == nil {
-			e.advanceLocked(sid, c, res)
 			if after != nil {
 				after(res)
 			}
 			return res, true, nil
 		}
-		e.cache.drop(sid)
 		if session.CodeOf(err) != session.CodeConflict || !cas || attempt >= maxCASAttempts {
 			return res, false, err
 		}

@@ -1,14 +1,19 @@
 package engine
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -17,59 +22,385 @@ import (
 var envelopeKeys = map[string]bool{
 	"schema_version": true, "session": true, "artifacts": true, "traces": true, "runs": true,
 	"verifications": true, "subagent_tasks": true, "handoff": true, "runtime": true,
+	"checkpoints": true, "workflows": true,
 }
 
-// Export returns the latest generation of the session as one JSON envelope.
+// exportPageBytes is how many bytes of messages or traces an export reads
+// per page: what it holds at once, whatever the session's size.
+const exportPageBytes = 1 << 20
+
+// maxImportFileBytes bounds the file ImportFile reads into memory. The store
+// refuses a session larger than its commit limit anyway (import is one
+// commit); this only keeps a wrong path from being read whole.
+const maxImportFileBytes = 1 << 30
+
+// Export returns the latest generation of the session as one JSON envelope
+// (api.Envelope), with its loop checkpoints and the workflows it owns.
 // Opaque values (messages, agent and metadata values, trace data, subagent
-// results) are written byte for byte as they were saved, so Import gives
-// them back identical.
+// results, checkpoint states, step results) are written byte for byte as
+// they were saved, so Import gives them back identical. The envelope is
+// written as ExportFile writes it, page by page, so the two are the same
+// bytes; a session that changes while it is read is conflict.
 func (e *Engine) Export(ctx context.Context, sessionID string) ([]byte, error) {
-	st, err := e.loadLatest(ctx, "Export", sessionID)
-	if err != nil {
+	if err := e.checkSession(sessionID); err != nil {
 		return nil, err
 	}
-	s := st.Snapshot
-	env := api.Envelope{
-		SchemaVersion: api.EnvelopeSchemaVersion,
-		Artifacts:     nonNil(s.Artifacts),
-		Traces:        nonNil(s.Traces),
-		Runs:          nonNil(s.Runs),
-		Verifications: nonNil(s.Verifications),
-		SubagentTasks: nonNil(s.SubagentTasks),
-		Handoff:       s.Handoff,
-		Runtime:       s.Runtime,
+	var buf bytes.Buffer
+	if _, err := e.writeEnvelope(ctx, sessionID, &buf); err != nil {
+		return nil, err
 	}
+	return buf.Bytes(), nil
+}
+
+// ExportFile writes the envelope Export returns to the file at req.Path
+// (absolute), as it reads the session: a temp file beside it, written page
+// by page, synced, renamed into place and the directory synced. Memory
+// stays bounded by a page (about exportPageBytes, or the largest single
+// message, trace or artifact) whatever the session's size. A session that
+// changes during the export is conflict, and the file is left as it was.
+func (e *Engine) ExportFile(ctx context.Context, req api.ExportFileRequest) (api.ExportFileResult, error) {
+	if err := e.checkSession(req.SessionID); err != nil {
+		return api.ExportFileResult{}, err
+	}
+	path, err := absFile("exportFile", req.Path)
+	if err != nil {
+		return api.ExportFileResult{}, err
+	}
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return api.ExportFileResult{}, session.Errorf(session.CodeInvalidArgument, "exportFile: %s is not a regular file; refusing to replace it", path)
+	}
+	if _, _, err := e.store.Head(ctx, req.SessionID); err != nil {
+		return api.ExportFileResult{}, wrapStore("ExportFile", err)
+	}
+	t, err := atomicfile.NewTemp(path, 0o600, nil)
+	if err != nil {
+		return api.ExportFileResult{}, session.Wrap(session.CodeInvalidArgument, err, "exportFile: %s", path)
+	}
+	defer t.Abort()
+	tw := &tempWriter{t: t}
+	w := bufio.NewWriterSize(tw, 256<<10)
+	gen, err := e.writeEnvelope(ctx, req.SessionID, w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = t.Sync()
+	}
+	if err != nil {
+		if _, ok := err.(*session.Error); ok {
+			return api.ExportFileResult{}, err
+		}
+		return api.ExportFileResult{}, session.Wrap(session.CodeInternal, err, "exportFile: write %s", path)
+	}
+	f, err := t.Commit()
+	if f != nil {
+		f.Close()
+	}
+	if err != nil {
+		if f != nil {
+			// Renamed but not durable: take the name back rather than
+			// report a file that may vanish.
+			if os.Remove(path) == nil {
+				_ = atomicfile.SyncDir(filepath.Dir(path))
+			}
+		}
+		return api.ExportFileResult{}, session.Wrap(session.CodeInternal, err, "exportFile: %s", path)
+	}
+	return api.ExportFileResult{Path: path, Bytes: tw.off, Generation: gen}, nil
+}
+
+// ImportFile imports the envelope (or bare session) in the file at
+// req.Path (absolute), as Import does. The file is read whole: import is
+// one commit, so a session larger than the store's commit limit is
+// too_large however it arrives.
+func (e *Engine) ImportFile(ctx context.Context, req api.ImportFileRequest) (api.ImportResult, error) {
+	if err := e.check(); err != nil {
+		return api.ImportResult{}, err
+	}
+	path, err := absFile("importFile", req.Path)
+	if err != nil {
+		return api.ImportResult{}, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|atomicfile.OpenFlags, 0)
+	if err != nil {
+		code := session.CodeInvalidArgument
+		if os.IsNotExist(err) {
+			code = session.CodeNotFound
+		}
+		return api.ImportResult{}, session.Wrap(code, err, "importFile: open %s", path)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return api.ImportResult{}, session.Wrap(session.CodeInternal, err, "importFile: stat %s", path)
+	}
+	if !fi.Mode().IsRegular() {
+		return api.ImportResult{}, session.Errorf(session.CodeInvalidArgument, "importFile: %s is not a regular file", path)
+	}
+	if fi.Size() > maxImportFileBytes {
+		return api.ImportResult{}, session.Errorf(session.CodeTooLarge, "importFile: %s holds %d bytes, more than the %d an import reads", path, fi.Size(), int64(maxImportFileBytes))
+	}
+	doc, err := io.ReadAll(io.LimitReader(f, maxImportFileBytes+1))
+	if err != nil {
+		return api.ImportResult{}, session.Wrap(session.CodeInternal, err, "importFile: read %s", path)
+	}
+	return e.Import(ctx, doc)
+}
+
+// absFile checks that p names a file by an absolute path: the daemon and
+// the host need not share a working directory.
+func absFile(op, p string) (string, error) {
+	if p == "" || !filepath.IsAbs(p) {
+		return "", session.Errorf(session.CodeInvalidArgument, "%s: path %q is not absolute", op, p)
+	}
+	return filepath.Clean(p), nil
+}
+
+// tempWriter appends to an atomicfile.Temp.
+type tempWriter struct {
+	t   *atomicfile.Temp
+	off int64
+}
+
+func (w *tempWriter) Write(p []byte) (int, error) {
+	if err := w.t.WriteAt(p, w.off); err != nil {
+		return 0, err
+	}
+	w.off += int64(len(p))
+	return len(p), nil
+}
+
+// writeEnvelope writes the envelope of the session's latest generation to
+// w, reading it page by page: the head (everything but messages, artifacts
+// and traces), pages of messages, one artifact at a time with its data,
+// pages of traces, then the loop checkpoints and owned workflows. Every
+// page must come from the head's generation, else the session changed
+// while it was read: conflict. The bytes are those json.Marshal gives
+// api.Envelope, except that opaque values keep their bytes and empty
+// checkpoints and workflows are left out. It returns the generation.
+func (e *Engine) writeEnvelope(ctx context.Context, sid string, w io.Writer) (uint64, error) {
+	st, sum, err := e.store.Head(ctx, sid)
+	if err != nil {
+		return 0, wrapStore("Export", err)
+	}
+	gen := sum.Generation
+	flows, err := e.store.Workflows(ctx, sid)
+	if err != nil {
+		return 0, wrapStore("Export", err)
+	}
+	same := func(g uint64) error {
+		if g != gen {
+			return session.Errorf(session.CodeConflict, "export of session %q: session changed during export (generation %d, then %d); retry", sid, gen, g)
+		}
+		return nil
+	}
+	ew := &envWriter{w: w}
+	var raw rawSplicer
+	if err := raw.init(); err != nil {
+		return 0, err
+	}
+	s := st.Snapshot
+
+	// The session's own fields, with the messages streamed where the
+	// marker stands.
 	core := *s
 	core.Artifacts, core.Traces, core.Runs, core.Verifications, core.SubagentTasks = nil, nil, nil, nil, nil
 	core.Handoff, core.Runtime = nil, nil
-	env.Session = &core
-
-	// encoding/json compacts json.RawMessage values; to keep them byte for
-	// byte, each is swapped for a unique placeholder string, the envelope
-	// marshalled, and the placeholders replaced by the original bytes.
-	var raw rawSplicer
-	if err := raw.init(); err != nil {
-		return nil, err
-	}
-	core.Messages = make([]session.Value, len(s.Messages))
-	for i, m := range s.Messages {
-		core.Messages[i] = raw.hold(m)
-	}
 	core.Agent = raw.holdMap(s.Agent)
 	core.Metadata = raw.holdMap(s.Metadata)
-	env.Traces = append([]session.Trace{}, env.Traces...)
-	for i := range env.Traces {
-		env.Traces[i].Data = raw.hold(env.Traces[i].Data)
-	}
-	env.SubagentTasks = append([]session.SubagentTask{}, env.SubagentTasks...)
-	for i := range env.SubagentTasks {
-		env.SubagentTasks[i].Result = raw.hold(env.SubagentTasks[i].Result)
-	}
-	b, err := json.Marshal(&env)
+	marker := append(append([]byte(nil), raw.prefix...), `messages"`...)
+	core.Messages = []session.Value{marker}
+	b, err := json.Marshal(&core)
 	if err != nil {
-		return nil, session.Wrap(session.CodeInternal, err, "engine.Export: marshal envelope")
+		return 0, session.Wrap(session.CodeInternal, err, "engine.Export: marshal session")
 	}
-	return raw.splice(b)
+	i := bytes.Index(b, marker)
+	if i < 0 {
+		return 0, session.Errorf(session.CodeInternal, "engine.Export: messages marker lost")
+	}
+	ew.str(`{"schema_version":` + strconv.Itoa(api.EnvelopeSchemaVersion) + `,"session":`)
+	ew.spliced(&raw, b[:i])
+	for from, first := int64(0), true; ; {
+		p, err := e.store.Messages(ctx, sid, session.Query{From: from, MaxBytes: exportPageBytes})
+		if err != nil {
+			return 0, wrapStore("Export", err)
+		}
+		if err := same(p.Generation); err != nil {
+			return 0, err
+		}
+		for _, m := range p.Items {
+			if !first {
+				ew.str(",")
+			}
+			first = false
+			ew.bytes(m)
+		}
+		if ew.err != nil {
+			return 0, ew.err
+		}
+		if p.Next >= p.Total {
+			break
+		}
+		if p.Next <= from {
+			return 0, session.Errorf(session.CodeInternal, "engine.Export: messages page at %d did not advance", from)
+		}
+		from = p.Next
+	}
+	ew.spliced(&raw, b[i+len(marker):])
+
+	ew.str(`,"artifacts":[`)
+	list, err := e.store.Artifacts(ctx, sid, nil, false)
+	if err != nil {
+		return 0, wrapStore("Export", err)
+	}
+	if err := same(list.Generation); err != nil {
+		return 0, err
+	}
+	for n, a := range list.Items {
+		p, err := e.store.Artifacts(ctx, sid, []string{a.ID}, true)
+		if err != nil {
+			if isCode(err, session.CodeNotFound) {
+				return 0, session.Errorf(session.CodeConflict, "export of session %q: session changed during export (artifact %q went); retry", sid, a.ID)
+			}
+			return 0, wrapStore("Export", err)
+		}
+		if err := same(p.Generation); err != nil {
+			return 0, err
+		}
+		if n > 0 {
+			ew.str(",")
+		}
+		ew.json(p.Items[0])
+		if ew.err != nil {
+			return 0, ew.err
+		}
+	}
+	ew.str(`],"traces":[`)
+	for from := int64(0); ; {
+		p, err := e.store.Traces(ctx, sid, session.Query{From: from, MaxBytes: exportPageBytes})
+		if err != nil {
+			return 0, wrapStore("Export", err)
+		}
+		if err := same(p.Generation); err != nil {
+			return 0, err
+		}
+		for n, t := range p.Items {
+			if from+int64(n) > 0 {
+				ew.str(",")
+			}
+			t.Data = raw.hold(t.Data)
+			ew.splicedJSON(&raw, t)
+		}
+		if ew.err != nil {
+			return 0, ew.err
+		}
+		if p.Next >= p.Total {
+			break
+		}
+		if p.Next <= from {
+			return 0, session.Errorf(session.CodeInternal, "engine.Export: traces page at %d did not advance", from)
+		}
+		from = p.Next
+	}
+	ew.str(`],"runs":`)
+	ew.json(nonNil(s.Runs))
+	ew.str(`,"verifications":`)
+	ew.json(nonNil(s.Verifications))
+	ew.str(`,"subagent_tasks":`)
+	tasks := append([]session.SubagentTask{}, s.SubagentTasks...)
+	for i := range tasks {
+		tasks[i].Result = raw.hold(tasks[i].Result)
+	}
+	ew.splicedJSON(&raw, tasks)
+	ew.str(`,"handoff":`)
+	ew.json(s.Handoff)
+	ew.str(`,"runtime":`)
+	ew.json(s.Runtime)
+	if len(st.Checkpoints) > 0 {
+		ew.str(`,"checkpoints":[`)
+		for n, id := range sortedKeys(st.Checkpoints) {
+			cp := *st.Checkpoints[id]
+			cp.SessionID = sid
+			cp.State = raw.hold(cp.State)
+			if n > 0 {
+				ew.str(",")
+			}
+			ew.splicedJSON(&raw, cp)
+		}
+		ew.str("]")
+	}
+	if len(flows) > 0 {
+		ew.str(`,"workflows":[`)
+		for n, wf := range flows {
+			for i := range wf.Steps {
+				wf.Steps[i].Result = raw.hold(wf.Steps[i].Result)
+			}
+			if n > 0 {
+				ew.str(",")
+			}
+			ew.splicedJSON(&raw, wf)
+		}
+		ew.str("]")
+	}
+	ew.str("}")
+	return gen, ew.err
+}
+
+// envWriter writes an envelope's pieces, keeping the first error.
+type envWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (ew *envWriter) bytes(b []byte) {
+	if ew.err == nil {
+		_, ew.err = ew.w.Write(b)
+	}
+}
+
+func (ew *envWriter) str(s string) {
+	if ew.err == nil {
+		_, ew.err = io.WriteString(ew.w, s)
+	}
+}
+
+func (ew *envWriter) json(v any) {
+	if ew.err != nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		ew.err = session.Wrap(session.CodeInternal, err, "engine.Export: marshal")
+		return
+	}
+	ew.bytes(b)
+}
+
+// splicedJSON writes v, whose opaque values raw holds, and lets them go.
+func (ew *envWriter) splicedJSON(raw *rawSplicer, v any) {
+	if ew.err != nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		ew.err = session.Wrap(session.CodeInternal, err, "engine.Export: marshal")
+		return
+	}
+	ew.spliced(raw, b)
+	raw.vals = raw.vals[:0]
+}
+
+// spliced writes b with raw's placeholders replaced by their values.
+func (ew *envWriter) spliced(raw *rawSplicer, b []byte) {
+	if ew.err != nil {
+		return
+	}
+	out, err := raw.splice(b)
+	if err != nil {
+		ew.err = err
+		return
+	}
+	ew.bytes(out)
 }
 
 func nonNil[T any](s []T) []T {
@@ -88,27 +419,85 @@ func nonNil[T any](s []T) []T {
 // reinterpreted as the bare form. An existing session id is conflict.
 // Everything is validated (and secret-named keys dropped) before anything
 // is written.
+//
+// The envelope's loop checkpoints are restored as they were (message
+// counts included), so resumeRun continues a run left running; its
+// workflows are written first, step by step (a step recorded again
+// replaces the earlier record), then the session. A workflow id the
+// target holds for another session (or for none) is conflict before
+// anything is written. So an import that fails half-way, a crash between
+// the workflows and the session included, leaves no session, and the same
+// import again completes it.
 func (e *Engine) Import(ctx context.Context, doc []byte) (api.ImportResult, error) {
 	if err := e.check(); err != nil {
 		return api.ImportResult{}, err
 	}
-	snap, err := decodeExport(doc)
+	in, err := decodeExport(doc)
 	if err != nil {
 		return api.ImportResult{}, err
 	}
+	snap := in.snap
 	sid := snap.SessionID
 	if err := session.ValidateID("session", sid); err != nil {
 		return api.ImportResult{}, err
 	}
 	snap.SchemaVersion = session.SchemaVersion
 	snap.Generation = 0
-	c := &session.Change{Replace: snap}
+	for _, cp := range in.checkpoints {
+		if err := session.ValidateID("run", cp.RunID); err != nil {
+			return api.ImportResult{}, err
+		}
+		if cp.SessionID != "" && cp.SessionID != sid {
+			return api.ImportResult{}, session.Errorf(session.CodeInvalidArgument, "import: checkpoint of run %q names session %q, not %q", cp.RunID, cp.SessionID, sid)
+		}
+	}
+	c := &session.Change{Replace: snap, RestoreCheckpoints: in.checkpoints}
 	if err := normalize(c); err != nil {
+		return api.ImportResult{}, err
+	}
+	flows := make([]string, 0, len(in.workflows))
+	for i := range in.workflows {
+		w := &in.workflows[i]
+		if err := session.ValidateID("workflow", w.WorkflowID); err != nil {
+			return api.ImportResult{}, err
+		}
+		if w.SessionID != "" && w.SessionID != sid {
+			return api.ImportResult{}, session.Errorf(session.CodeInvalidArgument, "import: workflow %q names owner %q, not session %q", w.WorkflowID, w.SessionID, sid)
+		}
+		for j := range w.Steps {
+			if err := session.NormalizeStep(w.WorkflowID, &w.Steps[j]); err != nil {
+				return api.ImportResult{}, err
+			}
+		}
+		flows = append(flows, w.WorkflowID)
+	}
+	if err := checkUniqueIDs("workflow", flows); err != nil {
 		return api.ImportResult{}, err
 	}
 	unlock := e.sessions.lock(sid)
 	defer unlock()
-	e.cache.drop(sid)
+	if _, err := e.store.Stat(ctx, sid); err == nil {
+		return api.ImportResult{}, session.Errorf(session.CodeConflict, "import: session %q already exists", sid)
+	} else if !isCode(err, session.CodeNotFound) {
+		return api.ImportResult{}, wrapStore("Import", err)
+	}
+	for _, w := range in.workflows {
+		have, err := e.store.Workflow(ctx, w.WorkflowID)
+		switch {
+		case isCode(err, session.CodeNotFound):
+		case err != nil:
+			return api.ImportResult{}, wrapStore("Import", err)
+		case have.SessionID != sid:
+			return api.ImportResult{}, session.Errorf(session.CodeConflict, "import: workflow %q already exists here, owned by session %q", w.WorkflowID, have.SessionID)
+		}
+	}
+	for _, w := range in.workflows {
+		for _, step := range w.Steps {
+			if err := e.store.SaveStep(ctx, w.WorkflowID, sid, step); err != nil {
+				return api.ImportResult{}, wrapStore("Import", err)
+			}
+		}
+	}
 	res, err := e.store.Commit(ctx, sid, c, session.CommitOptions{MustNotExist: true, Normalized: true})
 	if err != nil {
 		return api.ImportResult{}, wrapStore("Import", err)
@@ -117,8 +506,27 @@ func (e *Engine) Import(ctx context.Context, doc []byte) (api.ImportResult, erro
 	return api.ImportResult{SessionID: sid, Generation: res.Generation}, nil
 }
 
-// decodeExport reads an envelope or a bare session object into a snapshot.
-func decodeExport(doc []byte) (*session.Snapshot, error) {
+// checkUniqueIDs reports the first id that appears twice.
+func checkUniqueIDs(kind string, ids []string) error {
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if seen[id] {
+			return session.Errorf(session.CodeInvalidArgument, "import: %s %q appears twice", kind, id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+// imported is what an export document carries.
+type imported struct {
+	snap        *session.Snapshot
+	checkpoints []session.LoopCheckpoint
+	workflows   []session.Workflow
+}
+
+// decodeExport reads an envelope or a bare session object.
+func decodeExport(doc []byte) (*imported, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &top); err != nil || top == nil {
 		return nil, session.Errorf(session.CodeInvalidArgument, "import: the document is not a JSON object")
@@ -148,10 +556,10 @@ func decodeExport(doc []byte) (*session.Snapshot, error) {
 	if err := json.Unmarshal(doc, &snap); err != nil {
 		return nil, session.Wrap(session.CodeInvalidArgument, err, "import: session")
 	}
-	return &snap, nil
+	return &imported{snap: &snap}, nil
 }
 
-func decodeEnvelope(top map[string]json.RawMessage, doc []byte) (*session.Snapshot, error) {
+func decodeEnvelope(top map[string]json.RawMessage, doc []byte) (*imported, error) {
 	rawVer, ok := top["schema_version"]
 	if !ok {
 		return nil, session.Errorf(session.CodeInvalidArgument, "import: the envelope has no schema_version")
@@ -217,7 +625,7 @@ func decodeEnvelope(top map[string]json.RawMessage, doc []byte) (*session.Snapsh
 	if env.Runtime != nil {
 		s.Runtime = env.Runtime
 	}
-	return s, nil
+	return &imported{snap: s, checkpoints: env.Checkpoints, workflows: env.Workflows}, nil
 }
 
 // rawSplicer swaps opaque JSON values for placeholder strings before

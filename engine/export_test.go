@@ -62,7 +62,7 @@ func TestImport(t *testing.T) {
 		{"future envelope that also looks bare", `{"schema_version":2,"session_id":"x","session":{"session_id":"x","messages":[]}}`, session.CodeSchemaUnsupported, "", 0},
 		{"envelope version 0", `{"schema_version":0,"session":{"session_id":"z"}}`, session.CodeSchemaUnsupported, "", 0},
 		{"envelope without version", `{"session":{"session_id":"z"}}`, session.CodeInvalidArgument, "", 0},
-		{"envelope with unknown field", `{"schema_version":1,"session":{"session_id":"z"},"checkpoints":[]}`, session.CodeInvalidArgument, "", 0},
+		{"envelope with unknown field", `{"schema_version":1,"session":{"session_id":"z"},"loop_checkpoints":[]}`, session.CodeInvalidArgument, "", 0},
 		{"envelope with future session", `{"schema_version":1,"session":{"schema_version":9,"session_id":"z"}}`, session.CodeSchemaUnsupported, "", 0},
 		{"envelope with null session", `{"schema_version":1,"session":null}`, session.CodeInvalidArgument, "", 0},
 		{"existing id", `{"session_id":"exists"}`, session.CodeConflict, "", 0},

@@ -17,9 +17,14 @@ import (
 // prove is printed as unverified. Missing lists the required parts the
 // handoff lacks (see handoff.Check).
 func (e *Engine) Handoff(ctx context.Context, req api.HandoffRequest) (api.HandoffResult, error) {
-	st, err := e.loadLatest(ctx, "Handoff", req.SessionID)
-	if err != nil {
+	if err := e.checkSession(req.SessionID); err != nil {
 		return api.HandoffResult{}, err
+	}
+	// The handoff renders runs, verifications, the handoff record and
+	// files, never messages, artifacts or traces: the head is enough.
+	st, _, err := e.store.Head(ctx, req.SessionID)
+	if err != nil {
+		return api.HandoffResult{}, wrapStore("Handoff", err)
 	}
 	snap := st.Snapshot
 	files := e.sessionFiles(ctx, req.SessionID, snap)
@@ -43,6 +48,7 @@ func (e *Engine) sessionFiles(ctx context.Context, sid string, latest *session.S
 	case latest.Files == nil || latest.Files.ID == "":
 		return untracked("the latest generation was saved without a workspace manifest")
 	}
+	// An earlier generation is Load's business; it costs generation 1.
 	first, err := e.store.Load(ctx, sid, 1)
 	if err != nil {
 		return untracked("the session's first generation is no longer kept (compacted), so its files cannot be compared")

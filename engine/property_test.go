@@ -69,6 +69,25 @@ func (s *mSess) resumedFrom(r *mRun) (mCP, bool) {
 	return cp, ok
 }
 
+// superseded mirrors the engine: a run that was resumed (some run names it
+// as parent), or a pending successor that a later resume of the same run
+// replaced.
+func (s *mSess) superseded(r *mRun) bool {
+	last := func(parent string) string {
+		out := ""
+		for _, x := range s.Runs {
+			if x.Parent == parent {
+				out = x.ID
+			}
+		}
+		return out
+	}
+	if last(r.ID) != "" {
+		return true
+	}
+	return r.Parent != "" && last(r.Parent) != r.ID
+}
+
 type model struct {
 	hist map[string][]*mSess // hist[sid][g-1] is generation g
 }
@@ -361,6 +380,10 @@ func (h *harness) checkpoint(t *rapid.T) {
 	}
 	s := h.m.cur(sid).clone()
 	r := s.run(runID)
+	if s.superseded(r) {
+		wantCodeT(t, "checkpoint of a superseded run", err, session.CodeNotOwner)
+		return
+	}
 	if r.Status != session.RunRunning {
 		wantCodeT(t, "checkpoint of a run that is not running", err, session.CodeConflict)
 		return
@@ -397,6 +420,10 @@ func (h *harness) complete(t *rapid.T) {
 	}
 	s := h.m.cur(sid).clone()
 	r := s.run(runID)
+	if s.superseded(r) {
+		wantCodeT(t, "complete a superseded run", err, session.CodeNotOwner)
+		return
+	}
 	_, own := s.CPs[runID]
 	if r.Status == status && r.Ended && !own {
 		wantCodeT(t, "complete again", err, "")
@@ -644,12 +671,10 @@ func TestProperty(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			// With and without the engine's state cache.
-			cacheSize := rapid.SampledFrom([]int{-1, 1, 0}).Draw(rt, "cached sessions")
 			clock := &fakeClock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
 			ids := &seqIDs{}
 			h := &harness{
-				e:    engine.New(st, engine.Options{Now: clock.Now, NewRunID: ids.Next, CachedSessions: cacheSize}),
+				e:    engine.New(st, engine.Options{Now: clock.Now, NewRunID: ids.Next}),
 				m:    &model{hist: map[string][]*mSess{}},
 				ctx:  ctx,
 				pool: []string{"a", "b", "c"},

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/session"
@@ -33,7 +34,7 @@ func (e *Engine) BeginRun(ctx context.Context, req api.BeginRunRequest) (api.Beg
 		return api.BeginRunResult{}, err
 	}
 	now := e.clock()
-	res, _, err := e.update(ctx, sid, false, func(st *session.State) (*session.Change, error) {
+	res, _, err := e.updateHead(ctx, sid, func(st *session.State, _ session.Summary) (*session.Change, error) {
 		if findRun(st, id) != nil {
 			return nil, session.Errorf(session.CodeConflict, "run %q already exists in session %q", id, sid)
 		}
@@ -82,9 +83,10 @@ func (e *Engine) claimRunID(ctx context.Context, want string) (string, error) {
 // message count at the boundary) and updates the run's usage and tool-call
 // count, all in one atomic commit. Turns must strictly increase across a
 // run's checkpoints, and a resumed run's first turn must follow the turn it
-// resumed from (invalid_argument otherwise). A run that is not running is
-// conflict; an unknown run is not_found. A resumed run's first checkpoint
-// releases the checkpoint it was resumed from.
+// resumed from (invalid_argument otherwise). A run that resumeRun
+// superseded is not_owner, naming its successor; any other run that is not
+// running is conflict; an unknown run is not_found. A resumed run's first
+// checkpoint releases the checkpoint it was resumed from.
 func (e *Engine) Checkpoint(ctx context.Context, req api.CheckpointRequest) (api.CheckpointResult, error) {
 	if err := e.check(); err != nil {
 		return api.CheckpointResult{}, err
@@ -108,6 +110,9 @@ func (e *Engine) Checkpoint(ctx context.Context, req api.CheckpointRequest) (api
 		return api.CheckpointResult{}, err
 	}
 	res, _, err := e.withRun(ctx, req.RunID, req.SessionID, func(st *session.State, run *session.Run) (*session.Change, error) {
+		if next, head := successor(st, run); next != nil {
+			return nil, supersededError("checkpoint", run, next, head)
+		}
 		if run.Status != session.RunRunning {
 			return nil, session.Errorf(session.CodeConflict, "run %q is %s, not running; it cannot be checkpointed", run.RunID, run.Status)
 		}
@@ -147,7 +152,10 @@ func (e *Engine) Checkpoint(ctx context.Context, req api.CheckpointRequest) (api
 // its run. Ending a resumed run that had not checkpointed yet also releases
 // the checkpoint it was resumed from. Completing a run again with the status
 // it already ended with is a no-op that returns the current generation; a
-// different final status is conflict. An unknown run is not_found.
+// different final status is conflict. A run that resumeRun superseded is
+// not_owner, naming its successor, whatever the status asked for: the
+// successor owns the line (and the checkpoint it resumed from) now. An
+// unknown run is not_found.
 func (e *Engine) CompleteRun(ctx context.Context, req api.CompleteRunRequest) (api.CompleteRunResult, error) {
 	if err := e.check(); err != nil {
 		return api.CompleteRunResult{}, err
@@ -166,6 +174,9 @@ func (e *Engine) CompleteRun(ctx context.Context, req api.CompleteRunRequest) (a
 	now := e.clock()
 	var gen uint64
 	res, committed, err := e.withRun(ctx, req.RunID, req.SessionID, func(st *session.State, run *session.Run) (*session.Change, error) {
+		if next, head := successor(st, run); next != nil {
+			return nil, supersededError("completeRun", run, next, head)
+		}
 		own := st.Checkpoints[run.RunID]
 		if run.Status == req.Status && run.EndedAt != nil && own == nil {
 			gen = st.Snapshot.Generation
@@ -256,11 +267,17 @@ func (e *Engine) ResumeRun(ctx context.Context, req api.ResumeRunRequest) (*api.
 		cp, err := e.store.Checkpoint(ctx, req.RunID)
 		switch {
 		case isCode(err, session.CodeNoCheckpoint), isCode(err, session.CodeNotFound):
-			return nil, session.Errorf(session.CodeNoCheckpoint, "run %q has no loop checkpoint (unknown, ended, or never checkpointed)", req.RunID)
+			// Look at the run's record anyway, so the error says why
+			// (ended, or superseded: then it names the successor). The
+			// session's head answers with no_checkpoint and writes nothing.
+			if sid, err = e.store.FindRun(ctx, req.RunID); err != nil {
+				return nil, session.Errorf(session.CodeNoCheckpoint, "run %q has no loop checkpoint (unknown run)", req.RunID)
+			}
 		case err != nil:
 			return nil, wrapStore("ResumeRun", err)
+		default:
+			sid = cp.SessionID
 		}
-		sid = cp.SessionID
 	}
 	newID := req.NewRunID
 	if newID == "" {
@@ -273,7 +290,7 @@ func (e *Engine) ResumeRun(ctx context.Context, req api.ResumeRunRequest) (*api.
 	now := e.clock()
 	var out *api.ResumeRunResult
 	var boundary *session.ManifestRef
-	_, _, err := e.update(ctx, sid, false, func(st *session.State) (*session.Change, error) {
+	_, _, err := e.updateHead(ctx, sid, func(st *session.State, sum session.Summary) (*session.Change, error) {
 		out = nil
 		run := findRun(st, req.RunID)
 		if run == nil {
@@ -284,21 +301,38 @@ func (e *Engine) ResumeRun(ctx context.Context, req api.ResumeRunRequest) (*api.
 		}
 		cp := st.Checkpoints[run.RunID]
 		if cp == nil || run.Status == session.RunCompleted || run.Status == session.RunFailed {
-			if next := lastChild(st, run.RunID); next != nil {
-				return nil, session.Errorf(session.CodeNoCheckpoint, "run %q has no loop checkpoint: it was resumed as %q, which has moved on; resume that run", run.RunID, next.RunID)
+			if next, head := successor(st, run); next != nil {
+				return nil, session.Errorf(session.CodeNoCheckpoint, "run %q has no loop checkpoint: it was superseded by resumeRun as run %q%s, which has moved on; resume that line", run.RunID, next.RunID, lineNote(next, head))
 			}
 			return nil, session.Errorf(session.CodeNoCheckpoint, "run %q has no loop checkpoint (status %s)", run.RunID, run.Status)
 		}
-		msgs := st.Snapshot.Messages
-		if cp.MessageCount < 0 || cp.MessageCount > int64(len(msgs)) {
-			return nil, session.Errorf(session.CodeInternal, "run %q: checkpoint boundary %d is past the session's %d messages", run.RunID, cp.MessageCount, len(msgs))
+		if cp.MessageCount < 0 || cp.MessageCount > sum.MessageCount {
+			return nil, session.Errorf(session.CodeInternal, "run %q: checkpoint boundary %d is past the session's %d messages", run.RunID, cp.MessageCount, sum.MessageCount)
+		}
+		again := false
+		if existing := findRun(st, newID); existing != nil {
+			if existing.ParentRunID != run.RunID || existing.Status != session.RunRunning || st.Checkpoints[newID] != nil {
+				return nil, session.Errorf(session.CodeConflict, "run %q already exists in session %q", newID, sid)
+			}
+			again = true // the same resume again: idempotent, nothing to write
+		} else if req.NewRunID != "" {
+			// A host-chosen id that another session records is taken.
+			if _, err := e.claimRunID(ctx, newID); err != nil {
+				return nil, err
+			}
+		}
+		// Only the messages up to the boundary are read, and only once the
+		// resume is known to go ahead.
+		msgs, err := e.messagesTo(ctx, sid, st.Snapshot.Generation, cp.MessageCount)
+		if err != nil {
+			return nil, err
 		}
 		boundary = cp.Files
 		out = &api.ResumeRunResult{
 			RunID:                       newID,
 			ResumedFrom:                 run.RunID,
 			SessionID:                   sid,
-			Messages:                    cloneValues(msgs[:cp.MessageCount]),
+			Messages:                    msgs,
 			Turn:                        cp.Turn,
 			Usage:                       cp.Usage,
 			ToolCallsCount:              cp.ToolCallsCount,
@@ -306,19 +340,8 @@ func (e *Engine) ResumeRun(ctx context.Context, req api.ResumeRunRequest) (*api.
 			FilesTouchedAfterCheckpoint: []string{},
 			FilesTracked:                false,
 		}
-		if existing := findRun(st, newID); existing != nil {
-			if existing.ParentRunID == run.RunID && existing.Status == session.RunRunning && st.Checkpoints[newID] == nil {
-				return nil, nil // the same resume again: idempotent, nothing to write
-			}
-			out = nil
-			return nil, session.Errorf(session.CodeConflict, "run %q already exists in session %q", newID, sid)
-		}
-		if req.NewRunID != "" {
-			// A host-chosen id that another session records is taken.
-			if _, err := e.claimRunID(ctx, newID); err != nil {
-				out = nil
-				return nil, err
-			}
+		if again {
+			return nil, nil
 		}
 		old := *run
 		old.Status = session.RunInterrupted
@@ -368,8 +391,8 @@ func (e *Engine) ResumeRun(ctx context.Context, req api.ResumeRunRequest) (*api.
 // running; it never reaches a caller.
 var errNotRunningHere = errors.New("engine: run is not running in the guessed session")
 
-// withRun runs update on the session that records runID, passing build that
-// session's latest state and the run's record (an unknown run is not_found;
+// withRun runs updateHead on the session that records runID, passing build
+// that session's head and the run's record (an unknown run is not_found;
 // a session named by hint that does not record it is not_owner). after
 // runs as update's after, with the session id.
 //
@@ -388,7 +411,7 @@ func (e *Engine) withRun(ctx context.Context, runID, hint string,
 		return session.CommitResult{}, false, err
 	}
 	for {
-		res, ok, err := e.update(ctx, sid, false, func(st *session.State) (*session.Change, error) {
+		res, ok, err := e.updateHead(ctx, sid, func(st *session.State, _ session.Summary) (*session.Change, error) {
 			run, err := e.runIn(ctx, st, runID, hint)
 			if err != nil {
 				return nil, err
@@ -433,7 +456,8 @@ func (e *Engine) locateRun(ctx context.Context, runID, hint string) (sid string,
 }
 
 // findRunning returns a session other than except where runID is running,
-// or "". It reads only sessions that have running runs.
+// or "". It reads the head (runs, no content) of only the sessions that
+// have running runs.
 func (e *Engine) findRunning(ctx context.Context, runID, except string) (string, error) {
 	sums, err := e.store.List(ctx)
 	if err != nil {
@@ -443,7 +467,7 @@ func (e *Engine) findRunning(ctx context.Context, runID, except string) (string,
 		if s.SessionID == except || s.Runs[session.RunRunning] == 0 {
 			continue
 		}
-		st, err := e.store.Load(ctx, s.SessionID, 0)
+		st, _, err := e.store.Head(ctx, s.SessionID)
 		if err != nil {
 			continue // deleted meanwhile
 		}
@@ -525,16 +549,71 @@ func lastChild(st *session.State, runID string) *session.Run {
 	return out
 }
 
-// cloneValues copies opaque values out of a (possibly cached) state, so a
-// caller that modifies what it was handed cannot reach the engine's copy.
-func cloneValues(vs []session.Value) []session.Value {
-	out := make([]session.Value, len(vs))
-	for i, v := range vs {
-		out[i] = cloneValue(v)
+// successor returns the run that superseded run through resumeRun, and
+// the latest run of that line (head, the same run when the line has not
+// moved on), or nil, nil when run was not superseded. A run that was
+// resumed is superseded by the latest run resumed from it; a pending
+// successor that a later resume of the same run replaced is superseded by
+// that later run.
+func successor(st *session.State, run *session.Run) (next, head *session.Run) {
+	next = lastChild(st, run.RunID)
+	if next == nil && run.ParentRunID != "" {
+		if sib := lastChild(st, run.ParentRunID); sib != nil && sib.RunID != run.RunID {
+			next = sib
+		}
 	}
-	return out
+	if next == nil {
+		return nil, nil
+	}
+	head = next
+	// Bounded: a whole-snapshot save may record parent links in a cycle.
+	for range st.Snapshot.Runs {
+		c := lastChild(st, head.RunID)
+		if c == nil {
+			break
+		}
+		head = c
+	}
+	return next, head
 }
 
+// supersededError is the not_owner error of op on a run that resumeRun
+// superseded: it names the successor and, when the line has moved on past
+// it, the line's latest run.
+func supersededError(op string, run, next, head *session.Run) error {
+	return session.Errorf(session.CodeNotOwner, "%s: run %q was superseded by resumeRun: its successor is run %q%s; address that line instead",
+		op, run.RunID, next.RunID, lineNote(next, head))
+}
+
+func lineNote(next, head *session.Run) string {
+	if head == nil || head.RunID == next.RunID {
+		return ""
+	}
+	return fmt.Sprintf(" (the line's latest run is %q)", head.RunID)
+}
+
+// messagesTo reads the session's messages [0, n) as of generation gen,
+// page by page. errStale when the session is no longer at gen.
+func (e *Engine) messagesTo(ctx context.Context, sid string, gen uint64, n int64) ([]session.Value, error) {
+	out := make([]session.Value, 0, n)
+	for int64(len(out)) < n {
+		p, err := e.store.Messages(ctx, sid, session.Query{From: int64(len(out)), To: n})
+		if err != nil {
+			return nil, wrapStore("read messages", err)
+		}
+		if p.Generation != gen {
+			return nil, errStale
+		}
+		if p.From != int64(len(out)) || len(p.Items) == 0 || int64(len(out)+len(p.Items)) > n {
+			return nil, session.Errorf(session.CodeInternal, "session %q: the store answered messages %d..%d for a read of %d..%d", sid, p.From, p.Next, len(out), n)
+		}
+		out = append(out, p.Items...)
+	}
+	return out, nil
+}
+
+// cloneValue copies an opaque value, so a caller that modifies what it was
+// handed cannot reach a copy the store may share.
 func cloneValue(v session.Value) session.Value {
 	if v == nil {
 		return nil

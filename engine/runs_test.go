@@ -345,7 +345,7 @@ func TestResumeRun(t *testing.T) {
 			t.Fatalf("re-resume = %+v", r3)
 		}
 		_, err = e.Checkpoint(ctx, api.CheckpointRequest{RunID: "r2", Turn: 3})
-		wantCode(t, err, session.CodeConflict)
+		wantCode(t, err, session.CodeNotOwner) // superseded by r3
 		_, err = e.ResumeRun(ctx, api.ResumeRunRequest{RunID: "r", NewRunID: "r2"})
 		wantCode(t, err, session.CodeConflict)
 

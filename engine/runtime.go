@@ -22,27 +22,21 @@ func clampTimeout(ms int64) (time.Duration, error) {
 }
 
 // latestRuntime returns the runtime record of the session's latest
-// generation, rooted at the engine's workspace.
+// generation, rooted at the engine's workspace. It reads the session's
+// head only: the runtime record comes without messages or artifacts.
 func (e *Engine) latestRuntime(ctx context.Context, sessionID string) (*session.Runtime, error) {
 	if err := e.checkSession(sessionID); err != nil {
 		return nil, err
 	}
-	// The engine's cache of recent sessions answers without reading the
-	// whole session from the store. Sharing the cached runtime record is
-	// safe: session.Apply replaces it on change, never edits it in place.
-	unlock := e.sessions.lock(sessionID)
-	st, err := e.latestLocked(ctx, sessionID)
+	st, _, err := e.store.Head(ctx, sessionID)
 	if err != nil {
-		unlock()
 		return nil, wrapStore("runtime", err)
 	}
 	rt := st.Snapshot.Runtime
 	if rt == nil {
 		rt = &session.Runtime{}
 	}
-	rt = procs.Rooted(rt, e.root)
-	unlock()
-	return rt, nil
+	return procs.Rooted(rt, e.root), nil
 }
 
 // RuntimeCheck runs the health check of every process the session's latest

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/session"
 )
 
 // Served is the engine with every operation in the shape of its method in
@@ -17,7 +18,22 @@ type Served struct{ *Engine }
 
 // ResumeSession is Engine.ResumeSession for api.ResumeSession.
 func (s Served) ResumeSession(ctx context.Context, p api.ResumeSessionRequest) (api.ResumeSessionResult, error) {
-	return deref(s.Engine.ResumeSession(ctx, p.SessionID))
+	return deref(s.Engine.ResumeSessionWith(ctx, p))
+}
+
+// Summary is Engine.Summary for api.Summary.
+func (s Served) Summary(ctx context.Context, p api.SessionParams) (session.Summary, error) {
+	return s.Engine.Summary(ctx, p.SessionID)
+}
+
+// Artifacts is Engine.Artifacts for api.Artifacts.
+func (s Served) Artifacts(ctx context.Context, p api.SessionParams) (api.ArtifactsResult, error) {
+	return s.Engine.Artifacts(ctx, p.SessionID)
+}
+
+// Runs is Engine.Runs for api.Runs.
+func (s Served) Runs(ctx context.Context, p api.SessionParams) (api.RunsResult, error) {
+	return s.Engine.Runs(ctx, p.SessionID)
 }
 
 // ResumeRun is Engine.ResumeRun for api.ResumeRun.

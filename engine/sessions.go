@@ -73,7 +73,6 @@ func (e *Engine) Save(ctx context.Context, req api.SaveRequest) (api.SaveResult,
 	if err != nil {
 		return api.SaveResult{}, wrapStore("Save", err)
 	}
-	e.advanceLocked(sid, c, res)
 	e.events.publish(committedEvent(sid, res.Generation))
 	return api.SaveResult{Generation: res.Generation}, nil
 }
@@ -124,7 +123,9 @@ func (e *Engine) saveSnapshot(ctx context.Context, sid string, replace *session.
 }
 
 // ResumeSession returns the latest generation of the session: its snapshot,
-// generation, workspace drift and the runs that can be resumed.
+// generation, workspace drift and the runs that can be resumed. It is
+// ResumeSessionWith without options, and is too_large when the session
+// is larger than the reply size limit (Options.MaxReplyBytes).
 //
 // api.Drift names the workspace files added, modified and deleted since the
 // generation was saved, compared with the workspace as it is now (exact
@@ -139,20 +140,7 @@ func (e *Engine) saveSnapshot(ctx context.Context, sid string, replace *session.
 // (Status interrupted, ResumedAs naming the successor); both are resumed
 // with ResumeRun on the listed run id.
 func (e *Engine) ResumeSession(ctx context.Context, sessionID string) (*api.ResumeSessionResult, error) {
-	st, err := e.loadLatest(ctx, "ResumeSession", sessionID)
-	if err != nil {
-		return nil, err
-	}
-	if err := session.CheckSchema("snapshot", st.Snapshot.SchemaVersion); err != nil {
-		return nil, err
-	}
-	return &api.ResumeSessionResult{
-		Snapshot:        st.Snapshot,
-		Generation:      st.Snapshot.Generation,
-		Drift:           e.drift(ctx, st.Snapshot.Files),
-		InterruptedRuns: interruptedRuns(st),
-		Processes:       e.probeProcesses(ctx, st.Snapshot.Runtime),
-	}, nil
+	return e.ResumeSessionWith(ctx, api.ResumeSessionRequest{SessionID: sessionID})
 }
 
 func interruptedRuns(st *session.State) []api.InterruptedRun {
@@ -204,7 +192,6 @@ func (e *Engine) Delete(ctx context.Context, sessionID string) error {
 	}
 	unlock := e.sessions.lock(sessionID)
 	defer unlock()
-	e.cache.drop(sessionID)
 	if err := e.store.Delete(ctx, sessionID); err != nil {
 		return wrapStore("Delete", err)
 	}
@@ -228,29 +215,55 @@ func (e *Engine) Fork(ctx context.Context, req api.ForkRequest) (api.ForkResult,
 	if err := session.ValidateID("session", req.NewID); err != nil {
 		return api.ForkResult{}, err
 	}
-	src, err := e.store.Load(ctx, req.SessionID, req.AtGeneration)
-	if err != nil {
-		return api.ForkResult{}, wrapStore("Fork", err)
-	}
-	snap := src.Snapshot
-	snap.SessionID = req.NewID
-	snap.Generation = 0
-	snap.CreatedAt, snap.UpdatedAt = e.clock(), e.clock()
-	for i := range snap.Runs {
-		if snap.Runs[i].Status == session.RunRunning {
-			snap.Runs[i].Status = session.RunInterrupted
-		}
-	}
-	c := &session.Change{Replace: snap}
-	if err := normalize(c); err != nil {
-		return api.ForkResult{}, err
-	}
 	unlock := e.sessions.lock(req.NewID)
 	defer unlock()
-	e.cache.drop(req.NewID)
-	res, err := e.store.Commit(ctx, req.NewID, c, session.CommitOptions{MustNotExist: true, Normalized: true})
-	if err != nil {
-		return api.ForkResult{}, wrapStore("Fork", err)
+	// The copy is made inside the store: the engine reads only the runs
+	// (from the head, or from the forked generation when it is an earlier
+	// one) to mark the running ones interrupted in the copy. The copy is
+	// pinned to the generation the runs were read at; one compacted away
+	// in between is read again.
+	var res session.CommitResult
+	for attempt := 0; ; attempt++ {
+		head, sum, err := e.store.Head(ctx, req.SessionID)
+		if err != nil {
+			return api.ForkResult{}, wrapStore("Fork", err)
+		}
+		at, runs := sum.Generation, head.Snapshot.Runs
+		if req.AtGeneration != 0 && req.AtGeneration != at {
+			if req.AtGeneration > at {
+				return api.ForkResult{}, session.Errorf(session.CodeNotFound, "session %q has no generation %d (latest is %d)", req.SessionID, req.AtGeneration, at)
+			}
+			old, err := e.store.Load(ctx, req.SessionID, req.AtGeneration)
+			if err != nil {
+				return api.ForkResult{}, wrapStore("Fork", err)
+			}
+			at, runs = req.AtGeneration, old.Snapshot.Runs
+		}
+		var then *session.Change
+		for _, r := range runs {
+			if r.Status == session.RunRunning {
+				if then == nil {
+					then = &session.Change{}
+				}
+				r.Status = session.RunInterrupted
+				then.UpsertRuns = append(then.UpsertRuns, r)
+			}
+		}
+		if then != nil {
+			if err := normalize(then); err != nil {
+				return api.ForkResult{}, err
+			}
+		}
+		res, err = e.store.Copy(ctx, req.SessionID, req.NewID, at, then)
+		if err != nil && isCode(err, session.CodeNotFound) && req.AtGeneration == 0 && attempt < 3 {
+			if _, serr := e.store.Stat(ctx, req.SessionID); serr == nil {
+				continue
+			}
+		}
+		if err != nil {
+			return api.ForkResult{}, wrapStore("Fork", err)
+		}
+		break
 	}
 	e.events.publish(committedEvent(req.NewID, res.Generation))
 	return api.ForkResult{SessionID: req.NewID, Generation: res.Generation}, nil

@@ -12,14 +12,13 @@ import (
 )
 
 // overGrownLocked reports whether sf's log holds more dead bytes than live
-// ones, and at least CompactMinBytes of them, and has grown by at least
-// CompactMinBytes since it was last compacted. The live count leaves out
-// framing, so a log just compacted can look overgrown: the last condition
-// is what stops compaction from running again on an unchanged log. sf.mu
-// is held.
+// ones, and at least CompactMinBytes of them. The live count leaves out
+// framing, so the framing a compacted log turned out to need (overhead) is
+// not counted as dead: otherwise a small log just compacted could look
+// overgrown and be compacted again and again. sf.mu is held.
 func (s *Store) overGrownLocked(sf *sessionFile) bool {
-	live, size := sf.t.live, sf.size
-	return size > 2*live && size-live >= s.opts.CompactMinBytes && size-sf.compacted >= s.opts.CompactMinBytes
+	live, dead := sf.t.live, sf.size-sf.t.live-sf.overhead
+	return dead > live && dead >= s.opts.CompactMinBytes
 }
 
 // maybeCompactLocked starts a background compaction of sf when its log has
@@ -165,7 +164,8 @@ func (s *Store) compact(sf *sessionFile) error {
 	}
 	s.closeLog(sf)
 	s.adoptLog(sf, recordlog.Adopt(f, final, newSize))
-	sf.size, sf.t, sf.compacted = newSize, next, newSize
+	sf.size, sf.t = newSize, next
+	sf.overhead = max(newSize-next.live, 0)
 	if err != nil {
 		// The new log is complete and in place, but its name may not be
 		// durable; appending to it could lose acknowledged commits if the
@@ -194,7 +194,11 @@ func writeLog(tmp *atomicfile.Temp, fr frameReader, t *tracker, id string, withC
 	var fb frameBuf
 	fb.buf = append(fb.buf, logMagic...)
 	fb.begin()
-	if err := writeLive(&fb, write, fr, t, id, withCheckpoints); err != nil {
+	created := t.created
+	if !withCheckpoints {
+		created = at // a copy is created when it is made
+	}
+	if err := writeLive(&fb, write, fr, t, id, created, withCheckpoints); err != nil {
 		return 0, err
 	}
 	if then != nil {

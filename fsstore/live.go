@@ -3,6 +3,7 @@ package fsstore
 import (
 	"io"
 	"slices"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -77,10 +78,11 @@ func elements(p []byte, bytes bool) ([][]byte, error) {
 // writeLive frames the latest generation of the session indexed by t, read
 // from fr, as records of one open commit in fb: the content of a compacted
 // log (withCheckpoints, keeping which generation added what) or of a copy
-// under another id (no checkpoints; everything is then generation 1). It
+// under another id (no checkpoints; everything is then generation 1),
+// created at created. It
 // reads and writes a bounded amount at a time, flushing fb through write,
 // so it costs what the session holds on disk and little memory.
-func writeLive(fb *frameBuf, write func([]byte) error, fr frameReader, t *tracker, id string, withCheckpoints bool) error {
+func writeLive(fb *frameBuf, write func([]byte) error, fr frameReader, t *tracker, id string, created time.Time, withCheckpoints bool) error {
 	flush := func() {
 		if len(fb.buf) >= flushAt {
 			fb.flush(write)
@@ -95,7 +97,7 @@ func writeLive(fb *frameBuf, write func([]byte) error, fr frameReader, t *tracke
 		flush()
 		return fb.err
 	}
-	fb.add(kindReset, resetRec{SessionID: id, CreatedAt: t.created})
+	fb.add(kindReset, resetRec{SessionID: id, CreatedAt: created})
 	for _, k := range []byte{kindWorkspace, kindAgent} {
 		if it, ok := t.single[k]; ok {
 			if err := verbatim(it); err != nil {

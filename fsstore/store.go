@@ -106,7 +106,7 @@ type sessionFile struct {
 	path       string
 	log        *recordlog.File // nil until the first commit creates the file, and while closed (see logFor)
 	size       int64           // committed size of the log
-	compacted  int64           // its size after the last compaction
+	overhead   int64           // framing of the log beyond its live bytes, as of the last compaction
 	t          *tracker
 	open       *list.Element // in s.lru while log is open
 	broken     error         // set when the file must not be written again

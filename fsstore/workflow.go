@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/internal/recordlog"
@@ -136,6 +138,28 @@ func (s *Store) Workflow(ctx context.Context, id string) (*session.Workflow, err
 		}
 		return session.CloneWorkflow(wf.w), nil
 	}
+}
+
+// Workflows returns copies of the workflows sessionID owns, by id.
+func (s *Store) Workflows(ctx context.Context, sessionID string) ([]*session.Workflow, error) {
+	if err := session.ValidateID("session", sessionID); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	out := []*session.Workflow{}
+	for _, wf := range s.workflows {
+		wf.mu.Lock()
+		if wf.w.SessionID == sessionID && !wf.gone && wf.gen > 0 {
+			out = append(out, session.CloneWorkflow(wf.w))
+		}
+		wf.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b *session.Workflow) int { return strings.Compare(a.WorkflowID, b.WorkflowID) })
+	return out, nil
 }
 
 // SaveStep durably records a completed step: one append and one fdatasync

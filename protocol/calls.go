@@ -37,6 +37,52 @@ func (c *Client) ResumeSession(ctx context.Context, sessionID string) (*api.Resu
 	return &r, nil
 }
 
+// ResumeSessionWith returns what a new agent is handed for a session,
+// trimmed by the request's options (a message tail, artifacts as metadata
+// or none, no traces, no drift, no process checks).
+func (c *Client) ResumeSessionWith(ctx context.Context, req api.ResumeSessionRequest) (*api.ResumeSessionResult, error) {
+	r, err := Do(ctx, c, api.ResumeSession, req)
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Summary describes a session without its content.
+func (c *Client) Summary(ctx context.Context, sessionID string) (session.Summary, error) {
+	return Do(ctx, c, api.Summary, api.SessionParams{SessionID: sessionID})
+}
+
+// Messages returns a page of a session's messages.
+func (c *Client) Messages(ctx context.Context, req api.MessagesRequest) (api.MessagesResult, error) {
+	return Do(ctx, c, api.Messages, req)
+}
+
+// Artifact returns one artifact of a session with its data.
+func (c *Client) Artifact(ctx context.Context, req api.ArtifactRequest) (api.ArtifactResult, error) {
+	return Do(ctx, c, api.Artifact, req)
+}
+
+// Artifacts lists a session's artifacts without their data.
+func (c *Client) Artifacts(ctx context.Context, sessionID string) (api.ArtifactsResult, error) {
+	return Do(ctx, c, api.Artifacts, api.SessionParams{SessionID: sessionID})
+}
+
+// Run returns one run with its latest loop checkpoint.
+func (c *Client) Run(ctx context.Context, req api.RunRequest) (api.RunResult, error) {
+	return Do(ctx, c, api.Run, req)
+}
+
+// Runs lists a session's runs.
+func (c *Client) Runs(ctx context.Context, sessionID string) (api.RunsResult, error) {
+	return Do(ctx, c, api.Runs, api.SessionParams{SessionID: sessionID})
+}
+
+// RunEvents returns a page of a run's traces and kept loop checkpoints.
+func (c *Client) RunEvents(ctx context.Context, req api.RunEventsRequest) (api.RunEventsResult, error) {
+	return Do(ctx, c, api.RunEvents, req)
+}
+
 // BeginRun starts a run.
 func (c *Client) BeginRun(ctx context.Context, req api.BeginRunRequest) (api.BeginRunResult, error) {
 	return Do(ctx, c, api.BeginRun, req)
@@ -104,6 +150,18 @@ func (c *Client) Export(ctx context.Context, sessionID string) ([]byte, error) {
 // Import stores a session from a JSON envelope.
 func (c *Client) Import(ctx context.Context, envelope []byte) (api.ImportResult, error) {
 	return Do(ctx, c, api.Import, api.ImportParams{Envelope: envelope})
+}
+
+// ExportFile has the daemon write a session's envelope to the file at path
+// (absolute, on the daemon's machine) as it reads the session.
+func (c *Client) ExportFile(ctx context.Context, sessionID, path string) (api.ExportFileResult, error) {
+	return Do(ctx, c, api.ExportFile, api.ExportFileRequest{SessionID: sessionID, Path: path})
+}
+
+// ImportFile has the daemon import the envelope in the file at path
+// (absolute, on the daemon's machine).
+func (c *Client) ImportFile(ctx context.Context, path string) (api.ImportResult, error) {
+	return Do(ctx, c, api.ImportFile, api.ImportFileRequest{Path: path})
 }
 
 // Changes returns the workspace files changed since the clock since (""

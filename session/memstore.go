@@ -308,9 +308,11 @@ func (s *MemStore) Copy(ctx context.Context, src, dst string, at uint64, then *C
 	}
 	now := s.now()
 	copied := &State{}
-	Apply(copied, dst, &Change{Replace: st.Snapshot}, 1, now)
+	snap := *st.Snapshot
+	snap.CreatedAt = time.Time{} // a copy is a new session, created now
+	Apply(copied, dst, &Change{Replace: &snap}, 1, now)
 	ms := &memSession{ckpts: map[string][]RunEvent{}}
-	ms.track(&Change{Replace: st.Snapshot}, copied, 1)
+	ms.track(&Change{Replace: &snap}, copied, 1)
 	if then != nil {
 		Apply(copied, dst, then, 1, now)
 		ms.track(then, copied, 1)
@@ -410,6 +412,26 @@ func (s *MemStore) Workflow(ctx context.Context, id string) (*Workflow, error) {
 		return nil, Errorf(CodeNotFound, "workflow %q not found", id)
 	}
 	return CloneWorkflow(w), nil
+}
+
+// Workflows returns copies of the workflows sessionID owns, by id.
+func (s *MemStore) Workflows(ctx context.Context, sessionID string) ([]*Workflow, error) {
+	if err := ValidateID("session", sessionID); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	out := []*Workflow{}
+	for _, w := range s.workflows {
+		if w.SessionID == sessionID {
+			out = append(out, CloneWorkflow(w))
+		}
+	}
+	slices.SortFunc(out, func(a, b *Workflow) int { return strings.Compare(a.WorkflowID, b.WorkflowID) })
+	return out, nil
 }
 
 // CloneWorkflow returns a deep copy of w.

@@ -133,8 +133,8 @@ type Reader interface {
 	// Copy creates session dst (which must not exist: conflict) from the
 	// latest generation of src (or generation at, when at is not 0)
 	// without its loop checkpoints, with then (a normalised delta, may be
-	// nil) applied, as generation 1 of dst. The content is copied inside
-	// the store.
+	// nil) applied, as generation 1 of dst, created now. The content is
+	// copied inside the store.
 	Copy(ctx context.Context, src, dst string, at uint64, then *Change) (CommitResult, error)
 }
 

@@ -64,6 +64,11 @@ type Store interface {
 	// Workflow returns the checkpoint of workflowID, or ErrNotFound.
 	Workflow(ctx context.Context, workflowID string) (*Workflow, error)
 
+	// Workflows returns the checkpoints of the workflows sessionID owns,
+	// ordered by workflow id (none: an empty list, whether or not the
+	// session exists). Export carries them.
+	Workflows(ctx context.Context, sessionID string) ([]*Workflow, error)
+
 	// SaveStep durably records a completed step, creating the workflow
 	// checkpoint (owned by sessionID, which may be empty) when needed. A
 	// step recorded again replaces the earlier record.

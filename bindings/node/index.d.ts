@@ -9,6 +9,9 @@
 // metadata values) are any JSON value.
 
 import type {
+  Artifact,
+  ArtifactResult,
+  ArtifactsResult,
   BeginRunResult,
   Change,
   ChangeSet,
@@ -16,16 +19,21 @@ import type {
   CompleteRunResult,
   Envelope,
   Event,
+  ExportFileResult,
   ForkResult,
   HandoffResult,
   HelloResult,
   ImportResult,
   Json,
   LibStatus,
+  MessagesResult,
   Methods,
   RestartResult,
   ResumeRunResult,
   ResumeSessionResult,
+  RunEventsResult,
+  RunResult,
+  RunsResult,
   RuntimeCheckResult,
   Snapshot,
   StepRecord,
@@ -48,13 +56,66 @@ export interface ConnectOptions {
   daemonArgs?: string[];
 }
 
+/** An artifact as save takes it: its data may be bytes, sent as base64. */
+export type ArtifactArg = Omit<Artifact, 'data'> & { data?: string | Uint8Array };
+
+/** A Change as save takes it: artifact data may be bytes. */
+export type ChangeArg = Omit<Change, 'append_artifacts' | 'put_artifacts'> & {
+  /** New artifacts; an id the session already holds is a ConflictError naming it. */
+  append_artifacts?: ArtifactArg[];
+  /** Artifacts added or replaced by id. */
+  put_artifacts?: ArtifactArg[];
+};
+
+/** A Snapshot as save takes it: what the library owns may be left out, artifact data may be bytes. */
+export type SnapshotArg = Partial<Omit<Snapshot, 'artifacts'>> & { artifacts?: ArtifactArg[] };
+
 export interface SaveOptions {
   /** A whole snapshot; the library fills in what it owns (generation, times). */
-  snapshot?: Partial<Snapshot>;
+  snapshot?: SnapshotArg;
   /** A delta commit. */
-  change?: Change;
+  change?: ChangeArg;
   /** Fail with ConflictError unless the session is at this generation. */
   expectGeneration?: number;
+}
+
+export interface ResumeSessionOptions {
+  /** Only the last N messages (the result's messages_from says where they start). */
+  messagesTail?: number;
+  /** 'full' (default): with data; 'metadata': without data; 'none': no artifacts. */
+  artifacts?: 'full' | 'metadata' | 'none';
+  /** 'all' (default) or 'none'. */
+  traces?: 'all' | 'none';
+  /** false: skip workspace drift (reported as not tracked). Default true. */
+  drift?: boolean;
+  /** false: skip the process health checks (processes is empty). Default true. */
+  processes?: boolean;
+}
+
+/**
+ * The paging of a read: at most `limit` items and, past the first, at most
+ * `maxBytes` of them (0 or none: no limit). A page of a non-empty range
+ * holds at least one item; while the result's `more`, ask again from its `next`.
+ */
+export interface PageOptions {
+  /** Index of the first item (default 0). */
+  from?: number;
+  /** Items added (or committed) after this generation, instead of from/to. */
+  sinceGeneration?: number;
+  limit?: number;
+  maxBytes?: number;
+}
+
+export interface MessagesOptions extends PageOptions {
+  /** End of the range, exclusive (0 or none: the end). */
+  to?: number;
+  /** The last N messages, instead of from/to/sinceGeneration. */
+  tail?: number;
+}
+
+export interface RunEventsOptions extends PageOptions {
+  /** The session that records the run (else NotOwnerError). */
+  sessionId?: string;
 }
 
 export interface CheckpointOptions {
@@ -116,7 +177,23 @@ export class Client {
   hello(): Promise<HelloResult>;
   /** Saves a snapshot or a delta change; resolves to the new generation. */
   save(sessionId: string, options: SaveOptions): Promise<number>;
-  resumeSession(sessionId: string): Promise<ResumeSessionResult>;
+  /** The session for a new agent: by default the whole of it, with drift and process checks. */
+  resumeSession(sessionId: string, options?: ResumeSessionOptions): Promise<ResumeSessionResult>;
+  /** Generation, counts, sizes and times; no content. */
+  summary(sessionId: string): Promise<Summary>;
+  /** A page of messages: a range by index, the last `tail`, or those since a generation. */
+  messages(sessionId: string, options?: MessagesOptions): Promise<MessagesResult>;
+  /** One artifact with its data (base64). */
+  artifact(sessionId: string, artifactId: string): Promise<ArtifactResult>;
+  /** One artifact's data as bytes (a Buffer). */
+  artifactBytes(sessionId: string, artifactId: string): Promise<Uint8Array>;
+  /** Every artifact without its data. */
+  artifacts(sessionId: string): Promise<ArtifactsResult>;
+  /** One run, its latest loop checkpoint and the run that resumed it. */
+  run(runId: string, options?: { sessionId?: string }): Promise<RunResult>;
+  runs(sessionId: string): Promise<RunsResult>;
+  /** A page of a run's traces and kept loop checkpoints, in commit order. */
+  runEvents(runId: string, options?: RunEventsOptions): Promise<RunEventsResult>;
   beginRun(sessionId: string, options?: { runId?: string }): Promise<BeginRunResult>;
   checkpoint(runId: string, options: CheckpointOptions): Promise<CheckpointResult>;
   completeRun(
@@ -151,6 +228,14 @@ export class Client {
   fork(sessionId: string, newId: string, options?: { atGeneration?: number }): Promise<ForkResult>;
   /** The session's single-file JSON envelope. */
   export(sessionId: string): Promise<Envelope>;
+  /**
+   * Writes the session's envelope into a file, page by page, renamed into
+   * place when complete (by the daemon in daemon mode). A relative path is
+   * resolved against this process's working directory.
+   */
+  exportFile(sessionId: string, path: string): Promise<ExportFileResult>;
+  /** Imports the envelope (or bare session) in a file; a relative path is resolved here. */
+  importFile(path: string): Promise<ImportResult>;
   /** Imports an envelope (object, or its JSON text as a string or bytes) or a bare session. */
   import(envelope: object | string | Uint8Array): Promise<ImportResult>;
   /** What changed in the workspace after the clock `since` (none: everything, fresh_instance true). */

@@ -285,6 +285,48 @@ function need(v, what) {
   return v;
 }
 
+const RESUME_OPTIONS = ['messagesTail', 'artifacts', 'traces', 'drift', 'processes'];
+const MESSAGES_OPTIONS = ['tail', 'from', 'to', 'sinceGeneration', 'limit', 'maxBytes'];
+const RUN_EVENTS_OPTIONS = ['sessionId', 'from', 'sinceGeneration', 'limit', 'maxBytes'];
+
+// The wire name of each query option.
+const QUERY_FIELDS = {
+  tail: 'tail',
+  from: 'from',
+  to: 'to',
+  sinceGeneration: 'since_generation',
+  limit: 'limit',
+  maxBytes: 'max_bytes',
+};
+
+/**
+ * Returns options after checking that it names only allowed keys: a
+ * misspelt option (or a wire name such as since_generation) would
+ * otherwise be dropped silently and widen the read.
+ */
+function only(options, allowed, what) {
+  if (options === null || typeof options !== 'object') throw new TypeError(`${what}: options must be an object`);
+  for (const k of Object.keys(options)) {
+    if (!allowed.includes(k)) throw new TypeError(`${what}: unknown option ${JSON.stringify(k)} (known: ${allowed.join(', ')})`);
+  }
+  return options;
+}
+
+/** Copies the set query options of q into the params p, by wire name. */
+function query(p, q) {
+  for (const [k, wire] of Object.entries(QUERY_FIELDS)) {
+    if (q[k] !== undefined && q[k] !== null) p[wire] = q[k];
+  }
+}
+
+/** A JSON.stringify replacer that writes bytes (any Uint8Array) as base64. */
+function bytesAsBase64(k, v) {
+  // this[k] is the value before its toJSON (a Buffer's gives {type, data}).
+  const o = this[k];
+  if (o instanceof Uint8Array) return Buffer.from(o.buffer, o.byteOffset, o.byteLength).toString('base64');
+  return v;
+}
+
 class Client {
   /** @internal use connect() */
   constructor(handle, options) {
@@ -316,18 +358,102 @@ class Client {
     return invoke(this, 'hello', undefined);
   }
 
+  /**
+   * Saves a whole snapshot or a delta change; resolves to the new
+   * generation. Artifact data may be given as bytes (a Buffer or any
+   * Uint8Array): it travels as base64, as the wire has it.
+   */
   async save(sessionId, { snapshot, change, expectGeneration } = {}) {
     need(sessionId, 'sessionId');
     const p = { session_id: sessionId };
     if (snapshot !== undefined) p.snapshot = snapshot;
     if (change !== undefined) p.change = change;
     if (expectGeneration !== undefined && expectGeneration !== null) p.expect_generation = expectGeneration;
-    const r = await this._call('save', p);
+    const r = await invoke(this, 'save', JSON.stringify(p, bytesAsBase64));
     return r.generation;
   }
 
-  resumeSession(sessionId) {
-    return this._call('resumeSession', { session_id: need(sessionId, 'sessionId') });
+  /**
+   * What a new agent is handed for a session. Without options: the whole
+   * session, with workspace drift and process health checks. messagesTail
+   * keeps only the last N messages (the result's messages_from says where
+   * they start, message_count how many there are); artifacts 'metadata'
+   * leaves out their data and 'none' leaves them out; traces 'none' leaves
+   * out the traces; drift and processes false skip those checks.
+   */
+  resumeSession(sessionId, options = {}) {
+    const { messagesTail, artifacts, traces, drift, processes } = only(options, RESUME_OPTIONS, 'resumeSession');
+    const p = { session_id: need(sessionId, 'sessionId') };
+    if (messagesTail !== undefined) p.messages_tail = messagesTail;
+    if (artifacts !== undefined) p.artifacts = artifacts;
+    if (traces !== undefined) p.traces = traces;
+    if (drift !== undefined) p.drift = drift;
+    if (processes !== undefined) p.processes = processes;
+    return this._call('resumeSession', p);
+  }
+
+  /** The session's summary: generation, counts, sizes and times; no content. */
+  summary(sessionId) {
+    return this._call('summary', { session_id: need(sessionId, 'sessionId') });
+  }
+
+  /**
+   * A page of the session's messages: [from, to) by index (to 0 or none:
+   * to the end), or the last `tail`, or those added after generation
+   * `sinceGeneration`. `limit` (count) and `maxBytes` cut the page short,
+   * but a page of a non-empty range holds at least one message; while
+   * `more`, ask again from `next`.
+   */
+  messages(sessionId, options = {}) {
+    const p = { session_id: need(sessionId, 'sessionId') };
+    query(p, only(options, MESSAGES_OPTIONS, 'messages'));
+    return this._call('messages', p);
+  }
+
+  /** One artifact with its data (base64, as the wire has it; see artifactBytes). */
+  artifact(sessionId, artifactId) {
+    return this._call('artifact', { session_id: need(sessionId, 'sessionId'), artifact_id: need(artifactId, 'artifactId') });
+  }
+
+  /** One artifact's data as a Buffer. */
+  async artifactBytes(sessionId, artifactId) {
+    const r = await this.artifact(sessionId, artifactId);
+    return Buffer.from(r.artifact.data || '', 'base64');
+  }
+
+  /** The session's artifacts without their data: ids, kinds, sizes, sha256 and metadata. */
+  artifacts(sessionId) {
+    return this._call('artifacts', { session_id: need(sessionId, 'sessionId') });
+  }
+
+  /**
+   * One run with its latest loop checkpoint (when it has one) and the run
+   * that resumed it (resumed_as, when one did). sessionId, when given, must
+   * be the session that records the run (else NotOwnerError).
+   */
+  run(runId, { sessionId } = {}) {
+    const p = { run_id: need(runId, 'runId') };
+    if (sessionId) p.session_id = sessionId;
+    return this._call('run', p);
+  }
+
+  /** The session's runs. */
+  runs(sessionId) {
+    return this._call('runs', { session_id: need(sessionId, 'sessionId') });
+  }
+
+  /**
+   * A page of a run's events (its traces and kept loop checkpoints, in
+   * commit order), from index `from` or those committed after generation
+   * `sinceGeneration`, cut short by `limit` and `maxBytes`; while `more`,
+   * ask again from `next`.
+   */
+  runEvents(runId, options = {}) {
+    const { sessionId, ...q } = only(options, RUN_EVENTS_OPTIONS, 'runEvents');
+    const p = { run_id: need(runId, 'runId') };
+    if (sessionId) p.session_id = sessionId;
+    query(p, q);
+    return this._call('runEvents', p);
   }
 
   beginRun(sessionId, { runId } = {}) {
@@ -449,6 +575,22 @@ class Client {
   async export(sessionId) {
     const r = await this._call('export', { session_id: need(sessionId, 'sessionId') });
     return r.envelope;
+  }
+
+  /**
+   * Exports a session into a file: the same envelope as export, written
+   * page by page (the writer's memory stays bounded whatever the session's
+   * size) and renamed into place when complete. In daemon mode the daemon
+   * writes it, with its permissions; a relative path is resolved against
+   * this process's working directory.
+   */
+  exportFile(sessionId, file) {
+    return this._call('exportFile', { session_id: need(sessionId, 'sessionId'), path: path.resolve(need(file, 'path')) });
+  }
+
+  /** Imports the envelope (or bare session) in a file, as import takes it; a relative path is resolved here. */
+  importFile(file) {
+    return this._call('importFile', { path: path.resolve(need(file, 'path')) });
   }
 
   /** Imports an envelope: an object, or its JSON text (a string, or bytes in a Buffer or Uint8Array). */

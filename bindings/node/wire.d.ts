@@ -12,11 +12,29 @@ export interface Artifact {
   id: string;
   kind?: string;
   media_type?: string;
+  metadata?: Json;
   name?: string;
   path?: string;
   run_id?: string;
   sha256?: string;
   size?: number;
+}
+
+export interface ArtifactRequest {
+  artifact_id: string;
+  session_id: string;
+}
+
+export interface ArtifactResult {
+  artifact: Artifact;
+  generation: number;
+  session_id: string;
+}
+
+export interface ArtifactsResult {
+  artifacts: Artifact[];
+  generation: number;
+  session_id: string;
 }
 
 export interface BeginRunRequest {
@@ -54,13 +72,16 @@ export interface Change {
   append_messages?: Json[];
   append_traces?: Trace[];
   checkpoint?: LoopCheckpoint | null;
+  delete_artifacts?: string[];
   drop_checkpoints?: string[];
   files?: ManifestRef | null;
   handoff?: Handoff | null;
   metadata?: { [key: string]: Json };
+  put_artifacts?: Artifact[];
   replace?: Snapshot | null;
   runtime?: Runtime | null;
   schema_version?: number;
+  truncate_messages?: number | null;
   upsert_runs?: Run[];
   upsert_subagent_tasks?: SubagentTask[];
   upsert_verifications?: Verification[];
@@ -137,6 +158,7 @@ export type Empty = Record<string, never>;
 
 export interface Envelope {
   artifacts: Artifact[];
+  checkpoints?: LoopCheckpoint[];
   handoff: Handoff | null;
   runs: Run[];
   runtime: Runtime | null;
@@ -145,11 +167,23 @@ export interface Envelope {
   subagent_tasks: SubagentTask[];
   traces: Trace[];
   verifications: Verification[];
+  workflows?: Workflow[];
 }
 
 export interface Event {
   data: { [key: string]: Json };
   event: string;
+}
+
+export interface ExportFileRequest {
+  path: string;
+  session_id: string;
+}
+
+export interface ExportFileResult {
+  bytes: number;
+  generation: number;
+  path: string;
 }
 
 export interface ExportResult {
@@ -243,6 +277,10 @@ export interface HelloResult {
   workspace: string;
 }
 
+export interface ImportFileRequest {
+  path: string;
+}
+
 export interface ImportParams {
   /** on the CBOR wire, the JSON text as a byte string */
   envelope: Envelope;
@@ -307,6 +345,26 @@ export interface ManifestRef {
   clock?: string;
   entries?: number;
   id?: string;
+}
+
+export interface MessagesRequest {
+  from?: number;
+  limit?: number;
+  max_bytes?: number;
+  session_id: string;
+  since_generation?: number;
+  tail?: number;
+  to?: number;
+}
+
+export interface MessagesResult {
+  from: number;
+  generation: number;
+  messages: Json[];
+  more: boolean;
+  next: number;
+  session_id: string;
+  total: number;
 }
 
 export interface NextEventParams {
@@ -389,10 +447,21 @@ export interface ResumeRunResult {
   usage: Usage;
 }
 
+export interface ResumeSessionRequest {
+  artifacts?: "full" | "metadata" | "none";
+  drift?: boolean | null;
+  messages_tail?: number | null;
+  processes?: boolean | null;
+  session_id: string;
+  traces?: "all" | "none";
+}
+
 export interface ResumeSessionResult {
   drift: Drift;
   generation: number;
   interrupted_runs: InterruptedRun[];
+  message_count: number;
+  messages_from: number;
   processes: ProcessState[];
   snapshot: Snapshot | null;
 }
@@ -428,10 +497,56 @@ export interface RunCompletedData {
   status: string;
 }
 
+export interface RunEvent {
+  checkpoint?: LoopCheckpoint | null;
+  generation: number;
+  kind: "trace" | "checkpoint";
+  trace?: Trace | null;
+}
+
+export interface RunEventsRequest {
+  from?: number;
+  limit?: number;
+  max_bytes?: number;
+  run_id: string;
+  session_id?: string;
+  since_generation?: number;
+}
+
+export interface RunEventsResult {
+  events: RunEvent[];
+  from: number;
+  generation: number;
+  more: boolean;
+  next: number;
+  run_id: string;
+  session_id: string;
+  total: number;
+}
+
+export interface RunRequest {
+  run_id: string;
+  session_id?: string;
+}
+
+export interface RunResult {
+  checkpoint?: LoopCheckpoint | null;
+  generation: number;
+  resumed_as?: string;
+  run: Run;
+  session_id: string;
+}
+
 export interface RunResumedData {
   generation: number;
   resumed_from: string;
   run_id: string;
+  session_id: string;
+}
+
+export interface RunsResult {
+  generation: number;
+  runs: Run[];
   session_id: string;
 }
 
@@ -551,14 +666,17 @@ export interface SubscribeResult {
 }
 
 export interface Summary {
+  artifact_count: number;
   checkpoints: number;
   /** Format: date-time. */
   created_at: string;
   generation: number;
+  live_bytes: number;
   message_count: number;
   runs?: { [key: string]: number };
   session_id: string;
   size_bytes: number;
+  trace_count: number;
   /** Format: date-time. */
   updated_at: string;
 }
@@ -584,6 +702,13 @@ export interface Verification {
   id: string;
   run_id?: string;
   summary?: string;
+}
+
+export interface Workflow {
+  schema_version: number;
+  session_id?: string;
+  steps: StepRecord[];
+  workflow_id: string;
 }
 
 export interface WorkflowParams {
@@ -613,7 +738,14 @@ export interface Methods {
   subscribe: { params: SubscribeParams; result: LibSubscription };
   unsubscribe: { params: NextEventParams; result: Empty };
   save: { params: SaveRequest; result: SaveResult };
-  resumeSession: { params: SessionParams; result: ResumeSessionResult };
+  resumeSession: { params: ResumeSessionRequest; result: ResumeSessionResult };
+  summary: { params: SessionParams; result: Summary };
+  messages: { params: MessagesRequest; result: MessagesResult };
+  artifact: { params: ArtifactRequest; result: ArtifactResult };
+  artifacts: { params: SessionParams; result: ArtifactsResult };
+  run: { params: RunRequest; result: RunResult };
+  runs: { params: SessionParams; result: RunsResult };
+  runEvents: { params: RunEventsRequest; result: RunEventsResult };
   beginRun: { params: BeginRunRequest; result: BeginRunResult };
   checkpoint: { params: CheckpointRequest; result: CheckpointResult };
   completeRun: { params: CompleteRunRequest; result: CompleteRunResult };
@@ -626,6 +758,8 @@ export interface Methods {
   fork: { params: ForkRequest; result: ForkResult };
   export: { params: SessionParams; result: ExportResult };
   import: { params: ImportParams; result: ImportResult };
+  exportFile: { params: ExportFileRequest; result: ExportFileResult };
+  importFile: { params: ImportFileRequest; result: ImportResult };
   changes: { params: ChangesParams; result: ChangeSet };
   handoff: { params: HandoffRequest; result: HandoffResult };
   "runtime.check": { params: RuntimeCheckRequest; result: RuntimeCheckResult };

@@ -139,6 +139,17 @@ func TestCLI(t *testing.T) {
 	if code != 0 || !json.Valid([]byte(exported)) {
 		t.Fatalf("export: %d %q", code, exported)
 	}
+	// -o: cairnd writes the same envelope to the file, as it reads.
+	outFile := filepath.Join(t.TempDir(), "s1-export.json")
+	if out, errs, code := cli(t, ws, "", "export", "s1", "-o", outFile); code != 0 || !strings.Contains(out, "exported s1") {
+		t.Fatalf("export -o: %d %q %q", code, out, errs)
+	}
+	if b, err := os.ReadFile(outFile); err != nil || string(b)+"\n" != exported {
+		t.Fatalf("export -o wrote %q (%v), export printed %q", b, err, exported)
+	}
+	if _, _, code := cli(t, ws, "", "ls", "-o", outFile); code != 2 {
+		t.Fatalf("-o with ls: exit %d, want 2", code)
+	}
 	if out, _, code := cli(t, ws, "", "rm", "s1"); code != 0 || !strings.Contains(out, "deleted s1") {
 		t.Fatalf("rm: %d %q", code, out)
 	}
@@ -151,6 +162,12 @@ func TestCLI(t *testing.T) {
 	// The export imports back.
 	if out, _, code := cli(t, ws, exported, "import", "-"); code != 0 || !strings.Contains(out, "imported s1") {
 		t.Fatalf("re-import: %d %q", code, out)
+	}
+	if out, _, code := cli(t, ws, "", "rm", "s1"); code != 0 || !strings.Contains(out, "deleted s1") {
+		t.Fatalf("rm: %d %q", code, out)
+	}
+	if out, errs, code := cli(t, ws, "", "import", outFile); code != 0 || !strings.Contains(out, "imported s1") {
+		t.Fatalf("import of the -o file: %d %q %q", code, out, errs)
 	}
 	if _, _, code := cli(t, ws, "", "import", filepath.Join(ws, "missing.json")); code != 1 {
 		t.Fatalf("import of a missing file: %d", code)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +40,10 @@ commands:
   runs ID          list a session's runs, with their loop checkpoints
   resume ID        what a new agent is handed: handoff, interrupted runs, drift
   rm ID            delete a session, its checkpoints and its workflows
+  messages ID      print the session's messages, one JSON value a line,
+                   read in pages; --tail N: the last N; --from A --to B:
+                   those at index A up to B (B excluded)
+  artifacts ID     list the session's artifacts without their data
   handoff ID       print HANDOFF.md rendered from the session's evidence
                    --write: write it to the workspace root instead
                    --check: list what the handoff lacks; exit 1 if anything
@@ -47,6 +52,8 @@ commands:
                    environment) unless it is healthy; exit 1 if it does not
                    come up within --timeout (default 30s)
   export ID        write the session's JSON envelope to standard output
+                   -o FILE: write it to FILE instead (replaced when complete);
+                   either way cairnd writes it page by page as it reads
   import FILE      import a session from a JSON envelope (FILE "-": stdin)
   version          print the versions of cairn, cairnd and the protocol
 
@@ -85,12 +92,18 @@ type env struct {
 	check   bool
 	restart string
 	timeout time.Duration
+
+	// Flags of messages: the range (-1: not given).
+	tail, from, to int64
+
+	// Flag of export.
+	output string
 }
 
 // Main runs the command line args (without the program name) and returns
 // the exit status.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, tail: -1, from: -1, to: -1}
 	pos, help, err := e.parse(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "cairn: %v\n\n%s", err, Usage)
@@ -170,6 +183,38 @@ func (e *env) parse(args []string) (pos []string, help bool, err error) {
 				}
 				e.timeout = d
 			}
+		case "tail", "from", "to":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return nil, false, fmt.Errorf("flag --%s needs a value", name)
+				}
+				i++
+				val = args[i]
+			}
+			n, err := strconv.ParseInt(val, 10, 64)
+			if err != nil || n < 0 {
+				return nil, false, fmt.Errorf("flag --%s: %q is not a message count or index", name, val)
+			}
+			switch name {
+			case "tail":
+				e.tail = n
+			case "from":
+				e.from = n
+			default:
+				e.to = n
+			}
+		case "o", "output":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return nil, false, fmt.Errorf("flag -%s needs a value", name)
+				}
+				i++
+				val = args[i]
+			}
+			if val == "" {
+				return nil, false, fmt.Errorf("flag -%s needs a file name", name)
+			}
+			e.output = val
 		case "workspace", "socket":
 			if !hasVal {
 				if i+1 >= len(args) {
@@ -208,7 +253,24 @@ func (e *env) run(pos []string) error {
 	if e.restart != "" && cmd != "runtime" {
 		return fmt.Errorf("%w: --restart goes with runtime", errUsage)
 	}
+	if (e.tail >= 0 || e.from >= 0 || e.to >= 0) && cmd != "messages" {
+		return fmt.Errorf("%w: --tail, --from and --to go with messages", errUsage)
+	}
+	if e.tail >= 0 && (e.from >= 0 || e.to >= 0) {
+		return fmt.Errorf("%w: give --tail or --from/--to, not both", errUsage)
+	}
+	if e.output != "" && cmd != "export" {
+		return fmt.Errorf("%w: -o goes with export", errUsage)
+	}
 	switch cmd {
+	case "messages", "artifacts":
+		if err := want(1, "one session ID"); err != nil {
+			return err
+		}
+		if cmd == "messages" {
+			return e.messages(args[0])
+		}
+		return e.artifacts(args[0])
 	case "handoff", "runtime":
 		if err := want(1, "one session ID"); err != nil {
 			return err

@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/cairn-dev/cairn/api"
@@ -181,45 +185,82 @@ func (e *env) rm(id string) error {
 	return nil
 }
 
+// export has cairnd write the envelope (exportFile), which it does page by
+// page whatever the session's size: to -o FILE, or to a private temp file
+// that is then copied to standard output and removed. The envelope is JSON
+// already, for --json and without it alike.
 func (e *env) export(id string) error {
 	c, err := e.connect()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	env, err := c.Export(e.ctx, id)
+	if e.output != "" {
+		path, err := filepath.Abs(e.output)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		r, err := c.ExportFile(e.ctx, id, path)
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return e.printJSON(r)
+		}
+		fmt.Fprintf(e.stdout, "exported %s at generation %d to %s (%d bytes)\n", id, r.Generation, r.Path, r.Bytes)
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "cairn-export-")
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	r, err := c.ExportFile(e.ctx, id, filepath.Join(dir, "envelope.json"))
 	if err != nil {
 		return err
 	}
-	// The envelope is JSON already, for --json and without it alike.
-	if _, err := e.stdout.Write(env); err != nil {
-		return err
+	f, err := os.Open(r.Path)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
 	}
-	if len(env) > 0 && env[len(env)-1] != '\n' {
-		_, err = io.WriteString(e.stdout, "\n")
+	defer f.Close()
+	if _, err := io.Copy(e.stdout, f); err != nil {
+		return fmt.Errorf("export: %w", err)
 	}
+	_, err = io.WriteString(e.stdout, "\n")
 	return err
 }
 
+// importFile has cairnd read the file (importFile, by its absolute path);
+// standard input ("-") is sent whole (import).
 func (e *env) importFile(path string) error {
-	var (
-		doc []byte
-		err error
-	)
+	var doc []byte
 	if path == "-" {
-		doc, err = io.ReadAll(e.stdin)
+		var err error
+		if doc, err = io.ReadAll(e.stdin); err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
 	} else {
-		doc, err = os.ReadFile(path)
-	}
-	if err != nil {
-		return fmt.Errorf("import: %w", err)
+		abs, err := filepath.Abs(path)
+		if err == nil {
+			_, err = os.Stat(abs) // a missing file is the caller's error, not a missing session
+		}
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		path = abs
 	}
 	c, err := e.connect()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	r, err := c.Import(e.ctx, doc)
+	var r api.ImportResult
+	if doc != nil {
+		r, err = c.Import(e.ctx, doc)
+	} else {
+		r, err = c.ImportFile(e.ctx, path)
+	}
 	if err != nil {
 		return err
 	}
@@ -255,4 +296,94 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// maxPages bounds how many pages "messages" reads, so a session that grows
+// faster than it is read cannot keep the command going.
+const maxPages = 1 << 20
+
+// messages prints the session's messages in the range of --tail or
+// --from/--to, one compact JSON value a line, reading page after page so
+// that no answer passes the daemon's message size limit.
+func (e *env) messages(id string) error {
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	req := api.MessagesRequest{SessionID: id}
+	switch {
+	case e.tail >= 0:
+		if e.tail == 0 {
+			return nil
+		}
+		req.Tail = e.tail
+	default:
+		req.From, req.To = max(e.from, 0), max(e.to, 0)
+		if e.to == 0 {
+			return nil // [from, 0) is empty, not "to the end"
+		}
+	}
+	w := bufio.NewWriter(e.stdout)
+	var line bytes.Buffer
+	for range maxPages {
+		p, err := c.Messages(e.ctx, req)
+		if err != nil {
+			return err
+		}
+		for _, m := range p.Messages {
+			line.Reset()
+			if err := json.Compact(&line, m); err != nil {
+				return fmt.Errorf("message %s: %w", id, err)
+			}
+			line.WriteByte('\n')
+			if _, err := w.Write(line.Bytes()); err != nil {
+				return err
+			}
+		}
+		if !p.More {
+			return w.Flush()
+		}
+		// The rest of the range, by index: a tail's end is where the
+		// session ended when it was first read.
+		if req.Tail > 0 {
+			req.Tail, req.To = 0, p.Total
+		}
+		req.From = p.Next
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return fmt.Errorf("messages of %s: still more after %d pages", id, maxPages)
+}
+
+// artifacts lists the session's artifacts: id, size, media type and name
+// (or path), or the listing as JSON.
+func (e *env) artifacts(id string) error {
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r, err := c.Artifacts(e.ctx, id)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(r)
+	}
+	if len(r.Artifacts) == 0 {
+		fmt.Fprintf(e.stdout, "%s has no artifacts\n", id)
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSIZE\tTYPE\tNAME")
+	for _, a := range r.Artifacts {
+		name := a.Name
+		if name == "" {
+			name = a.Path
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", a.ID, a.Size, orDash(a.MediaType), orDash(name))
+	}
+	return tw.Flush()
 }

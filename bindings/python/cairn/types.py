@@ -43,6 +43,7 @@ __all__ = [
     "ManifestRef",
     "LoopCheckpoint",
     "StepRecord",
+    "Workflow",
     "Summary",
     "Change",
     "RunEvent",
@@ -404,6 +405,18 @@ class StepRecord(_StepRecordBase, total=False):
     result: JSON
 
 
+class _WorkflowBase(TypedDict):
+    schema_version: int
+    workflow_id: str
+    steps: List[StepRecord]
+
+
+class Workflow(_WorkflowBase, total=False):
+    """A resumable workflow's checkpoint, as an export carries it."""
+
+    session_id: str
+
+
 class _SummaryBase(TypedDict):
     session_id: str
     generation: int
@@ -686,9 +699,7 @@ class ForkResult(TypedDict):
     generation: int
 
 
-class Envelope(TypedDict):
-    """The single-file JSON form of a session that export writes."""
-
+class _EnvelopeBase(TypedDict):
     schema_version: int
     session: Optional[Snapshot]
     artifacts: List[Artifact]
@@ -698,6 +709,14 @@ class Envelope(TypedDict):
     subagent_tasks: List[SubagentTask]
     handoff: Optional[Handoff]
     runtime: Optional[Runtime]
+
+
+class Envelope(_EnvelopeBase, total=False):
+    """The single-file JSON form of a session that export writes, with its
+    loop checkpoints and the workflows it owns (left out when empty)."""
+
+    checkpoints: List[LoopCheckpoint]
+    workflows: List[Workflow]
 
 
 class ExportResult(TypedDict):

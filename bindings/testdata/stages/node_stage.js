@@ -1,11 +1,12 @@
 'use strict';
 // Stage 2 of the cross-language scenario (../scenario.json), in Node.js:
-// resume the session Python saved (and was killed after), check every
-// artifact byte for byte, resume its run, checkpoint one more turn and
-// complete the run. Prints canonical JSON (sorted keys, no spaces) for the
-// driver to compare with ../expected_node.json byte for byte.
+// import the session Python exported (and was killed after) into another
+// workspace, resume it there, check every artifact byte for byte, resume its
+// run from the imported checkpoint, checkpoint one more turn and complete
+// the run. Prints canonical JSON (sorted keys, no spaces) for the driver to
+// compare with ../expected_node.json byte for byte.
 //
-// usage: node node_stage.js WORKSPACE CAIRND SCENARIO_JSON
+// usage: node node_stage.js WORKSPACE CAIRND SCENARIO_JSON EXPORT_JSON
 
 const crypto = require('node:crypto');
 const fs = require('node:fs');
@@ -27,10 +28,13 @@ function pattern(p) {
 }
 
 async function main() {
-  const [workspace, daemon, scenarioPath] = process.argv.slice(2);
+  const [workspace, daemon, scenarioPath, exportPath] = process.argv.slice(2);
   const sc = JSON.parse(fs.readFileSync(scenarioPath, 'utf8'));
   const c = await cairn.connect({ workspace, daemon });
   try {
+    if ((await c.listSessions()).some((s) => s.session_id === sc.session_id)) throw new Error('the importing workspace already has the session');
+    const imported = await c.import(fs.readFileSync(exportPath, 'utf8'));
+    if (imported.session_id !== sc.session_id) throw new Error(`imported ${imported.session_id}`);
     const r = await c.resumeSession(sc.session_id);
     const snap = r.snapshot;
     const artifacts = sc.snapshot.artifacts.map((want) => {

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Stage 1 of the cross-language scenario (../scenario.json), in Python:
 save the session, run two checkpointed turns, complete half the workflow,
-then say READY and wait to be killed with SIGKILL by the driver."""
+export the session (with its loop checkpoint and workflow) to EXPORT_JSON,
+then say READY and wait to be killed with SIGKILL by the driver.
+
+usage: python_stage.py WORKSPACE CAIRND EXPORT_JSON"""
 import json
 import os
 import sys
@@ -16,7 +19,7 @@ def pattern(p):
 
 
 def main():
-    workspace, daemon = sys.argv[1], sys.argv[2]
+    workspace, daemon, export_path = sys.argv[1], sys.argv[2], sys.argv[3]
     here = os.path.dirname(os.path.abspath(__file__))
     sc = json.load(open(os.path.join(here, "..", "scenario.json"), encoding="utf-8"))
     c = cairn.connect(workspace, daemon=daemon, daemon_args=["--idle-timeout=120s"])
@@ -33,6 +36,12 @@ def main():
     c.begin_workflow(sc["workflow_id"], [{"step_id": s["step_id"], "identity": s["identity"]} for s in steps], session_id=sid)
     for s in steps[: sc["steps_done_by_python"]]:
         c.complete_step(sc["workflow_id"], s["step_id"], s["identity"], s["result"], session_id=sid)
+    env = c.export(sid)
+    if not env.get("checkpoints") or not env.get("workflows"):
+        raise SystemExit("python stage: the export carries no loop checkpoint or workflow")
+    with open(export_path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(env, f, ensure_ascii=False)
+    os.replace(export_path + ".tmp", export_path)
     print(f"daemon_pid={c.status()['daemon']['pid']}", flush=True)
     print("READY", flush=True)
     time.sleep(600)  # the driver kills this process with SIGKILL

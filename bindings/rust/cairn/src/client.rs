@@ -282,9 +282,82 @@ impl Client {
         Ok(r.generation)
     }
 
-    /// Returns the session's latest snapshot, drift and interrupted runs.
+    /// Returns the session's latest snapshot, drift and interrupted runs:
+    /// the whole session, every artifact's bytes included. See
+    /// [`Client::resume_session_with`] for less, and the targeted reads
+    /// ([`Client::messages`], [`Client::artifact`], [`Client::summary`],
+    /// ...) for one part.
     pub fn resume_session(&self, session_id: &str) -> Result<ResumeSessionResult> {
         self.invoke(c"resumeSession", &session(session_id))
+    }
+
+    /// [`Client::resume_session`] with only what `options` asks for: a tail
+    /// of the messages, artifacts without data or none, no traces, no
+    /// drift, no process checks.
+    pub fn resume_session_with(
+        &self,
+        session_id: &str,
+        options: &ResumeOptions,
+    ) -> Result<ResumeSessionResult> {
+        self.invoke(
+            c"resumeSession",
+            &ResumeSessionRequest::new(session_id, options),
+        )
+    }
+
+    /// The session's generation, counts, sizes and timestamps, without its
+    /// content.
+    pub fn summary(&self, session_id: &str) -> Result<Summary> {
+        self.invoke(c"summary", &session(session_id))
+    }
+
+    /// A page of the session's messages (see [`MessagesQuery`]; the default
+    /// query reads them all). Query again from the page's `next` while
+    /// `more` is true.
+    pub fn messages(&self, session_id: &str, query: &MessagesQuery) -> Result<MessagesResult> {
+        self.invoke(c"messages", &MessagesRequest::new(session_id, query))
+    }
+
+    /// One artifact with its bytes ([`Artifact::bytes`]); `not_found` when
+    /// the session does not hold it.
+    pub fn artifact(&self, session_id: &str, artifact_id: &str) -> Result<ArtifactResult> {
+        self.invoke(
+            c"artifact",
+            &ArtifactRequest {
+                session_id: session_id.into(),
+                artifact_id: artifact_id.into(),
+            },
+        )
+    }
+
+    /// The session's artifacts without their bytes (`data` is `None`).
+    pub fn artifacts(&self, session_id: &str) -> Result<ArtifactsResult> {
+        self.invoke(c"artifacts", &session(session_id))
+    }
+
+    /// One run with its latest loop checkpoint, if it has one. With
+    /// `session_id`, fails with `not_owner` unless that session records
+    /// the run.
+    pub fn run(&self, run_id: &str, session_id: Option<&str>) -> Result<RunResult> {
+        self.invoke(
+            c"run",
+            &RunRequest {
+                run_id: run_id.into(),
+                session_id: session_id.map(Into::into),
+            },
+        )
+    }
+
+    /// The session's runs.
+    pub fn runs(&self, session_id: &str) -> Result<RunsResult> {
+        self.invoke(c"runs", &session(session_id))
+    }
+
+    /// A page of a run's events: the traces recorded with its id and its
+    /// kept loop checkpoints, in commit order (see [`RunEventsQuery`]).
+    /// Query again from the page's `next` while `more` is true.
+    pub fn run_events(&self, run_id: &str, query: &RunEventsQuery) -> Result<RunEventsResult> {
+        self.invoke(c"runEvents", &RunEventsRequest::new(run_id, query))
     }
 
     /// Starts a run in a session (`run_id`: None lets cairn choose one).

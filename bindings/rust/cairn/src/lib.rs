@@ -18,6 +18,15 @@
 //! # Ok::<(), cairn::Error>(())
 //! ```
 //!
+//! `resume_session` hands over the whole session. A step that needs one
+//! part reads only that part, at a cost in proportion to what it returns:
+//! [`Client::summary`], [`Client::messages`] (a tail, a range, those since
+//! a generation; paged), [`Client::artifact`] and [`Client::artifacts`]
+//! (metadata only), [`Client::run`], [`Client::runs`],
+//! [`Client::run_events`], and [`Client::resume_session_with`]
+//! ([`ResumeOptions`]). A [`Change`] edits as a delta: `truncate_messages`,
+//! `delete_artifacts`, `put_artifacts`.
+//!
 //! The raw C ABI is the `cairn-sys` crate (re-exported as [`sys`]); its
 //! build script links `libcairn.so` from `$CAIRN_LIB_DIR`, else from the
 //! repository's `build/` directory (`make lib`).

@@ -93,6 +93,16 @@ pub struct Snapshot {
 /// by id; workspace, agent, handoff, runtime and files replaced when set;
 /// metadata merged key by key (a `null` value removes the key). `replace`
 /// makes the change a whole snapshot instead.
+///
+/// A delta also edits what is there, at the cost of what it writes:
+/// `truncate_messages` keeps the first N messages (applied before
+/// `append_messages`, so truncating to i and appending replaces the
+/// messages from index i on: the compaction case); `delete_artifacts`
+/// removes artifacts by id (before `append_artifacts`) and `put_artifacts`
+/// inserts or replaces them (after it). `append_artifacts` only adds: an id
+/// the session already holds is refused with `conflict` naming the id.
+/// Truncating past the end is `invalid_argument`; deleting an artifact the
+/// session does not hold is `not_found`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Change {
@@ -112,6 +122,15 @@ pub struct Change {
     pub append_traces: Vec<Trace>,
     #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub append_artifacts: Vec<Artifact>,
+    /// Keep only the first N messages (before `append_messages`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncate_messages: Option<u64>,
+    /// Artifact ids to remove (before `append_artifacts`).
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    pub delete_artifacts: Vec<String>,
+    /// Artifacts to insert or replace by id (after `append_artifacts`).
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    pub put_artifacts: Vec<Artifact>,
     #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub upsert_runs: Vec<Run>,
     #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
@@ -180,6 +199,11 @@ pub struct Artifact {
     pub data: Option<String>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub path: String,
+    /// Free-form JSON the host attaches to the artifact. It is listed with
+    /// the artifact ([`crate::Client::artifacts`], without data), so a host
+    /// can find an artifact without reading its bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
 }
 
 impl Artifact {
@@ -442,6 +466,20 @@ pub struct StepRecord {
     pub completed_at: String,
 }
 
+/// The checkpoint of a resumable workflow, as an exported envelope carries
+/// it: its completed steps, in completion order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Workflow {
+    #[serde(default)]
+    pub schema_version: i64,
+    pub workflow_id: String,
+    /// The owning session (deleting it deletes the workflow).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub session_id: String,
+    #[serde(deserialize_with = "nullable")]
+    pub steps: Vec<StepRecord>,
+}
+
 /// A workflow step's id and the digest of its spec.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepSpec {
@@ -458,7 +496,7 @@ impl StepSpec {
     }
 }
 
-/// A session described without its content (`list_sessions`).
+/// A session described without its content (`list_sessions`, `summary`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub session_id: String,
@@ -470,13 +508,22 @@ pub struct Summary {
     pub updated_at: String,
     #[serde(default)]
     pub message_count: i64,
+    #[serde(default)]
+    pub artifact_count: i64,
+    #[serde(default)]
+    pub trace_count: i64,
     /// Run count by status.
     #[serde(default, deserialize_with = "nullable")]
     pub runs: BTreeMap<String, i64>,
     #[serde(default)]
     pub checkpoints: i64,
+    /// What the session takes in storage, history included.
     #[serde(default)]
     pub size_bytes: i64,
+    /// The encoded size of the latest generation: what a full read moves
+    /// and what the store's session size limit counts.
+    #[serde(default)]
+    pub live_bytes: i64,
 }
 
 /// Workspace files changed since a generation was saved. `tracked` false
@@ -525,6 +572,10 @@ pub struct ResumeSessionResult {
     #[serde(deserialize_with = "nullable")]
     pub snapshot: Snapshot,
     pub generation: u64,
+    /// The session's message count.
+    pub message_count: u64,
+    /// The index of `snapshot.messages[0]` (0 unless a tail was asked for).
+    pub messages_from: u64,
     pub drift: Drift,
     #[serde(deserialize_with = "nullable")]
     pub interrupted_runs: Vec<InterruptedRun>,
@@ -1032,7 +1083,8 @@ pub struct ImportParams<'a> {
 
 /// The single-file JSON form of a session that `export` writes and
 /// `import` reads: the snapshot's own fields in `session`, its records
-/// beside it. Loop and workflow checkpoints are not exported.
+/// beside it, its loop checkpoints and the workflows it owns (both left out
+/// when empty).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Envelope {
@@ -1050,6 +1102,10 @@ pub struct Envelope {
     pub subagent_tasks: Vec<SubagentTask>,
     pub handoff: Option<Handoff>,
     pub runtime: Option<Runtime>,
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<LoopCheckpoint>,
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    pub workflows: Vec<Workflow>,
 }
 
 /// The params of the wire's `hello` (libcairn's `hello` takes none and
@@ -1207,4 +1263,291 @@ pub struct RuntimeRestartRequest<'a> {
     /// milliseconds; `None`: the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+}
+
+// The targeted reads: each costs what it returns, not the session's size,
+// and answers from one generation, which it reports.
+
+/// What [`crate::Client::resume_session_with`] includes of the artifacts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IncludeArtifacts {
+    /// Every artifact with its data (the default).
+    Full,
+    /// Every artifact without its data (`data` is `None`; sha256, size and
+    /// metadata describe it).
+    Metadata,
+    /// No artifacts.
+    None,
+}
+
+/// What [`crate::Client::resume_session_with`] includes of the traces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IncludeTraces {
+    /// Every trace (the default).
+    All,
+    /// No traces.
+    None,
+}
+
+/// What [`crate::Client::resume_session_with`] includes; `None` (the
+/// [`Default`]) leaves each part as [`crate::Client::resume_session`] has
+/// it: every message, artifacts in full, every trace, drift and process
+/// checks on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct ResumeOptions {
+    /// Only the last N messages (`messages_from` in the result says where
+    /// they start; `message_count` is the session's count).
+    pub messages_tail: Option<u64>,
+    pub artifacts: Option<IncludeArtifacts>,
+    pub traces: Option<IncludeTraces>,
+    /// `Some(false)`: skip the workspace drift (reported as not tracked),
+    /// which costs in proportion to the workspace's file count.
+    pub drift: Option<bool>,
+    /// `Some(false)`: skip the health checks of the recorded processes
+    /// (`processes` is empty).
+    pub processes: Option<bool>,
+}
+
+/// The params of `resumeSession`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResumeSessionRequest<'a> {
+    pub session_id: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages_tail: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<IncludeArtifacts>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traces: Option<IncludeTraces>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<bool>,
+}
+
+impl<'a> ResumeSessionRequest<'a> {
+    /// The params of `session_id` resumed with `options`.
+    pub fn new(session_id: &'a str, options: &ResumeOptions) -> ResumeSessionRequest<'a> {
+        ResumeSessionRequest {
+            session_id: session_id.into(),
+            messages_tail: options.messages_tail,
+            artifacts: options.artifacts,
+            traces: options.traces,
+            drift: options.drift,
+            processes: options.processes,
+        }
+    }
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+/// Which messages [`crate::Client::messages`] reads: `[from, to)` by index
+/// (`to` 0: to the end), or the last `tail`, or those added after
+/// generation `since_generation` (each alone; 0 leaves a field unset).
+/// `limit` (items) and `max_bytes` (of message bytes, past the first) cut
+/// the page short; a page holds at least one message when the range is not
+/// empty, so paging from the page's `next` always advances.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct MessagesQuery {
+    pub tail: u64,
+    pub from: u64,
+    pub to: u64,
+    pub since_generation: u64,
+    pub limit: u64,
+    pub max_bytes: u64,
+}
+
+/// The params of `messages`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessagesRequest<'a> {
+    pub session_id: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub from: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub to: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub tail: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub since_generation: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub limit: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub max_bytes: u64,
+}
+
+impl<'a> MessagesRequest<'a> {
+    /// The params of `query` over `session_id`.
+    pub fn new(session_id: &'a str, query: &MessagesQuery) -> MessagesRequest<'a> {
+        MessagesRequest {
+            session_id: session_id.into(),
+            from: query.from,
+            to: query.to,
+            tail: query.tail,
+            since_generation: query.since_generation,
+            limit: query.limit,
+            max_bytes: query.max_bytes,
+        }
+    }
+}
+
+/// A page of messages at `generation`: the messages `from..next` of the
+/// session's `total`. `more`: the queried range goes on from `next`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MessagesResult {
+    pub session_id: String,
+    pub generation: u64,
+    pub total: u64,
+    pub from: u64,
+    pub next: u64,
+    pub more: bool,
+    #[serde(deserialize_with = "nullable")]
+    pub messages: Vec<Value>,
+}
+
+/// The params of `artifact`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactRequest<'a> {
+    pub session_id: Cow<'a, str>,
+    pub artifact_id: Cow<'a, str>,
+}
+
+/// The result of `artifact`: one artifact with its data.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ArtifactResult {
+    pub session_id: String,
+    pub generation: u64,
+    pub artifact: Artifact,
+}
+
+/// The result of `artifacts`: every artifact of the session, in order,
+/// without data (id, kind, name, media type, run, sha256, size, path and
+/// metadata).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ArtifactsResult {
+    pub session_id: String,
+    pub generation: u64,
+    #[serde(deserialize_with = "nullable")]
+    pub artifacts: Vec<Artifact>,
+}
+
+/// The params of `run`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRequest<'a> {
+    pub run_id: Cow<'a, str>,
+    /// When set, must be the session that records the run (else
+    /// `not_owner`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<Cow<'a, str>>,
+}
+
+/// The result of `run`: one run with its latest loop checkpoint, if it has
+/// one, and the run that resumed it, if one did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunResult {
+    pub session_id: String,
+    pub generation: u64,
+    pub run: Run,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<LoopCheckpoint>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub resumed_as: String,
+}
+
+/// The result of `runs`: the session's runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunsResult {
+    pub session_id: String,
+    pub generation: u64,
+    #[serde(deserialize_with = "nullable")]
+    pub runs: Vec<Run>,
+}
+
+/// Which of a run's events [`crate::Client::run_events`] reads: from index
+/// `from` (or those committed after generation `since_generation`), cut
+/// short by `limit` and `max_bytes` as in [`MessagesQuery`].
+/// `session_id`, when set, must be the session that records the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct RunEventsQuery {
+    pub session_id: Option<String>,
+    pub from: u64,
+    pub since_generation: u64,
+    pub limit: u64,
+    pub max_bytes: u64,
+}
+
+/// The params of `runEvents`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunEventsRequest<'a> {
+    pub run_id: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub from: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub since_generation: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub limit: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub max_bytes: u64,
+}
+
+impl<'a> RunEventsRequest<'a> {
+    /// The params of `query` over the events of `run_id`.
+    pub fn new(run_id: &'a str, query: &'a RunEventsQuery) -> RunEventsRequest<'a> {
+        RunEventsRequest {
+            run_id: run_id.into(),
+            session_id: query.session_id.as_deref().map(Into::into),
+            from: query.from,
+            since_generation: query.since_generation,
+            limit: query.limit,
+            max_bytes: query.max_bytes,
+        }
+    }
+}
+
+/// Run event kinds ([`RunEvent::kind`]).
+pub mod run_event_kind {
+    /// A trace recorded with the run's id (`trace` is set).
+    pub const TRACE: &str = "trace";
+    /// A loop checkpoint of the run, kept until the run ends
+    /// (`checkpoint` is set).
+    pub const CHECKPOINT: &str = "checkpoint";
+}
+
+/// One event of a run, with the generation that committed it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunEvent {
+    /// One of [`run_event_kind`].
+    pub kind: String,
+    #[serde(default)]
+    pub generation: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<Trace>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<LoopCheckpoint>,
+}
+
+/// A page of a run's events (its traces and kept loop checkpoints, in
+/// commit order): the events `from..next` of `total`. `more`: query again
+/// from `next`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunEventsResult {
+    pub session_id: String,
+    pub run_id: String,
+    pub generation: u64,
+    pub total: u64,
+    pub from: u64,
+    pub next: u64,
+    pub more: bool,
+    #[serde(deserialize_with = "nullable")]
+    pub events: Vec<RunEvent>,
 }

@@ -105,7 +105,19 @@ const TYPES: &[(&str, RoundTrip)] = types![
     SaveResult,
     Drift,
     InterruptedRun,
+    ResumeSessionRequest,
     ResumeSessionResult,
+    MessagesRequest,
+    MessagesResult,
+    ArtifactRequest,
+    ArtifactResult,
+    ArtifactsResult,
+    RunRequest,
+    RunResult,
+    RunsResult,
+    RunEvent,
+    RunEventsRequest,
+    RunEventsResult,
     BeginRunRequest,
     BeginRunResult,
     CheckpointRequest,
@@ -126,6 +138,7 @@ const TYPES: &[(&str, RoundTrip)] = types![
     ImportParams,
     ImportResult,
     Envelope,
+    Workflow,
     ChangesParams,
     ChangeSet,
     HandoffRequest,
@@ -245,7 +258,38 @@ const METHODS: &[(&str, Call)] = &[
         c.save("m", &Change::append_messages([json!(1)]), None)
             .map(drop)
     }),
-    ("resumeSession", |c| c.resume_session("m").map(drop)),
+    ("resumeSession", |c| {
+        c.resume_session("m")?;
+        c.resume_session_with(
+            "m",
+            &ResumeOptions {
+                messages_tail: Some(1),
+                artifacts: Some(IncludeArtifacts::Metadata),
+                traces: Some(IncludeTraces::None),
+                drift: Some(false),
+                processes: Some(false),
+            },
+        )
+        .map(drop)
+    }),
+    ("summary", |c| c.summary("m").map(drop)),
+    ("messages", |c| {
+        c.messages(
+            "m",
+            &MessagesQuery {
+                tail: 1,
+                ..Default::default()
+            },
+        )
+        .map(drop)
+    }),
+    ("artifact", |c| c.artifact("m", "nope").map(drop)),
+    ("artifacts", |c| c.artifacts("m").map(drop)),
+    ("run", |c| c.run("nope", None).map(drop)),
+    ("runs", |c| c.runs("m").map(drop)),
+    ("runEvents", |c| {
+        c.run_events("nope", &RunEventsQuery::default()).map(drop)
+    }),
     ("beginRun", |c| c.begin_run("m", None).map(drop)),
     ("checkpoint", |c| {
         c.checkpoint(&CheckpointRequest {
