@@ -212,7 +212,7 @@ func writeLog(tmp *atomicfile.Temp, fr frameReader, t *tracker, id string, withC
 // indexOf reads back a log just written (size bytes of r) and indexes it.
 func indexOf(r io.ReaderAt, size int64) (*tracker, error) {
 	t := newTracker()
-	asm := assembler{valid: int64(len(logMagic)), onGroup: func(g commitGroup) error { return t.observe(g, 0) }}
+	asm := assembler{valid: int64(len(logMagic)), parse: true, onGroup: func(g commitGroup) error { return t.observe(g, 0) }}
 	if _, err := recordlog.Walk(r, int64(len(logMagic)), size, func(kind byte) bool { return kind != kindBlob }, asm.add); err != nil {
 		return nil, err
 	}

@@ -170,6 +170,11 @@ func (t *tracker) observe(g commitGroup, base int64) error {
 			return err
 		}
 	}
+	for _, p := range g.parsed {
+		if err := t.apply(p, base); err != nil {
+			return err
+		}
+	}
 	t.gen = g.commit.Generation
 	if t.first == 0 {
 		t.first = t.gen
@@ -210,21 +215,120 @@ func (t *tracker) setLive(old item, existed bool, it item) {
 	t.live += int64(it.fsz)
 }
 
-func (t *tracker) observeRecord(r recordlog.Record, base int64) error {
+// parsed is what the index takes from one record: its place and the few
+// decoded fields it keeps, never the payload. Parsing is separate from
+// applying so that a log is indexed while it streams past: the records of
+// a commit wait for their commit record as parsed records, which stay
+// small however large the commit (a compacted log is one commit).
+type parsed struct {
+	kind  byte
+	end   int64 // offset just past the frame, in the scanned data
+	size  int64 // framed size
+	sizes []int // array records: each element's length
+	runs  []string
+	ids   []string
+	id    idOnly
+	key   string
+	null  bool
+	n     int64
+	reset resetRec
+	cp    *session.LoopCheckpoint // without its state
+	gens  *gensRec
+}
+
+func (p parsed) item(base int64, elem, size int) item {
+	return item{off: base + p.end - p.size, fsz: uint32(p.size), elem: uint32(elem), size: uint32(size)}
+}
+
+// parseRecord takes from r what the index needs.
+func parseRecord(r recordlog.Record) (parsed, error) {
+	p := parsed{kind: r.Kind, end: r.End, size: r.Size}
 	dec := func(v any) error {
 		if err := decMode.Unmarshal(r.Payload, v); err != nil {
 			return session.Wrap(session.CodeInternal, err, "decode %q record", r.Kind)
 		}
 		return nil
 	}
-	whole := itemOf(r, base, 0, int(r.Size))
-	var id idOnly
+	// eachElem calls fn with each element of an array record.
+	eachElem := func(what string, fn func(raw []byte) error) error {
+		elems, err := arrayElems(r.Payload, false)
+		if err != nil {
+			return session.Wrap(session.CodeInternal, err, "decode %s record", what)
+		}
+		off := arrayHeaderLen(r.Payload)
+		for _, e := range elems {
+			if err := fn(r.Payload[off : off+e]); err != nil {
+				return session.Wrap(session.CodeInternal, err, "decode %s", what)
+			}
+			p.sizes = append(p.sizes, e)
+			off += e
+		}
+		return nil
+	}
+	var err error
 	switch r.Kind {
 	case kindReset:
-		var rr resetRec
-		if err := dec(&rr); err != nil {
-			return err
+		err = dec(&p.reset)
+	case kindMessages:
+		if p.sizes, err = arrayElems(r.Payload, true); err != nil {
+			err = session.Wrap(session.CodeInternal, err, "decode messages record")
 		}
+	case kindTraces:
+		err = eachElem("trace", func(raw []byte) error {
+			var tr idOnly
+			err := decMode.Unmarshal(raw, &tr)
+			p.runs = append(p.runs, tr.RunID)
+			return err
+		})
+	case kindArtifacts:
+		err = eachElem("artifact", func(raw []byte) error {
+			var a idOnly
+			err := decMode.Unmarshal(raw, &a)
+			p.ids = append(p.ids, a.ID)
+			return err
+		})
+	case kindTruncate:
+		err = dec(&p.n)
+	case kindDelArtifacts:
+		err = dec(&p.ids)
+	case kindArtifact, kindRun, kindVerif, kindTask:
+		err = dec(&p.id)
+	case kindMeta:
+		var m metaRec
+		if err = dec(&m); err == nil {
+			p.key, p.null = m.Key, bytes.Equal(bytes.TrimSpace(m.Value), []byte("null"))
+		}
+	case kindCheckpoint:
+		p.cp = new(session.LoopCheckpoint)
+		err = dec(p.cp)
+		p.cp.State = nil
+	case kindDropCkpt:
+		err = dec(&p.key)
+	case kindGens:
+		p.gens = new(gensRec)
+		err = dec(p.gens)
+	case kindBlob, kindWorkspace, kindAgent, kindHandoff, kindRuntime, kindFiles:
+	default:
+		err = errUnknownKind(r.Kind)
+	}
+	return p, err
+}
+
+// observeRecord parses one record and folds it into the index.
+func (t *tracker) observeRecord(r recordlog.Record, base int64) error {
+	p, err := parseRecord(r)
+	if err != nil {
+		return err
+	}
+	return t.apply(p, base)
+}
+
+// apply folds one parsed record, at base plus its offset, into the index.
+func (t *tracker) apply(p parsed, base int64) error {
+	whole := p.item(base, 0, int(p.size))
+	switch p.kind {
+	case kindReset:
+		rr := p.reset
 		if t.sessionID != "" && rr.SessionID != t.sessionID {
 			return session.Errorf(session.CodeInternal, "log of session %q holds a reset for %q", t.sessionID, rr.SessionID)
 		}
@@ -236,21 +340,14 @@ func (t *tracker) observeRecord(r recordlog.Record, base int64) error {
 		t.single[kindReset] = whole
 		t.live += whole.size64()
 	case kindMessages:
-		elems, err := arrayElems(r.Payload, true)
-		if err != nil {
-			return session.Wrap(session.CodeInternal, err, "decode messages record")
-		}
 		t.msgMarks = addMark(t.msgMarks, t.curGen, t.messages())
-		for i, e := range elems {
-			t.msgs = append(t.msgs, itemOf(r, base, i, e))
+		for i, e := range p.sizes {
+			t.msgs = append(t.msgs, p.item(base, i, e))
 			t.msgBytes += int64(e)
 			t.live += int64(e)
 		}
 	case kindTruncate:
-		var n int64
-		if err := dec(&n); err != nil {
-			return err
-		}
+		n := p.n
 		if n < t.messages() {
 			for _, m := range t.msgs[n:] {
 				t.msgBytes -= int64(m.size)
@@ -262,45 +359,22 @@ func (t *tracker) observeRecord(r recordlog.Record, base int64) error {
 			}
 		}
 	case kindTraces:
-		elems, err := arrayElems(r.Payload, false)
-		if err != nil {
-			return session.Wrap(session.CodeInternal, err, "decode traces record")
-		}
 		t.trMarks = addMark(t.trMarks, t.curGen, int64(len(t.traces)))
-		off := arrayHeaderLen(r.Payload)
-		for i, e := range elems {
-			var tr idOnly
-			if err := decMode.Unmarshal(r.Payload[off:off+e], &tr); err != nil {
-				return session.Wrap(session.CodeInternal, err, "decode trace")
+		for i, e := range p.sizes {
+			if run := p.runs[i]; run != "" {
+				t.traceRuns[run] = append(t.traceRuns[run], int32(len(t.traces)))
 			}
-			off += e
-			if tr.RunID != "" {
-				t.traceRuns[tr.RunID] = append(t.traceRuns[tr.RunID], int32(len(t.traces)))
-			}
-			t.traces = append(t.traces, itemOf(r, base, i, e))
+			t.traces = append(t.traces, p.item(base, i, e))
 			t.live += int64(e)
 		}
 	case kindArtifacts:
 		// Arrays of whole artifacts, as logs before kindArtifact held them.
-		elems, err := arrayElems(r.Payload, false)
-		if err != nil {
-			return session.Wrap(session.CodeInternal, err, "decode artifacts record")
-		}
-		off := arrayHeaderLen(r.Payload)
-		for i, e := range elems {
-			var a idOnly
-			if err := decMode.Unmarshal(r.Payload[off:off+e], &a); err != nil {
-				return session.Wrap(session.CodeInternal, err, "decode artifact")
-			}
-			off += e
-			t.putArt(a.ID, art{hdr: itemOf(r, base, i, e), legacy: true})
+		for i, e := range p.sizes {
+			t.putArt(p.ids[i], art{hdr: p.item(base, i, e), legacy: true})
 		}
 	case kindArtifact:
-		if err := dec(&id); err != nil {
-			return err
-		}
-		t.putArt(id.ID, art{hdr: whole})
-		t.lastArt = id.ID
+		t.putArt(p.id.ID, art{hdr: whole})
+		t.lastArt = p.id.ID
 	case kindBlob:
 		a, ok := t.artAt[t.lastArt]
 		if t.lastArt == "" || !ok || a.hasDat {
@@ -311,11 +385,7 @@ func (t *tracker) observeRecord(r recordlog.Record, base int64) error {
 		t.live += whole.size64()
 		t.lastArt = ""
 	case kindDelArtifacts:
-		var ids []string
-		if err := dec(&ids); err != nil {
-			return err
-		}
-		for _, a := range ids {
+		for _, a := range p.ids {
 			if old, ok := t.artAt[a]; ok {
 				t.live -= old.live()
 				delete(t.artAt, a)
@@ -323,50 +393,33 @@ func (t *tracker) observeRecord(r recordlog.Record, base int64) error {
 			}
 		}
 	case kindWorkspace, kindAgent, kindHandoff, kindRuntime, kindFiles:
-		old, existed := t.single[r.Kind]
-		t.single[r.Kind] = whole
+		old, existed := t.single[p.kind]
+		t.single[p.kind] = whole
 		t.setLive(old, existed, whole)
 	case kindMeta:
-		var m metaRec
-		if err := dec(&m); err != nil {
-			return err
-		}
-		old, existed := t.meta[m.Key]
-		if bytes.Equal(bytes.TrimSpace(m.Value), []byte("null")) {
+		old, existed := t.meta[p.key]
+		if p.null {
 			// A null value deletes the key, as session.Apply does.
 			if existed {
 				t.live -= int64(old.fsz)
-				delete(t.meta, m.Key)
+				delete(t.meta, p.key)
 			}
 			break
 		}
-		t.meta[m.Key] = whole
+		t.meta[p.key] = whole
 		t.setLive(old, existed, whole)
 	case kindRun:
-		if err := dec(&id); err != nil {
-			return err
-		}
-		t.status[id.RunID] = id.Status
-		old, existed := t.runs.set(id.RunID, whole)
+		t.status[p.id.RunID] = p.id.Status
+		old, existed := t.runs.set(p.id.RunID, whole)
 		t.setLive(old, existed, whole)
 	case kindVerif:
-		if err := dec(&id); err != nil {
-			return err
-		}
-		old, existed := t.verifs.set(id.ID, whole)
+		old, existed := t.verifs.set(p.id.ID, whole)
 		t.setLive(old, existed, whole)
 	case kindTask:
-		if err := dec(&id); err != nil {
-			return err
-		}
-		old, existed := t.tasks.set(id.TaskID, whole)
+		old, existed := t.tasks.set(p.id.TaskID, whole)
 		t.setLive(old, existed, whole)
 	case kindCheckpoint:
-		var cp session.LoopCheckpoint
-		if err := dec(&cp); err != nil {
-			return err
-		}
-		cp.State = nil
+		cp := *p.cp
 		l := t.ckpts[cp.RunID]
 		if l == nil {
 			l = &runLine{}
@@ -376,21 +429,14 @@ func (t *tracker) observeRecord(r recordlog.Record, base int64) error {
 		l.events = append(l.events, ckptEvent{gen: t.curGen, at: whole})
 		t.live += whole.size64()
 	case kindDropCkpt:
-		var run string
-		if err := dec(&run); err != nil {
-			return err
-		}
-		if l := t.ckpts[run]; l != nil {
+		if l := t.ckpts[p.key]; l != nil {
 			for _, ev := range l.events {
 				t.live -= int64(ev.at.fsz)
 			}
-			delete(t.ckpts, run)
+			delete(t.ckpts, p.key)
 		}
 	case kindGens:
-		var g gensRec
-		if err := dec(&g); err != nil {
-			return err
-		}
+		g := p.gens
 		t.msgMarks, t.trMarks = toMarks(g.Messages), toMarks(g.Traces)
 		for run, gens := range g.Checkpoints {
 			if l := t.ckpts[run]; l != nil && len(gens) == len(l.events) {
@@ -400,7 +446,7 @@ func (t *tracker) observeRecord(r recordlog.Record, base int64) error {
 			}
 		}
 	default:
-		return errUnknownKind(r.Kind)
+		return errUnknownKind(p.kind)
 	}
 	return nil
 }

@@ -166,6 +166,7 @@ func (f *frameBuf) commit(gen uint64, now time.Time) {
 // alias the scanned data.
 type commitGroup struct {
 	records []recordlog.Record
+	parsed  []parsed // instead of records, when the assembler parses
 	commit  commitRec
 	end     int64 // offset just past the commit record
 }
@@ -207,16 +208,31 @@ func scanRecords(data []byte, off int64, lastGen uint64) ([]commitGroup, int64, 
 // commit. valid is the end of the last complete commit.
 type assembler struct {
 	pending      []recordlog.Record
+	parsedRecs   []parsed
 	pendingBytes int64
 	lastGen      uint64
 	valid        int64
 	err          error
 	onGroup      func(commitGroup) error
+	// parse, when set, keeps each record parsed (parseRecord) instead of
+	// whole, so a pending commit holds no payloads.
+	parse bool
+	count int // records pending
 }
 
 func (a *assembler) add(r recordlog.Record) bool {
 	if r.Kind != kindCommit {
-		a.pending = append(a.pending, r)
+		if a.parse {
+			p, err := parseRecord(r)
+			if err != nil {
+				a.err = err
+				return false
+			}
+			a.parsedRecs = append(a.parsedRecs, p)
+		} else {
+			a.pending = append(a.pending, r)
+		}
+		a.count++
 		a.pendingBytes += r.Size
 		return true
 	}
@@ -228,15 +244,15 @@ func (a *assembler) add(r recordlog.Record) bool {
 		a.err = errFutureSchema(c.Schema)
 		return false
 	}
-	if c.Records != len(a.pending) || c.Bytes != a.pendingBytes || (a.lastGen != 0 && c.Generation != a.lastGen+1) || c.Generation == 0 {
+	if c.Records != a.count || c.Bytes != a.pendingBytes || (a.lastGen != 0 && c.Generation != a.lastGen+1) || c.Generation == 0 {
 		return false
 	}
-	if err := a.onGroup(commitGroup{records: a.pending, commit: c, end: r.End}); err != nil {
+	if err := a.onGroup(commitGroup{records: a.pending, parsed: a.parsedRecs, commit: c, end: r.End}); err != nil {
 		a.err = err
 		return false
 	}
 	a.lastGen = c.Generation
-	a.pending, a.pendingBytes = nil, 0
+	a.pending, a.parsedRecs, a.pendingBytes, a.count = nil, nil, 0, 0
 	a.valid = r.End
 	return true
 }

@@ -307,7 +307,7 @@ func (s *Store) loadSession(name string) error {
 		return unreadable(session.Wrap(session.CodeInternal, errBadMagic, "%s", path))
 	}
 	t := newTracker()
-	asm := assembler{valid: int64(len(logMagic)), onGroup: func(g commitGroup) error { return t.observe(g, 0) }}
+	asm := assembler{valid: int64(len(logMagic)), parse: true, onGroup: func(g commitGroup) error { return t.observe(g, 0) }}
 	if _, err := recordlog.Walk(f, int64(len(logMagic)), size, func(kind byte) bool { return kind != kindBlob }, asm.add); err != nil {
 		return err
 	}
