@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,21 +60,16 @@ func TestE2EScale(t *testing.T) {
 	start := time.Now()
 	p := startCairnd(t, ws)
 	c := p.dial(t)
-	rng := rand.New(rand.NewChaCha8([32]byte{13}))
+	rng := rand.NewChaCha8([32]byte{13})
 	text := strings.Repeat("m", msgText)
 	artSums := map[string]string{}
 	for s := range saves {
 		ms := make([]session.Value, perSave)
 		for i := range ms {
-			ms[i] = val(fmt.Sprintf(`{"n":%d,"text":%q}`, s*perSave+i, text))
+			ms[i] = val(`{"n":` + strconv.Itoa(s*perSave+i) + `,"text":"` + text + `"}`)
 		}
 		data := make([]byte, artSize)
-		for i := 0; i < len(data); i += 8 {
-			v := rng.Uint64()
-			for j := range 8 {
-				data[i+j] = byte(v >> (8 * j))
-			}
-		}
+		rng.Read(data)
 		id := fmt.Sprintf("a-%d", s)
 		sum := sha256.Sum256(data)
 		artSums[id] = hex.EncodeToString(sum[:])
