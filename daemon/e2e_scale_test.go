@@ -326,38 +326,38 @@ func TestE2EManySessions(t *testing.T) {
 	}
 	created := time.Since(start)
 
+	// Count the daemon's descriptors from its start (opening the store
+	// reads every log) until the work is done.
 	start = time.Now()
-	p := startCairndLimited(t, ws, nofile)
-	opened := time.Since(start)
+	p := spawnCairndLimited(t, ws, nofile)
 	pid := p.cmd.Process.Pid
-	if lim := procLimit(t, pid, "Max open files"); lim != fmt.Sprintf("%d %d", nofile, nofile) {
-		t.Fatalf("cairnd's open-file limit is %q, want %d (soft and hard)", lim, nofile)
-	}
-
-	// Count the daemon's descriptors while it works.
 	var maxFDs atomic.Int64
 	sample := func() {
 		if n := countFDs(pid); int64(n) > maxFDs.Load() {
 			maxFDs.Store(int64(n))
 		}
 	}
-	sample()
 	stop := make(chan struct{})
 	var sampler sync.WaitGroup
 	sampler.Add(1)
 	go func() {
 		defer sampler.Done()
 		for {
+			sample()
 			select {
 			case <-stop:
 				return
-			case <-time.After(2 * time.Millisecond):
-				sample()
+			case <-time.After(time.Millisecond):
 			}
 		}
 	}()
 	stopSampler := sync.OnceFunc(func() { close(stop); sampler.Wait() })
 	t.Cleanup(stopSampler)
+	waitReady(t, p)
+	opened := time.Since(start)
+	if lim := procLimit(t, pid, "Max open files"); lim != fmt.Sprintf("%d %d", nofile, nofile) {
+		t.Fatalf("cairnd's open-file limit is %q, want %d (soft and hard)", lim, nofile)
+	}
 
 	cs := make([]*protocol.Client, clients)
 	for i := range cs {
@@ -411,7 +411,6 @@ func TestE2EManySessions(t *testing.T) {
 		t.Fatalf("list: %d sessions, %d of them with the save; want %d", len(list), gen2, sessions)
 	}
 	stopSampler()
-	sample()
 	// An internal error answered to a client is logged at ERROR; the
 	// workspace tracker only warns when it runs out of descriptors.
 	if log := p.logText(); strings.Contains(log, "[ERROR]") || strings.Contains(log, "too many open files") {
@@ -424,15 +423,13 @@ func TestE2EManySessions(t *testing.T) {
 	}
 }
 
-// startCairndLimited starts cairnd on ws with an open-file limit of nofile,
-// soft and hard, and waits until it answers. A shell sets the limit and
+// spawnCairndLimited starts cairnd on ws with an open-file limit of
+// nofile, soft and hard, without waiting for it. A shell sets the limit and
 // execs cairnd, so the process (and its pid) is cairnd's.
-func startCairndLimited(t *testing.T, ws string, nofile int) *proc {
+func spawnCairndLimited(t *testing.T, ws string, nofile int) *proc {
 	t.Helper()
 	script := fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, nofile)
-	p := spawnCommand(t, ws, "/bin/sh", "-c", script, bins.cairnd, "--workspace", ws, "--log-level", "debug")
-	waitReady(t, p)
-	return p
+	return spawnCommand(t, ws, "/bin/sh", "-c", script, bins.cairnd, "--workspace", ws, "--log-level", "debug")
 }
 
 // procLimit returns the soft and hard values of a row of /proc/<pid>/limits.
