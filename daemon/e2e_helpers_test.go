@@ -74,12 +74,19 @@ func startCairnd(t testing.TB, ws string, args ...string) *proc {
 // spawnCairnd starts cairnd without waiting for it.
 func spawnCairnd(t testing.TB, ws string, args ...string) *proc {
 	t.Helper()
+	return spawnCommand(t, ws, bins.cairnd, append([]string{"--workspace", ws, "--log-level", "debug"}, args...)...)
+}
+
+// spawnCommand starts name with args as the cairnd serving ws (a command
+// that execs cairnd, so that its pid is cairnd's), without waiting for it.
+func spawnCommand(t testing.TB, ws, name string, args ...string) *proc {
+	t.Helper()
 	logf, err := os.CreateTemp(t.TempDir(), "cairnd-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(bins.cairnd, append([]string{"--workspace", ws, "--log-level", "debug"}, args...)...)
+	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
