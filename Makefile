@@ -71,9 +71,11 @@ test-node: bins lib node-deps
 
 # The cross-language scenario: Python saves, exports and is killed; Node.js
 # imports into another workspace and resumes the run there; Rust finishes
-# the workflow there; outputs compared byte for byte.
+# the workflow there; outputs compared byte for byte. Then one language
+# truncates and another reads the tail (truncate_tail.sh).
 test-xlang: bins lib node-deps
 	bash bindings/testdata/run_scenario.sh
+	bash bindings/testdata/truncate_tail.sh
 
 # The Rust binding links build/libcairn.so (build.rs); cargo fetches serde
 # and serde_json from crates.io as Cargo.lock pins them.

@@ -16,12 +16,14 @@ import functools
 import inspect
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import client as _sync
 from .client import PathLike, Step, StepLike, _steps
 from .types import (
     JSON,
+    ArtifactDataResult,
+    ArtifactsResult,
     BeginRunResult,
     BeginWorkflowResult,
     ChangeSet,
@@ -34,9 +36,13 @@ from .types import (
     HelloResult,
     ImportResult,
     LibStatus,
+    MessagesResult,
     RestartResult,
     ResumeRunResult,
     ResumeSessionResult,
+    RunEventsResult,
+    RunResult,
+    RunsResult,
     RuntimeCheckResult,
     SaveResult,
     StepSpec,
@@ -112,8 +118,82 @@ class AsyncClient:
             self.sync.save, session_id, snapshot, change=change, expect_generation=expect_generation
         )
 
-    async def resume_session(self, session_id: str) -> ResumeSessionResult:
-        return await self._run(self.sync.resume_session, session_id)
+    async def resume_session(
+        self,
+        session_id: str,
+        *,
+        messages_tail: Optional[int] = None,
+        artifacts: Literal["full", "metadata", "none"] = "full",
+        traces: Literal["all", "none"] = "all",
+        drift: bool = True,
+        processes: bool = True,
+    ) -> ResumeSessionResult:
+        return await self._run(
+            self.sync.resume_session,
+            session_id,
+            messages_tail=messages_tail,
+            artifacts=artifacts,
+            traces=traces,
+            drift=drift,
+            processes=processes,
+        )
+
+    async def summary(self, session_id: str) -> Summary:
+        return await self._run(self.sync.summary, session_id)
+
+    async def messages(
+        self,
+        session_id: str,
+        *,
+        tail: Optional[int] = None,
+        from_: Optional[int] = None,
+        to: Optional[int] = None,
+        since_generation: Optional[int] = None,
+        limit: Optional[int] = None,
+        max_bytes: Optional[int] = None,
+    ) -> MessagesResult:
+        return await self._run(
+            self.sync.messages,
+            session_id,
+            tail=tail,
+            from_=from_,
+            to=to,
+            since_generation=since_generation,
+            limit=limit,
+            max_bytes=max_bytes,
+        )
+
+    async def artifact(self, session_id: str, artifact_id: str) -> ArtifactDataResult:
+        return await self._run(self.sync.artifact, session_id, artifact_id)
+
+    async def artifacts(self, session_id: str) -> ArtifactsResult:
+        return await self._run(self.sync.artifacts, session_id)
+
+    async def run(self, run_id: str, session_id: Optional[str] = None) -> RunResult:
+        return await self._run(self.sync.run, run_id, session_id)
+
+    async def runs(self, session_id: str) -> RunsResult:
+        return await self._run(self.sync.runs, session_id)
+
+    async def run_events(
+        self,
+        run_id: str,
+        session_id: Optional[str] = None,
+        *,
+        from_: Optional[int] = None,
+        since_generation: Optional[int] = None,
+        limit: Optional[int] = None,
+        max_bytes: Optional[int] = None,
+    ) -> RunEventsResult:
+        return await self._run(
+            self.sync.run_events,
+            run_id,
+            session_id,
+            from_=from_,
+            since_generation=since_generation,
+            limit=limit,
+            max_bytes=max_bytes,
+        )
 
     async def list_sessions(self) -> List[Summary]:
         return await self._run(self.sync.list_sessions)

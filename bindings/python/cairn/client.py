@@ -17,6 +17,7 @@ from typing import (
     Iterable,
     Iterator,
     List,
+    Literal,
     Mapping,
     NamedTuple,
     Optional,
@@ -29,6 +30,9 @@ from . import _lib
 from .errors import CairnError, from_return
 from .types import (
     JSON,
+    ArtifactData,
+    ArtifactDataResult,
+    ArtifactsResult,
     BeginRunResult,
     BeginWorkflowResult,
     ChangeSet,
@@ -41,9 +45,13 @@ from .types import (
     HelloResult,
     ImportResult,
     LibStatus,
+    MessagesResult,
     RestartResult,
     ResumeRunResult,
     ResumeSessionResult,
+    RunEventsResult,
+    RunResult,
+    RunsResult,
     RuntimeCheckResult,
     SaveResult,
     StepFn,
@@ -86,6 +94,13 @@ def _params(p: Dict[str, Any], **optional: Any) -> bytes:
     None nor the empty string)."""
     p.update({k: v for k, v in optional.items() if v is not None and not (isinstance(v, str) and v == "")})
     return _dumps(p)
+
+
+def _artifact_data(a: Dict[str, Any]) -> ArtifactData:
+    """The artifact a with its base64 data decoded to bytes (b"" when it has
+    none)."""
+    a["data"] = base64.b64decode(a.get("data") or b"")
+    return a  # type: ignore[return-value]
 
 
 def _take_error(lib: ctypes.CDLL, rc: int, e: ctypes.c_void_p) -> CairnError:
@@ -258,18 +273,141 @@ class Client:
 
         ``change`` fields: ``append_messages``, ``append_traces``,
         ``append_artifacts``, ``upsert_runs``, ``metadata``, ``agent``,
-        ``handoff``, ``replace``, ... With ``expect_generation`` the save is a
+        ``handoff``, ``replace``, ``truncate_messages``,
+        ``delete_artifacts``, ``put_artifacts``, ... (:class:`~cairn.types.Change`).
+        ``truncate_messages: i`` keeps the first i messages, before
+        ``append_messages`` is applied: both together replace the messages
+        from i on. ``delete_artifacts`` applies before ``append_artifacts``,
+        ``put_artifacts`` (insert or replace by id) after it. Appending an
+        artifact id the session holds raises :class:`~cairn.ConflictError`
+        naming it; truncating past the end
+        :class:`~cairn.InvalidArgumentError`; deleting a missing artifact
+        :class:`~cairn.NotFoundError`. With ``expect_generation`` the save is a
         compare-and-swap (0: the session must not exist yet); a mismatch
         raises :class:`~cairn.ConflictError`.
         """
         req = _params({"session_id": session_id}, snapshot=snapshot, change=change, expect_generation=expect_generation)
         return self._call(b"save", req)  # type: ignore[no-any-return]
 
-    def resume_session(self, session_id: str) -> ResumeSessionResult:
+    def resume_session(
+        self,
+        session_id: str,
+        *,
+        messages_tail: Optional[int] = None,
+        artifacts: Literal["full", "metadata", "none"] = "full",
+        traces: Literal["all", "none"] = "all",
+        drift: bool = True,
+        processes: bool = True,
+    ) -> ResumeSessionResult:
         """The session's snapshot, generation, workspace drift, interrupted
         runs, and the state of its recorded processes (``processes``, from
-        their health checks run now; nothing is restarted)."""
-        return self._call(b"resumeSession", _dumps({"session_id": session_id}))  # type: ignore[no-any-return]
+        their health checks run now; nothing is restarted).
+
+        The options narrow the answer: ``messages_tail`` keeps the last N
+        messages (``messages_from`` and ``message_count`` say which of how
+        many); ``artifacts`` ``"full"``, ``"metadata"`` (no data) or
+        ``"none"``; ``traces`` ``"all"`` or ``"none"``; ``drift=False`` skips
+        the workspace comparison (``drift.tracked`` is then False) and
+        ``processes=False`` the health checks. The defaults answer the
+        whole session, as before.
+        """
+        p: Dict[str, Any] = {"session_id": session_id}
+        # Only what differs from the defaults is sent.
+        if messages_tail is not None:
+            p["messages_tail"] = messages_tail
+        if artifacts != "full":
+            p["artifacts"] = artifacts
+        if traces != "all":
+            p["traces"] = traces
+        if not drift:
+            p["drift"] = False
+        if not processes:
+            p["processes"] = False
+        return self._call(b"resumeSession", _dumps(p))  # type: ignore[no-any-return]
+
+    # -- targeted reads: each costs what it returns -----------------------
+
+    def summary(self, session_id: str) -> Summary:
+        """The session's generation, counts, sizes and times; no content."""
+        return self._call(b"summary", _dumps({"session_id": session_id}))  # type: ignore[no-any-return]
+
+    def messages(
+        self,
+        session_id: str,
+        *,
+        tail: Optional[int] = None,
+        from_: Optional[int] = None,
+        to: Optional[int] = None,
+        since_generation: Optional[int] = None,
+        limit: Optional[int] = None,
+        max_bytes: Optional[int] = None,
+    ) -> MessagesResult:
+        """A page of the session's messages: ``[from_, to)`` by index (default
+        all), or the last ``tail``, or those added after generation
+        ``since_generation``. ``limit`` (count) and ``max_bytes`` (message
+        bytes) cut the page short, never below one message. The page holds
+        messages ``from`` .. ``next - 1`` of ``total``; when ``more``, ask
+        again with ``from_=page["next"]`` (the same ``to``, and no ``tail``
+        or ``since_generation``: they are not combined with ``from_``) for
+        the rest.
+        """
+        req = _params(
+            {"session_id": session_id},
+            tail=tail,
+            to=to,
+            since_generation=since_generation,
+            limit=limit,
+            max_bytes=max_bytes,
+            **{"from": from_},
+        )
+        return self._call(b"messages", req)  # type: ignore[no-any-return]
+
+    def artifact(self, session_id: str, artifact_id: str) -> ArtifactDataResult:
+        """One artifact with its data, decoded to bytes (``["artifact"]["data"]``).
+        An id the session does not hold raises :class:`~cairn.NotFoundError`."""
+        r = self._call(b"artifact", _dumps({"session_id": session_id, "artifact_id": artifact_id}))
+        _artifact_data(r["artifact"])
+        return r  # type: ignore[no-any-return]
+
+    def artifacts(self, session_id: str) -> ArtifactsResult:
+        """The session's artifacts without their data: id, kind, name, media
+        type, run, sha256, size, path and metadata."""
+        return self._call(b"artifacts", _dumps({"session_id": session_id}))  # type: ignore[no-any-return]
+
+    def run(self, run_id: str, session_id: Optional[str] = None) -> RunResult:
+        """One run with its latest loop checkpoint (``checkpoint``, when it has
+        one) and the run that resumed it (``resumed_as``, if any). A
+        ``session_id`` that does not record the run raises
+        :class:`~cairn.NotOwnerError`."""
+        return self._call(b"run", _params({"run_id": run_id}, session_id=session_id))  # type: ignore[no-any-return]
+
+    def runs(self, session_id: str) -> RunsResult:
+        """The session's runs."""
+        return self._call(b"runs", _dumps({"session_id": session_id}))  # type: ignore[no-any-return]
+
+    def run_events(
+        self,
+        run_id: str,
+        session_id: Optional[str] = None,
+        *,
+        from_: Optional[int] = None,
+        since_generation: Optional[int] = None,
+        limit: Optional[int] = None,
+        max_bytes: Optional[int] = None,
+    ) -> RunEventsResult:
+        """A page of the run's events: its traces and its kept loop
+        checkpoints, in commit order, from index ``from_`` (or those committed
+        after ``since_generation``), cut short by ``limit`` and ``max_bytes``.
+        Paged as :meth:`messages`."""
+        req = _params(
+            {"run_id": run_id},
+            session_id=session_id,
+            since_generation=since_generation,
+            limit=limit,
+            max_bytes=max_bytes,
+            **{"from": from_},
+        )
+        return self._call(b"runEvents", req)  # type: ignore[no-any-return]
 
     def list_sessions(self) -> List[Summary]:
         """Summaries of every session in the workspace."""

@@ -46,6 +46,7 @@ __all__ = [
     "Workflow",
     "Summary",
     "Change",
+    "RunEvent",
     "Capabilities",
     # sessions
     "Empty",
@@ -54,7 +55,21 @@ __all__ = [
     "SaveResult",
     "Drift",
     "InterruptedRun",
+    "ResumeSessionRequest",
     "ResumeSessionResult",
+    # targeted reads
+    "MessagesRequest",
+    "MessagesResult",
+    "ArtifactRequest",
+    "ArtifactResult",
+    "ArtifactData",
+    "ArtifactDataResult",
+    "ArtifactsResult",
+    "RunRequest",
+    "RunResult",
+    "RunsResult",
+    "RunEventsRequest",
+    "RunEventsResult",
     "ListResult",
     "ForkRequest",
     "ForkResult",
@@ -155,6 +170,7 @@ class Artifact(_ArtifactBase, total=False):
     size: int
     data: str  # base64; a request may pass bytes
     path: str
+    metadata: JSON  # free-form, kept byte for byte
 
 
 class _TraceBase(TypedDict):
@@ -357,6 +373,26 @@ class Change(TypedDict, total=False):
     files: Optional[ManifestRef]
     checkpoint: Optional[LoopCheckpoint]
     drop_checkpoints: List[str]
+    # Applied in this order: truncate_messages, then append_messages (so
+    # truncate to i plus append replaces the messages from i on);
+    # delete_artifacts, then append_artifacts (an id the session holds is a
+    # conflict), then put_artifacts (upsert).
+    truncate_messages: Optional[int]
+    delete_artifacts: List[str]
+    put_artifacts: List[Artifact]
+
+
+class _RunEventBase(TypedDict):
+    kind: Literal["trace", "checkpoint"]
+    generation: int
+
+
+class RunEvent(_RunEventBase, total=False):
+    """One event of a run: a trace or a loop checkpoint (as ``kind``
+    says), with the generation that committed it."""
+
+    trace: Optional[Trace]
+    checkpoint: Optional[LoopCheckpoint]
 
 
 class _StepRecordBase(TypedDict):
@@ -387,8 +423,11 @@ class _SummaryBase(TypedDict):
     created_at: str
     updated_at: str
     message_count: int
+    artifact_count: int
+    trace_count: int
     checkpoints: int
     size_bytes: int
+    live_bytes: int
 
 
 class Summary(_SummaryBase, total=False):
@@ -465,12 +504,181 @@ class ProcessState(_ProcessStateBase, total=False):
     detail: str
 
 
+class _ResumeSessionRequestBase(TypedDict):
+    session_id: str
+
+
+class ResumeSessionRequest(_ResumeSessionRequestBase, total=False):
+    """What resumeSession includes: the last ``messages_tail`` messages
+    (None: all), artifacts in ``"full"``, as ``"metadata"`` or ``"none"``,
+    traces ``"all"`` or ``"none"``, workspace drift and process checks (None:
+    on)."""
+
+    messages_tail: Optional[int]
+    artifacts: Literal["full", "metadata", "none"]
+    traces: Literal["all", "none"]
+    drift: Optional[bool]
+    processes: Optional[bool]
+
+
 class ResumeSessionResult(TypedDict):
+    """``snapshot.messages`` are the messages ``messages_from`` on of the
+    session's ``message_count``."""
+
     snapshot: Optional[Snapshot]
     generation: int
+    message_count: int
+    messages_from: int
     drift: Drift
     interrupted_runs: List[InterruptedRun]
     processes: List[ProcessState]
+
+
+# -- targeted reads -----------------------------------------------------------
+
+
+class _MessagesRequestBase(TypedDict):
+    session_id: str
+
+
+# "from" is a Python keyword, so the types that carry it are declared the
+# functional way.
+_MessagesRange = TypedDict(
+    "_MessagesRange",
+    {"from": int, "to": int, "tail": int, "since_generation": int, "limit": int, "max_bytes": int},
+    total=False,
+)
+
+
+class MessagesRequest(_MessagesRequestBase, _MessagesRange):
+    """``[from, to)`` by index (``to`` 0: to the end), or the last ``tail``,
+    or those added after ``since_generation``; ``limit`` and ``max_bytes``
+    cut the page short (never below one message)."""
+
+
+#: A page: the messages ``from`` .. ``next - 1`` of the session's ``total``
+#: at ``generation``; ``more``: the queried range goes on from ``next``.
+MessagesResult = TypedDict(
+    "MessagesResult",
+    {
+        "session_id": str,
+        "generation": int,
+        "total": int,
+        "from": int,
+        "next": int,
+        "more": bool,
+        "messages": List[JSON],
+    },
+)
+
+
+class ArtifactRequest(TypedDict):
+    session_id: str
+    artifact_id: str
+
+
+class ArtifactResult(TypedDict):
+    """One artifact with its data (base64 on the wire)."""
+
+    session_id: str
+    generation: int
+    artifact: Artifact
+
+
+class _ArtifactDataBase(TypedDict):
+    id: str
+    data: bytes
+
+
+class ArtifactData(_ArtifactDataBase, total=False):
+    """An :class:`Artifact` as :meth:`cairn.Client.artifact` returns it:
+    ``data`` decoded to bytes (empty when the artifact has none)."""
+
+    kind: str
+    name: str
+    media_type: str
+    run_id: str
+    sha256: str
+    size: int
+    path: str
+    metadata: JSON
+
+
+class ArtifactDataResult(TypedDict):
+    """:class:`ArtifactResult` with the artifact's data decoded."""
+
+    session_id: str
+    generation: int
+    artifact: ArtifactData
+
+
+class ArtifactsResult(TypedDict):
+    """A session's artifacts without their data."""
+
+    session_id: str
+    generation: int
+    artifacts: List[Artifact]
+
+
+class _RunRequestBase(TypedDict):
+    run_id: str
+
+
+class RunRequest(_RunRequestBase, total=False):
+    session_id: str
+
+
+class _RunResultBase(TypedDict):
+    session_id: str
+    generation: int
+    run: Run
+
+
+class RunResult(_RunResultBase, total=False):
+    """One run with its latest loop checkpoint, when it has one;
+    ``resumed_as`` names the run that resumed it, if one did."""
+
+    checkpoint: Optional[LoopCheckpoint]
+    resumed_as: str
+
+
+class RunsResult(TypedDict):
+    session_id: str
+    generation: int
+    runs: List[Run]
+
+
+class _RunEventsRequestBase(TypedDict):
+    run_id: str
+
+
+_RunEventsRange = TypedDict(
+    "_RunEventsRange",
+    {"session_id": str, "from": int, "since_generation": int, "limit": int, "max_bytes": int},
+    total=False,
+)
+
+
+class RunEventsRequest(_RunEventsRequestBase, _RunEventsRange):
+    """A page of a run's events from index ``from`` (or those committed
+    after ``since_generation``), cut short by ``limit`` and ``max_bytes``."""
+
+
+#: A page of a run's events (its traces and kept loop checkpoints, in commit
+#: order): ``from`` .. ``next - 1`` of ``total``; ``more``: there are more.
+RunEventsResult = TypedDict(
+    "RunEventsResult",
+    {
+        "session_id": str,
+        "run_id": str,
+        "generation": int,
+        "total": int,
+        "from": int,
+        "next": int,
+        "more": bool,
+        "events": List[RunEvent],
+    },
+)
 
 
 class ListResult(TypedDict):

@@ -238,6 +238,10 @@ def test_snake() -> None:
     ]
 
 
+# An artifact with data and metadata, for the artifact reads.
+ART = {"id": "a1", "kind": "file", "data": "aGk=", "metadata": {"lines": 1}}
+
+
 def calls(ws: str) -> List[Any]:
     """(method, params) for every method of the table and of libcairn's own
     (nextEvent), in an order that makes each succeed."""
@@ -247,11 +251,18 @@ def calls(ws: str) -> List[Any]:
         ("subscribe", {"events": ["session.committed"]}),
         ("hello", None),
         ("status", None),
-        ("save", {"session_id": "s", "change": {"append_messages": [msg(0)], "runtime": RUNTIME}}),
+        ("save", {"session_id": "s", "change": {"append_messages": [msg(0)], "runtime": RUNTIME, "append_artifacts": [ART]}}),
         ("resumeSession", {"session_id": "s"}),
+        ("summary", {"session_id": "s"}),
+        ("messages", {"session_id": "s", "tail": 1}),
+        ("artifact", {"session_id": "s", "artifact_id": ART["id"]}),
+        ("artifacts", {"session_id": "s"}),
         ("beginRun", {"session_id": "s", "run_id": "r"}),
         ("checkpoint", {"run_id": "r", "turn": 1, "new_messages": [msg(1)], "usage": {"total_tokens": 3}, "tool_calls_count": 1, "state": {"k": 1}}),
         ("resumeRun", {"run_id": "r", "new_run_id": "r2"}),
+        ("run", {"run_id": "r", "session_id": "s"}),
+        ("runs", {"session_id": "s"}),
+        ("runEvents", {"run_id": "r"}),
         ("completeRun", {"run_id": "r2", "status": "completed"}),
         ("beginWorkflow", {"workflow_id": "w", "session_id": "s", "steps": [{"step_id": "a", "identity": "i"}]}),
         ("completeStep", {"workflow_id": "w", "step_id": "a", "identity": "i", "result": [1]}),
