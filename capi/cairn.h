@@ -85,6 +85,10 @@ const char *cairn_version(void);
  *                  starting a daemon (default true)
  *   "daemon_args": extra arguments for a daemon this call starts, such as
  *                  ["--idle-timeout=30s"]
+ *   "max_session_bytes": embedded mode: the most live bytes a session may
+ *                  hold; a save past it fails with CAIRN_E_TOO_LARGE, edits
+ *                  that shrink a session are always taken (default 4 GiB;
+ *                  a daemon takes --max-session-bytes instead)
  * Unknown option names are rejected (CAIRN_E_INVALID_ARGUMENT).
  * Returns CAIRN_OK and sets *handle; or CAIRN_E_INVALID_ARGUMENT,
  * CAIRN_E_LOCKED, CAIRN_E_UNAVAILABLE, CAIRN_E_FORKED, CAIRN_E_INTERNAL. */

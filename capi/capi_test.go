@@ -194,3 +194,45 @@ func TestMethodsEmbedded(t *testing.T) {
 		t.Fatalf("%d handles left open", n)
 	}
 }
+
+// TestMaxSessionBytes: with max_session_bytes set, a save that would take a
+// session past it is too_large and writes nothing; an edit that shrinks the
+// session is still taken, so no session is ever write-only; every message
+// stays readable.
+func TestMaxSessionBytes(t *testing.T) {
+	ws := t.TempDir()
+	h, err := openHandle(fmt.Sprintf(`{"workspace":%q,"embedded":true,"max_session_bytes":65536}`, ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeHandle(h) })
+	big := fmt.Sprintf(`{"session_id":"s","change":{"append_messages":[{"pad":%q}]}}`, strings.Repeat("p", 20000))
+	var saved int
+	for ; saved < 10; saved++ {
+		if _, err := call(h, "save", []byte(big)); err != nil {
+			if codeOf(err) != "too_large" || !strings.Contains(err.Error(), "truncate") {
+				t.Fatalf("save %d: %v, want too_large saying how to shrink", saved, err)
+			}
+			break
+		}
+	}
+	if saved == 0 || saved == 10 {
+		t.Fatalf("%d saves of 20 KB went in under a 64 KiB limit", saved)
+	}
+	sum, err := call(h, "summary", []byte(`{"session_id":"s"}`))
+	if err != nil || !strings.Contains(string(sum), fmt.Sprintf(`"message_count":%d`, saved)) {
+		t.Fatalf("summary after the refused save: %s, %v (want %d messages)", sum, err, saved)
+	}
+	if _, err := call(h, "save", []byte(`{"session_id":"s","change":{"truncate_messages":1}}`)); err != nil {
+		t.Fatalf("a truncation of a session at its limit: %v", err)
+	}
+	if _, err := call(h, "save", []byte(big)); err != nil {
+		t.Fatalf("save after truncating: %v", err)
+	}
+	if _, err := call(h, "messages", []byte(`{"session_id":"s"}`)); err != nil {
+		t.Fatalf("read back: %v", err)
+	}
+	if _, err := openHandle(fmt.Sprintf(`{"workspace":%q,"embedded":true,"max_session_bytes":-1}`, t.TempDir())); codeOf(err) != "invalid_argument" {
+		t.Fatalf("negative max_session_bytes: %v", err)
+	}
+}

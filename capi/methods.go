@@ -32,6 +32,10 @@ type openOptions struct {
 	// DaemonArgs are extra arguments for a daemon this handle starts, such
 	// as "--idle-timeout=30s".
 	DaemonArgs []string `json:"daemon_args"`
+	// MaxSessionBytes limits a session's live bytes in embedded mode (0:
+	// fsstore.DefaultMaxSessionBytes); a daemon takes
+	// --max-session-bytes instead.
+	MaxSessionBytes int64 `json:"max_session_bytes"`
 }
 
 // connectTimeout bounds cairn_open in daemon mode, daemon start included.
@@ -71,7 +75,10 @@ func openInstance(raw string) (*instance, error) {
 	}
 	in := &instance{pid: os.Getpid(), workspace: ws, subs: map[uint64]*subscription{}}
 	if o.Embedded {
-		st, err := fsstore.Open(ws, fsstore.Options{})
+		if o.MaxSessionBytes < 0 {
+			return nil, session.Errorf(session.CodeInvalidArgument, "cairn_open: max_session_bytes must not be negative")
+		}
+		st, err := fsstore.Open(ws, fsstore.Options{MaxSessionBytes: o.MaxSessionBytes})
 		if err != nil {
 			var le *session.LockedError
 			if errors.As(err, &le) {

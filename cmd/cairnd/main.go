@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/daemon"
+	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/internal/version"
 	"github.com/cairn-dev/cairn/protocol"
 )
@@ -39,6 +40,7 @@ func main() {
 	maxMsg := fs.Int64("max-message-size", protocol.DefaultMaxMessageSize, "largest accepted message in `bytes`")
 	budget := fs.Int64("answer-budget", 0, "`bytes` of answers queued or being written, across all connections; when an answer does not fit, the connection holding the most is closed (status 1008) (0: 256 MiB, or --max-message-size if larger; at least --max-message-size)")
 	frameTimeout := fs.Duration("frame-timeout", daemon.DefaultFrameTimeout, "close a connection that sends part of a WebSocket frame and then nothing for this `duration` (idle connections between frames are never closed)")
+	maxSession := fs.Int64("max-session-bytes", fsstore.DefaultMaxSessionBytes, "largest a session's live data may grow, in `bytes`: a save past it fails with too_large (edits that shrink a session are always taken)")
 	noTrack := fs.Bool("no-track-files", false, "do not watch the workspace tree (drift is then reported as not tracked)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -82,6 +84,7 @@ func main() {
 		ShutdownTimeout: 10 * time.Second,
 		AnswerBudget:    *budget,
 		FrameTimeout:    *frameTimeout,
+		Store:           fsstore.Options{MaxSessionBytes: *maxSession},
 
 		NoWorkspaceTracking: *noTrack,
 	})

@@ -31,6 +31,7 @@ from .types import (
     CompleteRunResult,
     Envelope,
     Event,
+    ExportFileResult,
     ForkResult,
     HandoffResult,
     HelloResult,
@@ -209,6 +210,12 @@ class AsyncClient:
 
     async def import_(self, envelope: Union[Mapping[str, Any], str, bytes]) -> ImportResult:
         return await self._run(self.sync.import_, envelope)
+
+    async def export_file(self, session_id: str, path: PathLike) -> ExportFileResult:
+        return await self._run(self.sync.export_file, session_id, path)
+
+    async def import_file(self, path: PathLike) -> ImportResult:
+        return await self._run(self.sync.import_file, path)
 
     async def handoff(self, session_id: str) -> HandoffResult:
         return await self._run(self.sync.handoff, session_id)

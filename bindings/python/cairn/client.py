@@ -40,6 +40,7 @@ from .types import (
     CompleteRunResult,
     Envelope,
     Event,
+    ExportFileResult,
     ForkResult,
     HandoffResult,
     HelloResult,
@@ -434,6 +435,18 @@ class Client:
         else:
             req = _dumps({"envelope": envelope})
         return self._call(b"import", req)  # type: ignore[no-any-return]
+
+    def export_file(self, session_id: str, path: PathLike) -> ExportFileResult:
+        """Writes the session's envelope to the file ``path`` as it goes (no
+        size limit: nothing is built in memory), where the engine runs. The
+        file is replaced only once it is whole."""
+        req = _dumps({"session_id": session_id, "path": os.path.abspath(os.fspath(path))})
+        return self._call(b"exportFile", req)  # type: ignore[no-any-return]
+
+    def import_file(self, path: PathLike) -> ImportResult:
+        """Imports the envelope in the file ``path`` (as :meth:`export_file`
+        writes it), read where the engine runs."""
+        return self._call(b"importFile", _dumps({"path": os.path.abspath(os.fspath(path))}))  # type: ignore[no-any-return]
 
     def handoff(self, session_id: str) -> HandoffResult:
         """HANDOFF.md (``markdown``) rendered from the session's latest

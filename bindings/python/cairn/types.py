@@ -74,6 +74,9 @@ __all__ = [
     "ForkRequest",
     "ForkResult",
     "ExportResult",
+    "ExportFileRequest",
+    "ExportFileResult",
+    "ImportFileRequest",
     "ImportParams",
     "ImportResult",
     "Envelope",
@@ -721,6 +724,23 @@ class Envelope(_EnvelopeBase, total=False):
 
 class ExportResult(TypedDict):
     envelope: Envelope
+
+
+class ExportFileRequest(TypedDict):
+    session_id: str
+    path: str
+
+
+class ExportFileResult(TypedDict):
+    """The file export wrote (``path``), its size and the generation it holds."""
+
+    path: str
+    bytes: int
+    generation: int
+
+
+class ImportFileRequest(TypedDict):
+    path: str
 
 
 class ImportParams(TypedDict):

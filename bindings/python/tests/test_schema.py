@@ -272,6 +272,9 @@ def calls(ws: str) -> List[Any]:
         ("export", {"session_id": "f"}),
         ("delete", {"session_id": "f"}),
         ("import", None),  # the envelope export answered
+        ("exportFile", {"session_id": "f", "path": os.path.join(ws, "f.json")}),
+        ("delete", {"session_id": "f"}),
+        ("importFile", {"path": os.path.join(ws, "f.json")}),
         ("changes", {}),
         ("handoff", {"session_id": "s"}),
         ("runtime.check", {"session_id": "s"}),
