@@ -6,7 +6,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-python test-node test-rust test-xlang bench-workspace bench-bindings node-deps test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
+.PHONY: all build bins lib test test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
 
 all: build
 
@@ -83,7 +83,7 @@ test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace bench-bindings
+bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads
 
 bench-store:
 	$(GO) run ./bench/storebench
@@ -95,6 +95,15 @@ bench-daemon:
 # through the daemon, side by side.
 bench-bindings: bins lib node-deps
 	$(PYTHON) bench/bindings/run.py
+
+# Issue 13's targeted reads (tail, one artifact, summary, resume with a
+# tail, truncate by one) through the Python binding, embedded and through
+# cairnd, against Python sqlite3 in the same process, at 100 to 100,000
+# messages in a workspace of 20,000 files; the fdatasync floor; and
+# cairnd's idle RSS with 2,000 sessions (READS_FLAGS, e.g. --rss-mib 1024).
+READS_FLAGS ?=
+bench-reads: bins lib
+	$(PYTHON) bench/reads/reads_bench.py $(READS_FLAGS)
 
 # Compares the workspace index with Watchman 4.9 from Debian's package,
 # installed here when missing (the benchmark says so if it cannot be).
