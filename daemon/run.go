@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -71,6 +72,10 @@ func Run(ctx context.Context, opts RunOptions) error {
 		}
 		return fmt.Errorf("daemon.Run: open store: %w", err)
 	}
+	// Opening read every log once; hand what that allocated back to the
+	// system now rather than whenever the runtime next gets round to it,
+	// so an idle daemon's footprint is its indexes.
+	debug.FreeOSMemory()
 	// The workspace tracker is best effort: a daemon that cannot watch
 	// (or index) the tree still serves, and reports drift as not tracked.
 	var files *workspace.Tracker

@@ -14,19 +14,29 @@ import (
 )
 
 // item is where one element of a session lives in its log: the frame at
-// off, fsz bytes long, and the element's index in the frame's CBOR array
-// (0 for a record that holds one item). size is the element's encoded
-// length, what a page's max_bytes counts and the live-byte count adds.
+// off(), fsz bytes long, and the element's index elem() in the frame's CBOR
+// array (0 for a record that holds one item). size is the element's encoded
+// length, what a page's max_bytes counts and the live-byte count adds. The
+// offset (40 bits: logs up to 1 TiB) and the element index (24 bits) share
+// one word, so an item is 16 bytes: the index of a session is 16 bytes per
+// message, whatever the message's size.
 type item struct {
-	off  int64
-	fsz  uint32
-	elem uint32
-	size uint32
+	offElem uint64
+	fsz     uint32
+	size    uint32
 }
 
-func itemOf(r recordlog.Record, base int64, elem int, size int) item {
-	return item{off: base + r.End - r.Size, fsz: uint32(r.Size), elem: uint32(elem), size: uint32(size)}
+const (
+	elemBits = 24
+	maxLog   = 1 << (64 - elemBits)
+)
+
+func newItem(off int64, fsz int64, elem, size int) item {
+	return item{offElem: uint64(off)<<elemBits | uint64(elem), fsz: uint32(fsz), size: uint32(size)}
 }
+
+func (it item) off() int64 { return int64(it.offElem >> elemBits) }
+func (it item) elem() int  { return int(it.offElem & (1<<elemBits - 1)) }
 
 // mark says the items of a list from idx on were added by generation gen
 // or a later one: the marks of a list are the generations that appended
@@ -237,7 +247,7 @@ type parsed struct {
 }
 
 func (p parsed) item(base int64, elem, size int) item {
-	return item{off: base + p.end - p.size, fsz: uint32(p.size), elem: uint32(elem), size: uint32(size)}
+	return newItem(base+p.end-p.size, p.size, elem, size)
 }
 
 // parseRecord takes from r what the index needs.
@@ -325,6 +335,9 @@ func (t *tracker) observeRecord(r recordlog.Record, base int64) error {
 
 // apply folds one parsed record, at base plus its offset, into the index.
 func (t *tracker) apply(p parsed, base int64) error {
+	if base+p.end >= maxLog || len(p.sizes) >= 1<<elemBits {
+		return session.Errorf(session.CodeInternal, "session log passes 1 TiB or a record holds over %d items: too large to index", 1<<elemBits)
+	}
 	whole := p.item(base, 0, int(p.size))
 	switch p.kind {
 	case kindReset:
@@ -353,7 +366,7 @@ func (t *tracker) apply(p parsed, base int64) error {
 				t.msgBytes -= int64(m.size)
 				t.live -= int64(m.size)
 			}
-			t.msgs = t.msgs[:n:n]
+			t.msgs = t.msgs[:n]
 			for len(t.msgMarks) > 0 && t.msgMarks[len(t.msgMarks)-1].idx >= n {
 				t.msgMarks = t.msgMarks[:len(t.msgMarks)-1]
 			}
@@ -588,13 +601,25 @@ type idOnly struct {
 	Status string `json:"status"`
 }
 
+// trim gives back the spare capacity of the index's lists, once a log has
+// been indexed at open: an idle store holds its indexes at their size.
+func (t *tracker) trim() {
+	t.msgs, t.traces = slices.Clip(t.msgs), slices.Clip(t.traces)
+	for k, v := range t.traceRuns {
+		t.traceRuns[k] = slices.Clip(v)
+	}
+}
+
 // clone returns a copy of t that later observes of t do not change.
 func (t *tracker) clone() *tracker {
 	c := *t
 	c.single, c.meta = maps.Clone(t.single), maps.Clone(t.meta)
 	c.runs, c.verifs, c.tasks, c.arts = t.runs.clone(), t.verifs.clone(), t.tasks.clone(), t.arts.clone()
 	c.status, c.artAt = maps.Clone(t.status), maps.Clone(t.artAt)
-	c.msgs, c.msgMarks = slices.Clip(t.msgs), slices.Clone(t.msgMarks)
+	// Messages are truncated in place (a truncation then an append
+	// overwrites the slots after it), so the copy must own its items; the
+	// other lists only grow or are replaced.
+	c.msgs, c.msgMarks = slices.Clone(t.msgs), slices.Clone(t.msgMarks)
 	c.traces, c.trMarks = slices.Clip(t.traces), slices.Clone(t.trMarks)
 	c.traceRuns = make(map[string][]int32, len(t.traceRuns))
 	for k, v := range t.traceRuns {

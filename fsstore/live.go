@@ -21,7 +21,7 @@ type frameReader struct {
 }
 
 func (fr frameReader) frame(it item) (recordlog.Record, error) {
-	rec, err := recordlog.ReadFrame(fr.r, fr.path, it.off, int(it.fsz))
+	rec, err := recordlog.ReadFrame(fr.r, fr.path, it.off(), int(it.fsz))
 	if err != nil {
 		return rec, session.Wrap(session.CodeInternal, err, "read session log")
 	}
@@ -34,20 +34,20 @@ func (fr frameReader) elems(its []item, bytes bool, fn func(i int, raw []byte) e
 	var cur item
 	var parts [][]byte
 	for i, it := range its {
-		if parts == nil || it.off != cur.off {
+		if parts == nil || it.off() != cur.off() {
 			rec, err := fr.frame(it)
 			if err != nil {
 				return err
 			}
 			if parts, err = elements(rec.Payload, bytes); err != nil {
-				return session.Wrap(session.CodeInternal, err, "read session log %s at %d", fr.path, it.off)
+				return session.Wrap(session.CodeInternal, err, "read session log %s at %d", fr.path, it.off())
 			}
 			cur = it
 		}
-		if int(it.elem) >= len(parts) {
-			return session.Errorf(session.CodeInternal, "read session log %s at %d: no element %d", fr.path, it.off, it.elem)
+		if it.elem() >= len(parts) {
+			return session.Errorf(session.CodeInternal, "read session log %s at %d: no element %d", fr.path, it.off(), it.elem())
 		}
-		if err := fn(i, parts[it.elem]); err != nil {
+		if err := fn(i, parts[it.elem()]); err != nil {
 			return err
 		}
 	}

@@ -35,7 +35,7 @@ func (fr frameReader) decodeFrame(it item, v any) error {
 		return err
 	}
 	if err := decMode.Unmarshal(rec.Payload, v); err != nil {
-		return session.Wrap(session.CodeInternal, err, "decode %q record of %s at %d", rec.Kind, fr.path, it.off)
+		return session.Wrap(session.CodeInternal, err, "decode %q record of %s at %d", rec.Kind, fr.path, it.off())
 	}
 	return nil
 }

@@ -335,6 +335,7 @@ func (s *Store) loadSession(name string) error {
 	if name != fileName(t.sessionID) {
 		return session.Errorf(session.CodeInternal, "%s holds session %q, whose file would be %s", name, t.sessionID, fileName(t.sessionID))
 	}
+	t.trim()
 	s.sessions[t.sessionID] = &sessionFile{name: name, path: path, size: asm.valid, t: t}
 	return nil
 }
