@@ -220,31 +220,17 @@ func (e *Engine) writeEnvelope(ctx context.Context, sid string, w io.Writer) (ui
 	}
 	ew.str(`{"schema_version":` + strconv.Itoa(api.EnvelopeSchemaVersion) + `,"session":`)
 	ew.spliced(&raw, b[:i])
-	for from, first := int64(0), true; ; {
-		p, err := e.store.Messages(ctx, sid, session.Query{From: from, MaxBytes: exportPageBytes})
-		if err != nil {
-			return 0, wrapStore("Export", err)
+	err = eachPage(func(from int64) (session.Page[session.Value], error) {
+		return e.store.Messages(ctx, sid, session.Query{From: from, MaxBytes: exportPageBytes})
+	}, same, "messages", func(n int64, m session.Value) error {
+		if n > 0 {
+			ew.str(",")
 		}
-		if err := same(p.Generation); err != nil {
-			return 0, err
-		}
-		for _, m := range p.Items {
-			if !first {
-				ew.str(",")
-			}
-			first = false
-			ew.bytes(m)
-		}
-		if ew.err != nil {
-			return 0, ew.err
-		}
-		if p.Next >= p.Total {
-			break
-		}
-		if p.Next <= from {
-			return 0, session.Errorf(session.CodeInternal, "engine.Export: messages page at %d did not advance", from)
-		}
-		from = p.Next
+		ew.bytes(m)
+		return ew.err
+	})
+	if err != nil {
+		return 0, err
 	}
 	ew.spliced(&raw, b[i+len(marker):])
 
@@ -276,31 +262,18 @@ func (e *Engine) writeEnvelope(ctx context.Context, sid string, w io.Writer) (ui
 		}
 	}
 	ew.str(`],"traces":[`)
-	for from := int64(0); ; {
-		p, err := e.store.Traces(ctx, sid, session.Query{From: from, MaxBytes: exportPageBytes})
-		if err != nil {
-			return 0, wrapStore("Export", err)
+	err = eachPage(func(from int64) (session.Page[session.Trace], error) {
+		return e.store.Traces(ctx, sid, session.Query{From: from, MaxBytes: exportPageBytes})
+	}, same, "traces", func(n int64, t session.Trace) error {
+		if n > 0 {
+			ew.str(",")
 		}
-		if err := same(p.Generation); err != nil {
-			return 0, err
-		}
-		for n, t := range p.Items {
-			if from+int64(n) > 0 {
-				ew.str(",")
-			}
-			t.Data = raw.hold(t.Data)
-			ew.splicedJSON(&raw, t)
-		}
-		if ew.err != nil {
-			return 0, ew.err
-		}
-		if p.Next >= p.Total {
-			break
-		}
-		if p.Next <= from {
-			return 0, session.Errorf(session.CodeInternal, "engine.Export: traces page at %d did not advance", from)
-		}
-		from = p.Next
+		t.Data = raw.hold(t.Data)
+		ew.splicedJSON(&raw, t)
+		return ew.err
+	})
+	if err != nil {
+		return 0, err
 	}
 	ew.str(`],"runs":`)
 	ew.json(nonNil(s.Runs))
@@ -687,5 +660,31 @@ func (r *rawSplicer) splice(b []byte) ([]byte, error) {
 		}
 		out = append(out, r.vals[n]...)
 		b = rest[j+1:]
+	}
+}
+
+// eachPage reads a whole list page by page through read, checks each page's
+// generation with same, and calls fn with each item and its index.
+func eachPage[T any](read func(from int64) (session.Page[T], error), same func(uint64) error, what string, fn func(int64, T) error) error {
+	for from := int64(0); ; {
+		p, err := read(from)
+		if err != nil {
+			return wrapStore("Export", err)
+		}
+		if err := same(p.Generation); err != nil {
+			return err
+		}
+		for n, item := range p.Items {
+			if err := fn(p.From+int64(n), item); err != nil {
+				return err
+			}
+		}
+		if p.Next >= p.Total {
+			return nil
+		}
+		if p.Next <= from {
+			return session.Errorf(session.CodeInternal, "engine.Export: %s page at %d did not advance", what, from)
+		}
+		from = p.Next
 	}
 }
