@@ -155,6 +155,16 @@ func call(h uint64, method string, req []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return encodeResult(res)
+}
+
+// encodeResult returns the JSON of a method's result. The hot reads
+// (api.JSONAppender) encode themselves, copying stored values as they are
+// instead of having encoding/json re-validate and compact them.
+func encodeResult(res any) ([]byte, error) {
+	if a, ok := res.(api.JSONAppender); ok {
+		return a.AppendJSON(nil), nil
+	}
 	return json.Marshal(res)
 }
 

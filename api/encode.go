@@ -1,0 +1,86 @@
+package api
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/cairn-dev/cairn/session"
+)
+
+// JSONAppender is a result that appends its own JSON encoding to b, with
+// the field names and shape encoding/json gives it, but its stored values
+// (session.Value) copied byte for byte. encoding/json re-validates and
+// compacts every json.RawMessage it encodes, which for a page of messages
+// costs more than reading it; the values were validated when they were
+// written (session.Normalize) and are checksummed where they are stored, so
+// the hot reads skip that. The bytes may therefore differ from
+// json.Marshal's (whitespace kept, '<', '>', '&' not escaped inside values)
+// while meaning the same JSON.
+type JSONAppender interface {
+	AppendJSON(b []byte) []byte
+}
+
+// AppendJSON appends r's JSON encoding to b (see JSONAppender).
+func (r MessagesResult) AppendJSON(b []byte) []byte {
+	n := len(b) + 128
+	for _, m := range r.Messages {
+		n += len(m) + 1
+	}
+	b = grow(b, n)
+	b = append(b, `{"session_id":`...)
+	b = appendString(b, r.SessionID)
+	b = append(b, `,"generation":`...)
+	b = strconv.AppendUint(b, r.Generation, 10)
+	b = append(b, `,"total":`...)
+	b = strconv.AppendInt(b, r.Total, 10)
+	b = append(b, `,"from":`...)
+	b = strconv.AppendInt(b, r.From, 10)
+	b = append(b, `,"next":`...)
+	b = strconv.AppendInt(b, r.Next, 10)
+	b = append(b, `,"more":`...)
+	b = strconv.AppendBool(b, r.More)
+	// A nil list is [] here, where encoding/json would write null: the
+	// schema's lists are never null.
+	b = append(b, `,"messages":[`...)
+	for i, m := range r.Messages {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendValue(b, m)
+	}
+	return append(b, "]}"...)
+}
+
+// grow returns b with room for n bytes in all.
+func grow(b []byte, n int) []byte {
+	if cap(b) >= n {
+		return b
+	}
+	nb := make([]byte, len(b), n)
+	copy(nb, b)
+	return nb
+}
+
+// appendValue appends a stored JSON value as it is; an empty one is null,
+// as encoding/json writes a nil json.RawMessage.
+func appendValue(b []byte, v session.Value) []byte {
+	if len(v) == 0 {
+		return append(b, "null"...)
+	}
+	return append(b, v...)
+}
+
+// appendString appends s as a JSON string, escaped as encoding/json
+// escapes it. Ids and names are plain ASCII, which needs no escape; any
+// other string goes through encoding/json.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}

@@ -1,0 +1,42 @@
+//go:build cgo
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"testing"
+)
+
+// TestMessagesAsStored checks that messages answers a page of messages as
+// the host saved them, byte for byte (api.MessagesResult.AppendJSON), not
+// re-encoded by encoding/json, which would compact the whitespace and
+// escape '<'.
+func TestMessagesAsStored(t *testing.T) {
+	h, err := openHandle(fmt.Sprintf(`{"workspace":%q,"embedded":true}`, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = closeHandle(h) })
+	msgs := []string{`{"role": "user", "content": "a <b> & c"}`, "[1,\n 2]", `"\u00e9"`}
+	save := fmt.Sprintf(`{"session_id":"s","change":{"append_messages":[%s,%s,%s]}}`, msgs[0], msgs[1], msgs[2])
+	if _, err := call(h, "save", []byte(save)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := call(h, "messages", []byte(`{"session_id":"s","tail":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`{"session_id":"s","generation":1,"total":3,"from":1,"next":3,"more":false,"messages":[%s,%s]}`, msgs[1], msgs[2])
+	if string(out) != want {
+		t.Fatalf("messages(tail=2):\n got %s\nwant %s", out, want)
+	}
+	out, err = call(h, "messages", []byte(`{"session_id":"s","tail":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(out) || !bytes.Contains(out, []byte(msgs[0])) {
+		t.Fatalf("messages(tail=3) = %s, want %s in it", out, msgs[0])
+	}
+}
