@@ -479,6 +479,10 @@ def read_phases(cairn: Any, a: argparse.Namespace, ws: str, root: str, results: 
     c = cairn.connect(ws, embedded=True)
     try:
         build_cairn(c)
+        # Setup wrote the 20,000 files and a few hundred MB of sessions:
+        # flush them now, so the kernel's writeback of the setup does not
+        # land on the commits being measured (it tripled them).
+        os.sync()
         log(f"cairn sessions built in {time.monotonic() - t0:.0f}s ({load()})")
         run_ops("embedded", lambda s, n, k: cairn_ops(c, s, n, k), a.reps, results, root)
     finally:
