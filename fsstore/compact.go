@@ -132,6 +132,9 @@ func (s *Store) compact(sf *sessionFile) error {
 	if sf.gone || sf.broken != nil || sf.t.gen == 0 {
 		return nil
 	}
+	// The framing the compacted state needs, before the commits that
+	// landed meanwhile (whose superseded records are dead, not framing).
+	overhead := max(newSize-next.live, 0)
 	if cur := sf.size; cur > size {
 		l, err := s.logFor(sf)
 		if err != nil {
@@ -164,8 +167,7 @@ func (s *Store) compact(sf *sessionFile) error {
 	}
 	s.closeLog(sf)
 	s.adoptLog(sf, recordlog.Adopt(f, final, newSize))
-	sf.size, sf.t = newSize, next
-	sf.overhead = max(newSize-next.live, 0)
+	sf.size, sf.t, sf.overhead = newSize, next, overhead
 	if err != nil {
 		// The new log is complete and in place, but its name may not be
 		// durable; appending to it could lose acknowledged commits if the
