@@ -211,11 +211,22 @@ func writeLog(tmp *atomicfile.Temp, fr frameReader, t *tracker, id string, withC
 	return off, fb.err
 }
 
+// walkIndex indexes the log in the first size bytes of r, read in bounded
+// chunks: artifact data is checksummed as it streams past, never held, and
+// a pending commit holds parsed records, not payloads. The assembler says
+// where the complete commits end (valid) and why the walk stopped (err);
+// the error returned is a read error.
+func walkIndex(r io.ReaderAt, size int64) (*tracker, *assembler, error) {
+	t := newTracker()
+	asm := &assembler{valid: int64(len(logMagic)), parse: true, onGroup: func(g commitGroup) error { return t.observe(g, 0) }}
+	_, err := recordlog.Walk(r, int64(len(logMagic)), size, func(kind byte) bool { return kind != kindBlob }, asm.add)
+	return t, asm, err
+}
+
 // indexOf reads back a log just written (size bytes of r) and indexes it.
 func indexOf(r io.ReaderAt, size int64) (*tracker, error) {
-	t := newTracker()
-	asm := assembler{valid: int64(len(logMagic)), parse: true, onGroup: func(g commitGroup) error { return t.observe(g, 0) }}
-	if _, err := recordlog.Walk(r, int64(len(logMagic)), size, func(kind byte) bool { return kind != kindBlob }, asm.add); err != nil {
+	t, asm, err := walkIndex(r, size)
+	if err != nil {
 		return nil, err
 	}
 	if asm.err != nil {

@@ -141,9 +141,8 @@ type tracker struct {
 
 	ckpts map[string]*runLine
 
-	live     int64 // encoded bytes of the latest generation
-	msgBytes int64
-	curGen   uint64 // generation of the commit being observed
+	live   int64  // encoded bytes of the latest generation
+	curGen uint64 // generation of the commit being observed
 }
 
 func newTracker() *tracker {
@@ -160,7 +159,7 @@ func (t *tracker) clear() {
 	t.runs, t.verifs, t.tasks, t.arts = keyed{}, keyed{}, keyed{}, keyed{}
 	t.status, t.traceRuns, t.artAt = map[string]string{}, map[string][]int32{}, map[string]art{}
 	t.msgs, t.msgMarks, t.traces, t.trMarks = nil, nil, nil, nil
-	t.msgBytes, t.lastArt = 0, ""
+	t.lastArt = ""
 	t.live = 0
 	for _, l := range t.ckpts {
 		for _, ev := range l.events {
@@ -356,14 +355,12 @@ func (t *tracker) apply(p parsed, base int64) error {
 		t.msgMarks = addMark(t.msgMarks, t.curGen, t.messages())
 		for i, e := range p.sizes {
 			t.msgs = append(t.msgs, p.item(base, i, e))
-			t.msgBytes += int64(e)
 			t.live += int64(e)
 		}
 	case kindTruncate:
 		n := p.n
 		if n < t.messages() {
 			for _, m := range t.msgs[n:] {
-				t.msgBytes -= int64(m.size)
 				t.live -= int64(m.size)
 			}
 			t.msgs = t.msgs[:n]

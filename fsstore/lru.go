@@ -1,11 +1,8 @@
 package fsstore
 
 import (
-	"os"
-	"path/filepath"
 	"syscall"
 
-	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -106,17 +103,4 @@ func openReader(sf *sessionFile) (*recordlog.Reader, error) {
 		return nil, session.Wrap(session.CodeInternal, err, "fsstore: open session log")
 	}
 	return r, nil
-}
-
-// adoptFile makes a recordlog.File of f, a log of size bytes at path.
-func adoptFile(f *os.File, path string, size int64) *recordlog.File {
-	return recordlog.Adopt(f, path, size)
-}
-
-// removeUndurable takes back a new file whose name may not be durable (its
-// directory sync failed), so a failed create never surfaces after a crash.
-func removeUndurable(path string) {
-	if err := os.Remove(path); err == nil {
-		_ = atomicfile.SyncDir(filepath.Dir(path))
-	}
 }

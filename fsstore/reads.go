@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -319,13 +320,8 @@ func (s *Store) Copy(ctx context.Context, src, dst string, at uint64, then *sess
 	if err := session.ValidateID("session", dst); err != nil {
 		return session.CommitResult{}, err
 	}
-	if then != nil {
-		if err := session.Normalize(then); err != nil {
-			return session.CommitResult{}, err
-		}
-		if then.Replace != nil {
-			return session.CommitResult{}, session.Errorf(session.CodeInvalidArgument, "fsstore.Copy: then must be a delta")
-		}
+	if then != nil && then.Replace != nil {
+		return session.CommitResult{}, session.Errorf(session.CodeInvalidArgument, "fsstore.Copy: then must be a delta")
 	}
 	sf, err := s.lockSession(src)
 	if err != nil {
@@ -381,15 +377,11 @@ func (s *Store) copyLocked(df *sessionFile, dst string, fr frameReader, snap *tr
 	if err := tmp.Sync(); err != nil {
 		return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Copy")
 	}
-	f, err := tmp.Commit()
+	f, err := tmp.Create()
 	if err != nil {
-		if f != nil {
-			f.Close()
-			removeUndurable(df.path)
-		}
 		return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Copy")
 	}
-	s.adoptLog(df, adoptFile(f, df.path, size))
+	s.adoptLog(df, recordlog.Adopt(f, df.path, size))
 	df.size, df.t = size, next
 	s.commits.Add(1)
 	s.bytesWritten.Add(size)

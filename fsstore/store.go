@@ -292,42 +292,33 @@ func (s *Store) loadSession(name string) error {
 		s.log.Error("log cannot be read; leaving it untouched", "path", path, "error", err)
 		return nil
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|atomicfile.OpenFlags, 0)
+	fi, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
+	l, err := recordlog.OpenAt(path, fi.Size())
 	if err != nil {
 		return err
 	}
-	size := fi.Size()
+	defer l.Close()
 	magic := make([]byte, len(logMagic))
-	if n, _ := f.ReadAt(magic, 0); n < len(magic) || !recordlog.HasMagic(magic, logMagic) {
+	if n, _ := l.ReadAt(magic, 0); n < len(magic) || !recordlog.HasMagic(magic, logMagic) {
 		return unreadable(session.Wrap(session.CodeInternal, errBadMagic, "%s", path))
 	}
-	t := newTracker()
-	asm := assembler{valid: int64(len(logMagic)), parse: true, onGroup: func(g commitGroup) error { return t.observe(g, 0) }}
-	if _, err := recordlog.Walk(f, int64(len(logMagic)), size, func(kind byte) bool { return kind != kindBlob }, asm.add); err != nil {
+	t, asm, err := walkIndex(l, l.Size())
+	if err != nil {
 		return err
 	}
 	if asm.err != nil {
 		return unreadable(asm.err)
 	}
 	if t.gen == 0 {
-		f.Close()
-		s.log.Warn("removing log with no complete commit", "path", path)
-		if err := os.Remove(path); err != nil {
-			return err
-		}
-		return atomicfile.SyncDir(s.sessionsDir)
+		l.Close()
+		return s.removeEmptyLog(s.sessionsDir, path)
 	}
-	if asm.valid < size {
+	if size := l.Size(); asm.valid < size {
 		s.log.Warn("trimming torn or uncommitted log tail", "path", path, "bytes", size-asm.valid)
-		if err := f.Truncate(asm.valid); err != nil {
-			return err
-		}
-		if err := atomicfile.Fdatasync(f); err != nil {
+		if err := l.Truncate(asm.valid); err != nil {
 			return err
 		}
 		s.trimmed.Add(size - asm.valid)

@@ -16,6 +16,16 @@ import (
 // Workflow logs are small (one record per completed step) and are not
 // compacted: a step recorded again supersedes its earlier record on replay.
 
+// removeEmptyLog removes a log (closed) in dir that holds no complete
+// commit: its creation never finished.
+func (s *Store) removeEmptyLog(dir, path string) error {
+	s.log.Warn("removing log with no complete commit", "path", path)
+	if err := os.Remove(path); err != nil {
+		return err
+	}
+	return atomicfile.SyncDir(dir)
+}
+
 // openLog reads a small log whole for recovery, trims a torn tail and
 // returns its commits and committed size, leaving it closed. A log with no
 // complete commit is removed (nil groups). Readability problems are
@@ -38,11 +48,8 @@ func (s *Store) openLog(dir, name string) ([]commitGroup, int64, error) {
 		return nil, 0, nil
 	}
 	if len(groups) == 0 {
-		s.log.Warn("removing log with no complete commit", "path", path)
-		if err := os.Remove(path); err != nil {
-			return nil, 0, err
-		}
-		return nil, 0, atomicfile.SyncDir(dir)
+		l.Close()
+		return nil, 0, s.removeEmptyLog(dir, path)
 	}
 	if size := l.Size(); valid < size {
 		s.log.Warn("trimming torn or uncommitted log tail", "path", path, "bytes", size-valid)

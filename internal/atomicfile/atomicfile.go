@@ -207,12 +207,26 @@ func (t *Temp) Abort() {
 	os.Remove(t.tmp)
 }
 
+// Create is Commit for a file that did not exist before: when the rename
+// happened but the directory sync failed, it takes the new name back
+// (removes it and syncs the directory), so a failed create never surfaces
+// after a crash; on any error final is left as it was.
+func (t *Temp) Create() (*os.File, error) {
+	f, err := t.Commit()
+	if err != nil && f != nil {
+		f.Close()
+		if rmErr := os.Remove(t.final); rmErr == nil {
+			_ = SyncDir(filepath.Dir(t.final))
+		}
+		return nil, err
+	}
+	return f, err
+}
+
 // CreateFile writes data to a new file at final crash-safely (a Temp:
-// write, fsync, rename, fsync the directory) and returns it open for
-// reading and writing under final's name. On any error final is left as it
-// was: when the rename happened but the directory sync failed, the new
-// name is taken back, so a failed create never surfaces later. fault is
-// as for NewTemp.
+// write, fsync, rename, fsync the directory; Temp.Create) and returns it
+// open for reading and writing under final's name. fault is as for
+// NewTemp.
 func CreateFile(final string, data []byte, perm os.FileMode, fault func(step string) error) (*os.File, error) {
 	t, err := NewTemp(final, perm, fault)
 	if err != nil {
@@ -225,15 +239,7 @@ func CreateFile(final string, data []byte, perm os.FileMode, fault func(step str
 	if err := t.Sync(); err != nil {
 		return nil, err
 	}
-	f, err := t.Commit()
-	if err != nil && f != nil {
-		f.Close()
-		if rmErr := os.Remove(final); rmErr == nil {
-			_ = SyncDir(filepath.Dir(final))
-		}
-		return nil, err
-	}
-	return f, err
+	return t.Create()
 }
 
 // WriteFile replaces path with data: a temp file in the same directory

@@ -170,18 +170,6 @@ type Reader struct {
 	size int64
 }
 
-// OpenReader opens the log's committed content for reading through a
-// descriptor of its own. Call it under the owner's lock; the reading can
-// then happen without it, and sees the same file and bytes even if the log
-// is appended to or replaced (renamed over) meanwhile.
-func (l *File) OpenReader() (*Reader, error) {
-	f, err := os.OpenFile(l.path, os.O_RDONLY|atomicfile.OpenFlags, 0)
-	if err != nil {
-		return nil, err
-	}
-	return &Reader{f: f, path: l.path, size: l.size}, nil
-}
-
 // ReadAll reads the content and closes the reader.
 func (r *Reader) ReadAll() ([]byte, error) {
 	defer r.f.Close()
@@ -356,9 +344,6 @@ func Walk(r io.ReaderAt, off, end int64, keep func(kind byte) bool, fn func(Reco
 	}
 	return valid, nil
 }
-
-// File returns the log's descriptor, for reads below the committed size.
-func (l *File) File() *os.File { return l.f }
 
 // OpenReaderAt opens the log at path for reading its first size bytes
 // through a descriptor of its own.
