@@ -46,32 +46,42 @@ type mark struct {
 	idx int64
 }
 
-// keyed is a list of records upserted by id, in first-insert order, as
-// session.Apply keeps runs, verifications and subagent tasks.
-type keyed struct {
+// keyed is a list upserted by id, in first-insert order, as session.Apply
+// keeps runs, verifications, subagent tasks and artifacts: where each one's
+// latest record is (V).
+type keyed[V any] struct {
 	order []string
-	at    map[string]item
+	at    map[string]V
 }
 
-func (k *keyed) set(id string, it item) (old item, existed bool) {
+func (k *keyed[V]) set(id string, v V) (old V, existed bool) {
 	if k.at == nil {
-		k.at = map[string]item{}
+		k.at = map[string]V{}
 	}
 	old, existed = k.at[id]
 	if !existed {
 		k.order = append(k.order, id)
 	}
-	k.at[id] = it
+	k.at[id] = v
 	return old, existed
 }
 
-func (k *keyed) del(id string) (item, bool) {
+func (k *keyed[V]) del(id string) (V, bool) {
 	old, ok := k.at[id]
 	if ok {
 		delete(k.at, id)
 		k.order = slices.DeleteFunc(k.order, func(x string) bool { return x == id })
 	}
 	return old, ok
+}
+
+func (k *keyed[V]) has(id string) bool {
+	_, ok := k.at[id]
+	return ok
+}
+
+func (k keyed[V]) clone() keyed[V] {
+	return keyed[V]{order: slices.Clone(k.order), at: maps.Clone(k.at)}
 }
 
 // art is where an artifact lives: its header record (kindArtifact, no
@@ -124,10 +134,10 @@ type tracker struct {
 
 	single map[byte]item // workspace, agent, handoff, runtime, files
 	meta   map[string]item
-	runs   keyed
+	runs   keyed[item]
 	status map[string]string // run id -> status
-	verifs keyed
-	tasks  keyed
+	verifs keyed[item]
+	tasks  keyed[item]
 
 	msgs      []item
 	msgMarks  []mark
@@ -135,8 +145,7 @@ type tracker struct {
 	trMarks   []mark
 	traceRuns map[string][]int32 // run id -> indexes into traces
 
-	arts    keyed // header items; the artifact itself is in artAt
-	artAt   map[string]art
+	arts    keyed[art]
 	lastArt string // the header a following blob record belongs to
 
 	ckpts map[string]*runLine
@@ -156,8 +165,8 @@ func newTracker() *tracker {
 // keeps them, as session.Apply does).
 func (t *tracker) clear() {
 	t.single, t.meta = map[byte]item{}, map[string]item{}
-	t.runs, t.verifs, t.tasks, t.arts = keyed{}, keyed{}, keyed{}, keyed{}
-	t.status, t.traceRuns, t.artAt = map[string]string{}, map[string][]int32{}, map[string]art{}
+	t.runs, t.verifs, t.tasks, t.arts = keyed[item]{}, keyed[item]{}, keyed[item]{}, keyed[art]{}
+	t.status, t.traceRuns = map[string]string{}, map[string][]int32{}
 	t.msgs, t.msgMarks, t.traces, t.trMarks = nil, nil, nil, nil
 	t.lastArt = ""
 	t.live = 0
@@ -386,20 +395,18 @@ func (t *tracker) apply(p parsed, base int64) error {
 		t.putArt(p.id.ID, art{hdr: whole})
 		t.lastArt = p.id.ID
 	case kindBlob:
-		a, ok := t.artAt[t.lastArt]
+		a, ok := t.arts.at[t.lastArt]
 		if t.lastArt == "" || !ok || a.hasDat {
 			return session.Errorf(session.CodeInternal, "artifact data record without its header")
 		}
 		a.data, a.hasDat = whole, true
-		t.artAt[t.lastArt] = a
+		t.arts.at[t.lastArt] = a
 		t.live += whole.size64()
 		t.lastArt = ""
 	case kindDelArtifacts:
 		for _, a := range p.ids {
-			if old, ok := t.artAt[a]; ok {
+			if old, ok := t.arts.del(a); ok {
 				t.live -= old.live()
-				delete(t.artAt, a)
-				t.arts.del(a)
 			}
 		}
 	case kindWorkspace, kindAgent, kindHandoff, kindRuntime, kindFiles:
@@ -464,11 +471,9 @@ func (t *tracker) apply(p parsed, base int64) error {
 func (it item) size64() int64 { return int64(it.size) }
 
 func (t *tracker) putArt(id string, a art) {
-	if old, ok := t.artAt[id]; ok {
+	if old, existed := t.arts.set(id, a); existed {
 		t.live -= old.live()
 	}
-	t.artAt[id] = a
-	t.arts.set(id, a.hdr)
 	t.live += a.live()
 }
 
@@ -612,7 +617,7 @@ func (t *tracker) clone() *tracker {
 	c := *t
 	c.single, c.meta = maps.Clone(t.single), maps.Clone(t.meta)
 	c.runs, c.verifs, c.tasks, c.arts = t.runs.clone(), t.verifs.clone(), t.tasks.clone(), t.arts.clone()
-	c.status, c.artAt = maps.Clone(t.status), maps.Clone(t.artAt)
+	c.status = maps.Clone(t.status)
 	// Messages are truncated in place (a truncation then an append
 	// overwrites the slots after it), so the copy must own its items; the
 	// other lists only grow or are replaced.
@@ -629,8 +634,4 @@ func (t *tracker) clone() *tracker {
 		c.ckpts[k] = &cl
 	}
 	return &c
-}
-
-func (k keyed) clone() keyed {
-	return keyed{order: slices.Clone(k.order), at: maps.Clone(k.at)}
 }

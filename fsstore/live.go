@@ -117,7 +117,7 @@ func writeLive(fb *frameBuf, write func([]byte) error, fr frameReader, t *tracke
 		return err
 	}
 	for _, aid := range t.arts.order {
-		a := t.artAt[aid]
+		a := t.arts.at[aid]
 		if !a.legacy {
 			if err := verbatim(a.hdr); err != nil {
 				return err
@@ -142,7 +142,7 @@ func writeLive(fb *frameBuf, write func([]byte) error, fr frameReader, t *tracke
 		}
 		flush()
 	}
-	for _, list := range []*keyed{&t.runs, &t.verifs, &t.tasks} {
+	for _, list := range []*keyed[item]{&t.runs, &t.verifs, &t.tasks} {
 		for _, k := range list.order {
 			if err := verbatim(list.at[k]); err != nil {
 				return err

@@ -117,7 +117,7 @@ func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Su
 	return st, sf.summaryLocked(), nil
 }
 
-func decodeKeyed[T any](fr frameReader, k *keyed, out *[]T) error {
+func decodeKeyed[T any](fr frameReader, k *keyed[item], out *[]T) error {
 	for _, id := range k.order {
 		var v T
 		if err := fr.decodeFrame(k.at[id], &v); err != nil {
@@ -220,7 +220,7 @@ func (s *Store) Artifacts(ctx context.Context, id string, ids []string, withData
 	order := t.arts.order
 	if ids != nil {
 		for _, a := range ids {
-			if _, ok := t.artAt[a]; !ok {
+			if !t.arts.has(a) {
 				return session.Page[session.Artifact]{}, session.Errorf(session.CodeNotFound, "session %q holds no artifact %q", id, a)
 			}
 		}
@@ -228,7 +228,7 @@ func (s *Store) Artifacts(ctx context.Context, id string, ids []string, withData
 	}
 	out := make([]session.Artifact, 0, len(order))
 	for _, aid := range order {
-		a := t.artAt[aid]
+		a := t.arts.at[aid]
 		var v session.Artifact
 		if a.legacy {
 			err = fr.elems([]item{a.hdr}, false, func(_ int, raw []byte) error { return decodeRaw(raw, &v) })

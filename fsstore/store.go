@@ -425,7 +425,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 		return session.CommitResult{}, err
 	}
 	if sf.t.gen > 0 {
-		if err := session.CheckEdits(id, c, sf.t.messages(), func(a string) bool { _, ok := sf.t.artAt[a]; return ok }); err != nil {
+		if err := session.CheckEdits(id, c, sf.t.messages(), sf.t.arts.has); err != nil {
 			return session.CommitResult{}, err
 		}
 	}
