@@ -49,6 +49,12 @@ func Append(buf []byte, kind byte, payload []byte) []byte {
 	return buf
 }
 
+// header reads a frame's header at the start of b: payload length, CRC,
+// kind.
+func header(b []byte) (n int64, crc uint32, kind byte) {
+	return int64(binary.LittleEndian.Uint32(b)), binary.LittleEndian.Uint32(b[4:]), b[8]
+}
+
 func checksum(kind byte, payload []byte) uint32 {
 	return crc32.Update(crc32.Checksum([]byte{kind}, castagnoli), castagnoli, payload)
 }
@@ -69,9 +75,7 @@ type Record struct {
 func Scan(data []byte, off int64, fn func(Record) bool) int64 {
 	valid := off
 	for int64(len(data))-off >= HeaderSize {
-		n := int64(binary.LittleEndian.Uint32(data[off:]))
-		crc := binary.LittleEndian.Uint32(data[off+4:])
-		kind := data[off+8]
+		n, crc, kind := header(data[off:])
 		if n > MaxPayload || int64(len(data))-off-HeaderSize < n {
 			break
 		}
@@ -281,11 +285,11 @@ func ReadFrame(r io.ReaderAt, path string, off int64, size int) (Record, error) 
 	if n, err := r.ReadAt(buf, off); n != size {
 		return Record{}, fmt.Errorf("read %s at %d: %d of %d bytes: %w", path, off, n, size, err)
 	}
-	n := int64(binary.LittleEndian.Uint32(buf))
-	if n != int64(size-HeaderSize) || checksum(buf[8], buf[HeaderSize:]) != binary.LittleEndian.Uint32(buf[4:]) {
+	n, crc, kind := header(buf)
+	if n != int64(size-HeaderSize) || checksum(kind, buf[HeaderSize:]) != crc {
 		return Record{}, fmt.Errorf("%s at offset %d: %w", path, off, ErrDamaged)
 	}
-	return Record{Kind: buf[8], Payload: buf[HeaderSize:], Size: int64(size), End: off + int64(size)}, nil
+	return Record{Kind: kind, Payload: buf[HeaderSize:], Size: int64(size), End: off + int64(size)}, nil
 }
 
 // walkChunk is how much Walk reads at a time.
@@ -304,9 +308,7 @@ func Walk(r io.ReaderAt, off, end int64, keep func(kind byte) bool, fn func(Reco
 		if _, err := r.ReadAt(hdr[:], off); err != nil {
 			return valid, err
 		}
-		n := int64(binary.LittleEndian.Uint32(hdr[:]))
-		crc := binary.LittleEndian.Uint32(hdr[4:])
-		kind := hdr[8]
+		n, crc, kind := header(hdr[:])
 		if n > MaxPayload || end-off-HeaderSize < n {
 			break
 		}
