@@ -7,12 +7,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { cairn, embedded, daemon, msg } = require('./helpers');
-
-const MODES = {
-  embedded: (t) => embedded(t),
-  daemon: (t) => daemon(t),
-};
+const { cairn, MODES, msg } = require('./helpers');
 
 for (const [mode, open] of Object.entries(MODES)) {
   test(`exportFile and importFile (${mode})`, async (t) => {

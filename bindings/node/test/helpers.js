@@ -1,6 +1,7 @@
 'use strict';
-// Shared test helpers: fresh temp workspaces, clients in either mode, and
-// daemon teardown (SIGTERM, then wait until the process is gone).
+// Shared test helpers: fresh temp workspaces, clients in either mode (and
+// MODES, to run a test in both), and daemon teardown (SIGTERM, then wait
+// until the process is gone).
 
 const fs = require('fs');
 const os = require('os');
@@ -71,8 +72,11 @@ async function daemon(t, extra = {}) {
   return { c, ws, pid, status: st };
 }
 
+/** Each mode's client opener, by name: run a test body in both modes. */
+const MODES = { embedded, daemon };
+
 function msg(i, size = 0) {
   return { role: 'user', content: `message ${i}` + (size ? ' ' + 'x'.repeat(size) : '') };
 }
 
-module.exports = { cairn, REPO, DAEMON, tmpWorkspace, stopDaemon, alive, daemonOptions, embedded, daemon, msg };
+module.exports = { cairn, REPO, DAEMON, tmpWorkspace, stopDaemon, alive, daemonOptions, embedded, daemon, MODES, msg };

@@ -7,7 +7,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { cairn, embedded, daemon, msg } = require('./helpers');
+const { cairn, MODES, msg } = require('./helpers');
 
 const T0 = '2024-01-02T03:04:05Z';
 
@@ -41,11 +41,6 @@ async function walk(read, first = {}) {
   }
   throw new Error('paging does not end');
 }
-
-const MODES = {
-  embedded: (t) => embedded(t),
-  daemon: (t) => daemon(t),
-};
 
 for (const [mode, open] of Object.entries(MODES)) {
   test(`targeted reads and delta edits (${mode})`, async (t) => {

@@ -6,9 +6,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { cairn, embedded, daemon, msg } = require('./helpers');
-
-const MODES = { embedded, daemon };
+const { cairn, MODES, msg } = require('./helpers');
 
 /** Kills the process group a restart started (it leads its own group). */
 function killGroup(pid) {

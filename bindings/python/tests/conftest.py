@@ -1,5 +1,6 @@
-"""Shared fixtures: fresh short-path workspaces, embedded and daemon clients,
-the runtime record_runtime saves and the processes a restart started.
+"""Shared fixtures: fresh short-path workspaces, embedded and daemon clients
+(sync and asyncio), the runtime record_runtime saves and the processes a
+restart started.
 
 Daemon-mode fixtures start cairnd with --idle-timeout=20s and, at teardown,
 read its pid from status(), SIGTERM it and wait until it is gone.
@@ -7,17 +8,19 @@ read its pid from status(), SIGTERM it and wait until it is gone.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator, List
+from typing import Any, Iterator, List
 
 import pytest
 
 import cairn
+import cairn.aio
 
 REPO = Path(__file__).resolve().parents[3]
 DAEMON = os.environ.get("CAIRN_DAEMON") or str(REPO / "build" / "cairnd")
@@ -69,6 +72,21 @@ def connect_daemon(ws: str, daemons: List[int], **kw: object) -> cairn.Client:
     c = cairn.connect(ws, daemon=DAEMON, daemon_args=kw.pop("daemon_args", DAEMON_ARGS), **kw)  # type: ignore[arg-type]
     daemons.append(c.status()["daemon"]["pid"])
     return c
+
+
+async def aio_connect(ws: str, mode: str, daemons: List[int]) -> cairn.aio.AsyncClient:
+    """An asyncio client in mode "embedded" or "daemon" (whose pid is
+    appended to daemons)."""
+    if mode == "embedded":
+        return await cairn.aio.connect(ws, embedded=True)
+    c = await cairn.aio.connect(ws, daemon=DAEMON, daemon_args=DAEMON_ARGS)
+    daemons.append((await c.status())["daemon"]["pid"])
+    return c
+
+
+def run(coro: Any) -> Any:
+    """Runs the coroutine on a new event loop, failing after 60 s."""
+    return asyncio.run(asyncio.wait_for(coro, timeout=60))
 
 
 @pytest.fixture

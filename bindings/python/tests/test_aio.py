@@ -13,11 +13,7 @@ import pytest
 
 import cairn
 import cairn.aio
-from conftest import DAEMON, DAEMON_ARGS, msg, record_runtime
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, timeout=60))
+from conftest import aio_connect, msg, record_runtime, run
 
 
 def test_aio_every_method_embedded(workspace: str) -> None:
@@ -146,10 +142,8 @@ def test_aio_parallel_resumable(workspace: str) -> None:
 
 def test_aio_daemon_mode(workspace: str, daemons: List[int]) -> None:
     async def main() -> None:
-        c = await cairn.aio.connect(workspace, daemon=DAEMON, daemon_args=DAEMON_ARGS)
+        c = await aio_connect(workspace, "daemon", daemons)
         try:
-            st = await c.status()
-            daemons.append(st["daemon"]["pid"])
             await asyncio.gather(*(c.save("s", change={"append_messages": [i]}) for i in range(20)))
             assert len((await c.resume_session("s"))["snapshot"]["messages"]) == 20
         finally:
@@ -167,11 +161,7 @@ def test_aio_daemon_mode(workspace: str, daemons: List[int]) -> None:
 @pytest.mark.parametrize("mode", ["embedded", "daemon"])
 def test_aio_handoff_runtime_changes(workspace: str, daemons: List[int], started: List[int], mode: str) -> None:
     async def main() -> None:
-        if mode == "embedded":
-            c = await cairn.aio.connect(workspace, embedded=True)
-        else:
-            c = await cairn.aio.connect(workspace, daemon=DAEMON, daemon_args=DAEMON_ARGS)
-            daemons.append((await c.status())["daemon"]["pid"])
+        c = await aio_connect(workspace, mode, daemons)
         try:
             clock = (await c.changes())["clock"]
             await c._run(record_runtime, c.sync)

@@ -3,7 +3,6 @@ embedded and daemon mode and through cairn.aio."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 
 import cairn
 import cairn.aio
-from conftest import msg
+from conftest import msg, run
 
 
 def test_export_file_import_file_round_trip(client: cairn.Client, workspace: str) -> None:
@@ -78,4 +77,4 @@ def test_aio_export_file_import_file(workspace: str) -> None:
             assert (await c.import_file(path))["session_id"] == "s"
             assert (await c.messages("s"))["messages"] == [msg(0), msg(1)]
 
-    asyncio.run(asyncio.wait_for(main(), timeout=60))
+    run(main())

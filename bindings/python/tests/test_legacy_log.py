@@ -6,7 +6,6 @@ ConflictError naming it. Embedded and through the daemon."""
 
 from __future__ import annotations
 
-import base64
 import shutil
 from pathlib import Path
 from typing import List
@@ -20,12 +19,11 @@ LOG = REPO / "engine" / "testdata" / "legacy-dup-artifact" / "s-dup.log"
 
 
 def _ids(c: cairn.Client, sid: str) -> List[str]:
-    return [a["id"] for a in c.call("artifacts", {"session_id": sid})["artifacts"]]
+    return [a["id"] for a in c.artifacts(sid)["artifacts"]]
 
 
 def _plan(c: cairn.Client, sid: str) -> bytes:
-    a = c.call("artifact", {"session_id": sid, "artifact_id": "plan"})["artifact"]
-    return base64.b64decode(a["data"])
+    return c.artifact(sid, "plan")["artifact"]["data"]
 
 
 @pytest.mark.parametrize("mode", ["embedded", "daemon"])
@@ -50,7 +48,7 @@ def test_legacy_duplicate_artifact_id(mode: str, workspace: str, daemons: List[i
         assert _plan(c, "dup") == b"second plan"
 
         with pytest.raises(cairn.ConflictError) as ei:
-            c.save("dup", change={"append_artifacts": [{"id": "plan", "data": base64.b64encode(b"x").decode()}]})
+            c.save("dup", change={"append_artifacts": [{"id": "plan", "data": b"x"}]})
         assert '"plan"' in str(ei.value)
     finally:
         c.close()

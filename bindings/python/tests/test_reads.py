@@ -5,15 +5,13 @@ answers exactly the matching slice of a whole resume_session."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 from typing import Any, Dict, List
 
 import pytest
 
 import cairn
-import cairn.aio
-from conftest import DAEMON, DAEMON_ARGS, msg
+from conftest import aio_connect, msg, run
 
 
 def trace(seq: int, run_id: str, data: Any = None) -> Dict[str, Any]:
@@ -335,12 +333,9 @@ def test_resume_session_options(client: cairn.Client, workspace: str) -> None:
 def test_aio_reads(workspace: str, daemons: List[int]) -> None:
     """The asyncio client's reads and edits, in both modes."""
 
-    async def main(embedded: bool) -> None:
-        kw: Dict[str, Any] = {"embedded": True} if embedded else {"daemon": DAEMON, "daemon_args": DAEMON_ARGS}
-        async with await cairn.aio.connect(workspace, **kw) as c:
-            if not embedded:
-                daemons.append((await c.status())["daemon"]["pid"])
-            sid = "e" if embedded else "d"
+    async def main(mode: str) -> None:
+        async with await aio_connect(workspace, mode, daemons) as c:
+            sid = mode[0]
             await c.save(sid, change={"append_messages": [msg(i) for i in range(5)], "append_artifacts": [{"id": "a", "data": b"\x00\x01"}]})
             await c.save(sid, change={"truncate_messages": 3, "append_messages": [msg(9)], "put_artifacts": [{"id": "a", "data": b"\x02", "metadata": 1}]})
             assert (await c.messages(sid, tail=2))["messages"] == [msg(2), msg(9)]
@@ -361,5 +356,5 @@ def test_aio_reads(workspace: str, daemons: List[int]) -> None:
             with pytest.raises(cairn.ConflictError, match="dup-7"):
                 await c.save(sid, change={"append_artifacts": [{"id": "dup-7"}]})
 
-    asyncio.run(asyncio.wait_for(main(True), timeout=60))
-    asyncio.run(asyncio.wait_for(main(False), timeout=60))
+    run(main("embedded"))
+    run(main("daemon"))
