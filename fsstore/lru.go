@@ -93,14 +93,3 @@ func adds(c *session.Change) bool {
 	cut.TruncateMessages, cut.DeleteArtifacts, cut.DropCheckpoints = nil, nil, nil
 	return cut.HasDelta()
 }
-
-// openReader opens sf's committed content through a descriptor of its own,
-// which later appends, compaction and closing to bound open files leave
-// alone. sf.mu is held.
-func openReader(sf *sessionFile) (*recordlog.Reader, error) {
-	r, err := recordlog.OpenReaderAt(sf.path, sf.size)
-	if err != nil {
-		return nil, session.Wrap(session.CodeInternal, err, "fsstore: open session log")
-	}
-	return r, nil
-}

@@ -332,10 +332,10 @@ func (s *Store) Copy(ctx context.Context, src, dst string, at uint64, then *sess
 		return s.copyReplayed(ctx, src, dst, at, then)
 	}
 	snap := sf.t.clone()
-	r, err := openReader(sf)
+	r, err := recordlog.OpenReaderAt(sf.path, sf.size)
 	sf.mu.Unlock()
 	if err != nil {
-		return session.CommitResult{}, err
+		return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Copy")
 	}
 	defer r.Close()
 	for {
