@@ -111,9 +111,16 @@ func (ms *memSession) track(c *Change, st *State, gen uint64) {
 	for _, run := range c.DropCheckpoints {
 		delete(ms.ckpts, run)
 	}
+	recorded := make([]string, 0, len(c.RestoreCheckpoints)+1)
+	for _, cp := range c.RestoreCheckpoints {
+		recorded = append(recorded, cp.RunID)
+	}
 	if c.Checkpoint != nil {
-		cp := *st.Checkpoints[c.Checkpoint.RunID]
-		ms.ckpts[cp.RunID] = append(ms.ckpts[cp.RunID], RunEvent{Kind: EventCheckpoint, Generation: gen, Checkpoint: &cp})
+		recorded = append(recorded, c.Checkpoint.RunID)
+	}
+	for _, run := range recorded {
+		cp := *st.Checkpoints[run]
+		ms.ckpts[run] = append(ms.ckpts[run], RunEvent{Kind: EventCheckpoint, Generation: gen, Checkpoint: &cp})
 	}
 }
 
