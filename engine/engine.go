@@ -142,19 +142,6 @@ func (e *Engine) checkSession(sid string) error {
 	return session.ValidateID("session", sid)
 }
 
-// loadLatest reads the latest generation of session sid from the store,
-// after checkSession; op names the operation in a store error.
-func (e *Engine) loadLatest(ctx context.Context, op, sid string) (*session.State, error) {
-	if err := e.checkSession(sid); err != nil {
-		return nil, err
-	}
-	st, err := e.store.Load(ctx, sid, 0)
-	if err != nil {
-		return nil, wrapStore(op, err)
-	}
-	return st, nil
-}
-
 func (e *Engine) clock() time.Time { return e.now().UTC() }
 
 // update is the read-modify-write step of a whole-snapshot save: build

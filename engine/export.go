@@ -45,8 +45,12 @@ func (e *Engine) Export(ctx context.Context, sessionID string) ([]byte, error) {
 	if err := e.checkSession(sessionID); err != nil {
 		return nil, err
 	}
+	head, _, err := e.store.Head(ctx, sessionID)
+	if err != nil {
+		return nil, wrapStore("Export", err)
+	}
 	var buf bytes.Buffer
-	if _, err := e.writeEnvelope(ctx, sessionID, &buf); err != nil {
+	if err := e.writeEnvelope(ctx, head, &buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
@@ -69,7 +73,10 @@ func (e *Engine) ExportFile(ctx context.Context, req api.ExportFileRequest) (api
 	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
 		return api.ExportFileResult{}, session.Errorf(session.CodeInvalidArgument, "exportFile: %s is not a regular file; refusing to replace it", path)
 	}
-	if _, _, err := e.store.Head(ctx, req.SessionID); err != nil {
+	// The head is read before the temp file is made, so a session that
+	// does not exist leaves no trace.
+	head, _, err := e.store.Head(ctx, req.SessionID)
+	if err != nil {
 		return api.ExportFileResult{}, wrapStore("ExportFile", err)
 	}
 	t, err := atomicfile.NewTemp(path, 0o600, nil)
@@ -79,7 +86,7 @@ func (e *Engine) ExportFile(ctx context.Context, req api.ExportFileRequest) (api
 	defer t.Abort()
 	tw := &tempWriter{t: t}
 	w := bufio.NewWriterSize(tw, 256<<10)
-	gen, err := e.writeEnvelope(ctx, req.SessionID, w)
+	err = e.writeEnvelope(ctx, head, w)
 	if err == nil {
 		err = w.Flush()
 	}
@@ -106,7 +113,7 @@ func (e *Engine) ExportFile(ctx context.Context, req api.ExportFileRequest) (api
 		}
 		return api.ExportFileResult{}, session.Wrap(session.CodeInternal, err, "exportFile: %s", path)
 	}
-	return api.ExportFileResult{Path: path, Bytes: tw.off, Generation: gen}, nil
+	return api.ExportFileResult{Path: path, Bytes: tw.off, Generation: head.Snapshot.Generation}, nil
 }
 
 // ImportFile imports the envelope (or bare session) in the file at
@@ -170,23 +177,19 @@ func (w *tempWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// writeEnvelope writes the envelope of the session's latest generation to
-// w, reading it page by page: the head (everything but messages, artifacts
-// and traces), pages of messages, one artifact at a time with its data,
-// pages of traces, then the loop checkpoints and owned workflows. Every
-// page must come from the head's generation, else the session changed
-// while it was read: conflict. The bytes are those json.Marshal gives
-// api.Envelope, except that opaque values keep their bytes and empty
-// checkpoints and workflows are left out. It returns the generation.
-func (e *Engine) writeEnvelope(ctx context.Context, sid string, w io.Writer) (uint64, error) {
-	st, sum, err := e.store.Head(ctx, sid)
-	if err != nil {
-		return 0, wrapStore("Export", err)
-	}
-	gen := sum.Generation
+// writeEnvelope writes to w the envelope of the session whose head
+// (everything but messages, artifacts and traces) the caller read, reading
+// the rest page by page: pages of messages, one artifact at a time with
+// its data, pages of traces, then the head's loop checkpoints and the
+// owned workflows. Every page must come from the head's generation, else
+// the session changed while it was read: conflict. The bytes are those
+// json.Marshal gives api.Envelope, except that opaque values keep their
+// bytes and empty checkpoints and workflows are left out.
+func (e *Engine) writeEnvelope(ctx context.Context, st *session.State, w io.Writer) error {
+	sid, gen := st.Snapshot.SessionID, st.Snapshot.Generation
 	flows, err := e.store.Workflows(ctx, sid)
 	if err != nil {
-		return 0, wrapStore("Export", err)
+		return wrapStore("Export", err)
 	}
 	same := func(g uint64) error {
 		if g != gen {
@@ -197,7 +200,7 @@ func (e *Engine) writeEnvelope(ctx context.Context, sid string, w io.Writer) (ui
 	ew := &envWriter{w: w}
 	var raw rawSplicer
 	if err := raw.init(); err != nil {
-		return 0, err
+		return err
 	}
 	s := st.Snapshot
 
@@ -212,11 +215,11 @@ func (e *Engine) writeEnvelope(ctx context.Context, sid string, w io.Writer) (ui
 	core.Messages = []session.Value{marker}
 	b, err := json.Marshal(&core)
 	if err != nil {
-		return 0, session.Wrap(session.CodeInternal, err, "engine.Export: marshal session")
+		return session.Wrap(session.CodeInternal, err, "engine.Export: marshal session")
 	}
 	i := bytes.Index(b, marker)
 	if i < 0 {
-		return 0, session.Errorf(session.CodeInternal, "engine.Export: messages marker lost")
+		return session.Errorf(session.CodeInternal, "engine.Export: messages marker lost")
 	}
 	ew.str(`{"schema_version":` + strconv.Itoa(api.EnvelopeSchemaVersion) + `,"session":`)
 	ew.spliced(&raw, b[:i])
@@ -230,35 +233,35 @@ func (e *Engine) writeEnvelope(ctx context.Context, sid string, w io.Writer) (ui
 		return ew.err
 	})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	ew.spliced(&raw, b[i+len(marker):])
 
 	ew.str(`,"artifacts":[`)
 	list, err := e.store.Artifacts(ctx, sid, nil, false)
 	if err != nil {
-		return 0, wrapStore("Export", err)
+		return wrapStore("Export", err)
 	}
 	if err := same(list.Generation); err != nil {
-		return 0, err
+		return err
 	}
 	for n, a := range list.Items {
 		p, err := e.store.Artifacts(ctx, sid, []string{a.ID}, true)
 		if err != nil {
 			if isCode(err, session.CodeNotFound) {
-				return 0, session.Errorf(session.CodeConflict, "export of session %q: session changed during export (artifact %q went); retry", sid, a.ID)
+				return session.Errorf(session.CodeConflict, "export of session %q: session changed during export (artifact %q went); retry", sid, a.ID)
 			}
-			return 0, wrapStore("Export", err)
+			return wrapStore("Export", err)
 		}
 		if err := same(p.Generation); err != nil {
-			return 0, err
+			return err
 		}
 		if n > 0 {
 			ew.str(",")
 		}
 		ew.json(p.Items[0])
 		if ew.err != nil {
-			return 0, ew.err
+			return ew.err
 		}
 	}
 	ew.str(`],"traces":[`)
@@ -273,7 +276,7 @@ func (e *Engine) writeEnvelope(ctx context.Context, sid string, w io.Writer) (ui
 		return ew.err
 	})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	ew.str(`],"runs":`)
 	ew.json(nonNil(s.Runs))
@@ -316,7 +319,7 @@ func (e *Engine) writeEnvelope(ctx context.Context, sid string, w io.Writer) (ui
 		ew.str("]")
 	}
 	ew.str("}")
-	return gen, ew.err
+	return ew.err
 }
 
 // envWriter writes an envelope's pieces, keeping the first error.

@@ -64,8 +64,12 @@ func TestExportStreams(t *testing.T) {
 	base := ms.HeapAlloc
 
 	w := &heapSampler{every: 2 << 20}
-	gen, err := e.writeEnvelope(ctx, "big", w)
-	if err != nil || gen != 1 {
+	head, _, err := e.store.Head(ctx, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.writeEnvelope(ctx, head, w)
+	if gen := head.Snapshot.Generation; err != nil || gen != 1 {
 		t.Fatalf("writeEnvelope = %d, %v", gen, err)
 	}
 	if w.n < sum {

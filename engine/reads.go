@@ -276,7 +276,9 @@ func (e *Engine) RunEvents(ctx context.Context, req api.RunEventsRequest) (api.R
 }
 
 // runHead returns the head of the session that records runID and the
-// run's record there; hint, when set, names that session (see Run).
+// run's record there; hint, when set, names that session (see Run). The
+// session is found as the run operations find it (locateRun), and a
+// session that does not record the run answers as runIn does.
 func (e *Engine) runHead(ctx context.Context, op, runID, hint string) (*session.State, *session.Run, error) {
 	if err := e.check(); err != nil {
 		return nil, nil, err
@@ -284,41 +286,19 @@ func (e *Engine) runHead(ctx context.Context, op, runID, hint string) (*session.
 	if err := session.ValidateID("run", runID); err != nil {
 		return nil, nil, err
 	}
-	sid := hint
-	if hint != "" {
-		if err := session.ValidateID("session", hint); err != nil {
-			return nil, nil, err
-		}
-	} else {
-		// As engine/runs.go's locateRun: the checkpoint's holder first, as
-		// a fork or an import may have copied the run id elsewhere.
-		cp, err := e.store.Checkpoint(ctx, runID)
-		switch {
-		case err == nil:
-			sid = cp.SessionID
-		case !isCode(err, session.CodeNoCheckpoint) && !isCode(err, session.CodeNotFound):
-			return nil, nil, wrapStore(op, err)
-		default:
-			if sid, err = e.store.FindRun(ctx, runID); err != nil {
-				return nil, nil, wrapStore(op, err)
-			}
-		}
+	sid, _, err := e.locateRun(ctx, runID, hint)
+	if err != nil {
+		return nil, nil, err
 	}
 	head, _, err := e.store.Head(ctx, sid)
 	if err != nil {
 		return nil, nil, wrapStore(op, err)
 	}
-	if r := findRun(head, runID); r != nil {
-		return head, r, nil
+	r, err := e.runIn(ctx, head, runID, hint)
+	if err != nil {
+		return nil, nil, err
 	}
-	// The rule of checkpoint and completeRun: a named session that does
-	// not record the run is not_owner when another one does.
-	if hint != "" {
-		if _, err := e.store.FindRun(ctx, runID); err == nil {
-			return nil, nil, session.Errorf(session.CodeNotOwner, "run %q does not belong to session %q", runID, hint)
-		}
-	}
-	return nil, nil, session.Errorf(session.CodeNotFound, "run %q not found", runID)
+	return head, r, nil
 }
 
 // ResumeSessionWith is ResumeSession with the request's options: a tail
