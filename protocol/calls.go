@@ -30,11 +30,7 @@ func (c *Client) Save(ctx context.Context, req api.SaveRequest) (api.SaveResult,
 
 // ResumeSession returns what a new agent is handed for a session.
 func (c *Client) ResumeSession(ctx context.Context, sessionID string) (*api.ResumeSessionResult, error) {
-	r, err := Do(ctx, c, api.ResumeSession, api.ResumeSessionRequest{SessionID: sessionID})
-	if err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return c.ResumeSessionWith(ctx, api.ResumeSessionRequest{SessionID: sessionID})
 }
 
 // ResumeSessionWith returns what a new agent is handed for a session,

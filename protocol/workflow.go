@@ -117,7 +117,7 @@ func (c *Client) ParallelResumable(ctx context.Context, specs []Step, workflowID
 
 	workers := o.workers
 	if workers < 1 {
-		workers = min(len(todo), maxWorkflowWorkers)
+		workers = maxWorkflowWorkers
 	}
 	workers = min(workers, len(todo))
 	var (

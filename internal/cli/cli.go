@@ -151,6 +151,17 @@ func (e *env) parse(args []string) (pos []string, help bool, err error) {
 			continue
 		}
 		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		// value is the flag's value: after "=", else the next argument.
+		value := func() (string, error) {
+			if hasVal {
+				return val, nil
+			}
+			if i+1 >= len(args) {
+				return "", fmt.Errorf("flag %s needs a value", a)
+			}
+			i++
+			return args[i], nil
+		}
 		switch name {
 		case "h", "help":
 			help = true
@@ -167,12 +178,8 @@ func (e *env) parse(args []string) (pos []string, help bool, err error) {
 				e.check = on
 			}
 		case "restart", "timeout":
-			if !hasVal {
-				if i+1 >= len(args) {
-					return nil, false, fmt.Errorf("flag --%s needs a value", name)
-				}
-				i++
-				val = args[i]
+			if val, err = value(); err != nil {
+				return nil, false, err
 			}
 			if name == "restart" {
 				e.restart = val
@@ -184,12 +191,8 @@ func (e *env) parse(args []string) (pos []string, help bool, err error) {
 				e.timeout = d
 			}
 		case "tail", "from", "to":
-			if !hasVal {
-				if i+1 >= len(args) {
-					return nil, false, fmt.Errorf("flag --%s needs a value", name)
-				}
-				i++
-				val = args[i]
+			if val, err = value(); err != nil {
+				return nil, false, err
 			}
 			n, err := strconv.ParseInt(val, 10, 64)
 			if err != nil || n < 0 {
@@ -204,24 +207,16 @@ func (e *env) parse(args []string) (pos []string, help bool, err error) {
 				e.to = n
 			}
 		case "o", "output":
-			if !hasVal {
-				if i+1 >= len(args) {
-					return nil, false, fmt.Errorf("flag -%s needs a value", name)
-				}
-				i++
-				val = args[i]
+			if val, err = value(); err != nil {
+				return nil, false, err
 			}
 			if val == "" {
 				return nil, false, fmt.Errorf("flag -%s needs a file name", name)
 			}
 			e.output = val
 		case "workspace", "socket":
-			if !hasVal {
-				if i+1 >= len(args) {
-					return nil, false, fmt.Errorf("flag --%s needs a value", name)
-				}
-				i++
-				val = args[i]
+			if val, err = value(); err != nil {
+				return nil, false, err
 			}
 			if name == "workspace" {
 				e.workspace = val
