@@ -8,8 +8,9 @@ Prints one JSON line per (mode, op):
 Run from anywhere in the repo after `make lib` and `go build -o build/cairnd ./cmd/cairnd`:
   python3 bench/bindings/python_bench.py [--scale 1.0]
 The daemon this script starts is stopped (SIGTERM) before it exits.
-python_turn.py uses connected() and summary(); importing this module does not
-import cairn (the caller picks the tree whose binding is measured).
+python_turn.py uses connected() and summary(), and bench/reads/reads_bench.py
+uses stop(); importing this module does not import cairn (the caller picks the
+tree whose binding is measured).
 """
 
 from __future__ import annotations

@@ -44,7 +44,6 @@ import json
 import os
 import random
 import shutil
-import signal
 import sqlite3
 import sys
 import tempfile
@@ -53,6 +52,9 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
 REPO = Path(__file__).resolve().parents[2]
+# The bindings' benchmark stops a daemon it started; it imports no cairn.
+sys.path.insert(0, str(REPO / "bench" / "bindings"))
+from python_bench import stop  # noqa: E402
 
 MSG_SESSIONS = [("m100", 100), ("m10k", 10_000), ("m100k", 100_000)]
 CK_SESSIONS = [("ck10", 10), ("ck3000", 3_000)]
@@ -323,21 +325,6 @@ def run_ops(
 # -- daemon ------------------------------------------------------------------
 
 
-def stop(pid: int, timeout: float = 20.0) -> None:
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.02)
-    os.kill(pid, signal.SIGKILL)
-
-
 def proc_status(pid: int) -> Dict[str, int]:
     out: Dict[str, int] = {}
     with open(f"/proc/{pid}/status") as f:
@@ -386,7 +373,7 @@ def rss_phase(cairn: Any, root: str, daemon: str, sessions: int, total_mib: int)
         after_reads = proc_status(pid)
     finally:
         c.close()
-        stop(pid)
+        stop(pid, timeout=20.0)
     return {
         "sessions": sessions,
         "stored_bytes": stored,
@@ -494,7 +481,7 @@ def read_phases(cairn: Any, a: argparse.Namespace, ws: str, root: str, results: 
         run_ops("daemon", lambda s, n, k: cairn_ops(c, s, n, k), a.reps, results, root)
     finally:
         c.close()
-        stop(pid)
+        stop(pid, timeout=20.0)
 
     t0 = time.monotonic()
     db = build_sqlite(os.path.join(root, "baseline.sqlite"))
