@@ -20,6 +20,7 @@ const (
 	CodeNotOwner            Code = "not_owner"
 	CodeStepIdentityChanged Code = "step_identity_changed"
 	CodeLocked              Code = "locked"
+	CodeCorrupt             Code = "corrupt"
 	CodeInternal            Code = "internal"
 )
 
@@ -51,6 +52,10 @@ var (
 	// ErrLocked is returned when another process holds the store's writer
 	// lock. The concrete error is a *LockedError naming the holder.
 	ErrLocked = errors.New("locked")
+	// ErrCorrupt is returned for a session or workflow whose log is
+	// damaged: bytes that fail their checksum with intact commits after
+	// them. The log is kept untouched until it is repaired.
+	ErrCorrupt = errors.New("corrupt")
 	// ErrInternal is returned for I/O failures and broken invariants.
 	ErrInternal = errors.New("internal")
 )
@@ -68,6 +73,7 @@ var codeSentinels = []struct {
 	{CodeNotOwner, ErrNotOwner},
 	{CodeStepIdentityChanged, ErrStepIdentityChanged},
 	{CodeLocked, ErrLocked},
+	{CodeCorrupt, ErrCorrupt},
 	{CodeInternal, ErrInternal},
 }
 
