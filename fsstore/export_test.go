@@ -19,3 +19,21 @@ func FrameForTest(kind byte, payload []byte, gen uint64) []byte {
 	fb.commit(gen, time.Now())
 	return fb.buf
 }
+
+// CommitsForTest returns, for each complete commit of a session or
+// workflow log, where it starts, where its commit record starts, and where
+// it ends.
+func CommitsForTest(data []byte) (spans [][3]int64) {
+	groups, _, _ := scan(data)
+	start := int64(len(logMagic))
+	for _, g := range groups {
+		recSize := int64(0)
+		recordlog.Scan(data[:g.end], start, func(r recordlog.Record) bool {
+			recSize = r.Size
+			return true
+		})
+		spans = append(spans, [3]int64{start, g.end - recSize, g.end})
+		start = g.end
+	}
+	return spans
+}

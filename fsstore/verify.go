@@ -241,30 +241,60 @@ func (s *Store) repairSession(id string, apply bool) (*session.RepairReport, err
 	if t.gen > 0 && t.sessionID != id && sf.sick.id == id {
 		return nil, session.Errorf(session.CodeCorrupt, "repair: %s holds session %q, not %q; move it aside by hand", sf.path, t.sessionID, id)
 	}
-	rep := &session.RepairReport{Kind: "session", ID: id, Path: sf.path, State: sf.sick.state, Generation: t.gen, Lost: []string{}, Quarantine: layout.Quarantine(s.root)}
-	keep := asm.valid
-	if t.gen == 0 {
-		keep = 0
+	rep := &session.RepairReport{Kind: "session", ID: id, Path: sf.path, State: sf.sick.state, Lost: []string{}, Quarantine: layout.Quarantine(s.root)}
+	// Keep the intact prefix, then every intact commit that continues its
+	// chain of generations: a commit proves itself whole (its commit
+	// record counts the records and bytes before it, each checksummed),
+	// and the next generation number proves nothing is missing between.
+	// Bytes between them (a duplicated record, say) are dropped. The chain
+	// ends at the first generation that is missing: every later commit is
+	// a change on top of it.
+	gen, prev := t.gen, asm.valid
+	var ranges [][2]int64
+	if t.gen > 0 {
+		ranges = append(ranges, [2]int64{int64(len(logMagic)), asm.valid})
 	}
-	rep.KeptBytes, rep.LostBytes = keep, size-keep
+	later := laterCommits(mustCommitsAfter(r, asm.valid, size), t.gen)
+	var beyond []commitSeen
+	for _, c := range later {
+		switch {
+		case len(beyond) == 0 && c.intact && c.gen == gen+1 && c.start >= prev:
+			if c.start > prev {
+				rep.Lost = append(rep.Lost, fmt.Sprintf("bytes %d to %d fail their checks and belong to no intact commit; no generation is lost with them", prev, c.start))
+			}
+			ranges = append(ranges, [2]int64{c.start, c.end})
+			gen, prev = c.gen, c.end
+		case c.gen > gen:
+			beyond = append(beyond, c)
+		}
+	}
+	rep.Generation = gen
+	for _, rg := range ranges {
+		rep.KeptBytes += rg[1] - rg[0]
+	}
+	if gen > 0 {
+		rep.KeptBytes += int64(len(logMagic))
+	}
+	rep.LostBytes = size - rep.KeptBytes
 	magic := make([]byte, len(logMagic))
 	if n, _ := r.ReadAt(magic, 0); n < len(magic) || !recordlog.HasMagic(magic, logMagic) {
 		rep.Lost = append(rep.Lost, "the log's first 8 bytes (the format's fixed marker, not data) were damaged; the repaired log has them whole")
 	}
-	later := laterCommits(mustCommitsAfter(r, asm.valid, size), t.gen)
-	rep.Lost = append(rep.Lost, fmt.Sprintf("bytes %d to %d fail their checks or follow a commit that does", asm.valid, size))
-	if len(later) > 0 {
-		rep.Lost = append(rep.Lost, fmt.Sprintf("generations %d to %d: the commit of generation %d is damaged, and each later one is a change on top of it, so none can be applied without it",
-			t.gen+1, later[len(later)-1].gen, t.gen+1))
+	if prev < size {
+		rep.Lost = append(rep.Lost, fmt.Sprintf("bytes %d to %d fail their checks or follow a generation that does", prev, size))
 	}
-	if t.gen == 0 {
+	if len(beyond) > 0 {
+		rep.Lost = append(rep.Lost, fmt.Sprintf("generations %d to %d: generation %d is damaged, and each later one is a change on top of it, so none can be applied without it",
+			gen+1, beyond[len(beyond)-1].gen, gen+1))
+	}
+	if gen == 0 {
 		rep.Lost = append(rep.Lost, "no generation reads back intact: the log is moved to quarantine and the session is removed")
 	}
 	if !apply {
 		return rep, nil
 	}
 	name := sf.name
-	if t.gen == 0 {
+	if gen == 0 {
 		q, err := s.moveToQuarantine(s.sessionsDir, sf.path, name, "damaged")
 		if err != nil {
 			return nil, session.Wrap(session.CodeInternal, err, "repair: move %s to quarantine", sf.path)
@@ -275,7 +305,7 @@ func (s *Store) repairSession(id string, apply bool) (*session.RepairReport, err
 		rep.Applied, rep.Quarantine = true, q
 		return rep, nil
 	}
-	q, nt, err := s.rewriteFromPrefix(r, sf.path, name, keep)
+	q, nt, err := s.rewriteFrom(r, sf.path, name, ranges)
 	if err != nil {
 		return nil, err
 	}
@@ -283,18 +313,18 @@ func (s *Store) repairSession(id string, apply bool) (*session.RepairReport, err
 	delete(s.sessions, id)
 	delete(s.unreadable, name)
 	nt.trim()
-	s.sessions[nt.sessionID] = &sessionFile{name: name, path: sf.path, size: keep, t: nt}
+	s.sessions[nt.sessionID] = &sessionFile{name: name, path: sf.path, size: rep.KeptBytes, t: nt}
 	s.log.Warn("repaired session log", "path", sf.path, "generation", nt.gen, "quarantine", q)
 	rep.Applied, rep.Quarantine = true, q
 	return rep, nil
 }
 
-// rewriteFromPrefix replaces the log at path with the magic and the bytes
-// len(logMagic)..keep of r, crash-safely: the new log is written and
-// synced under a temp name, the original is linked into quarantine/, and
-// the new log is renamed into place. It returns the quarantine path and
-// the new log's index.
-func (s *Store) rewriteFromPrefix(r *recordlog.Reader, path, name string, keep int64) (string, *tracker, error) {
+// rewriteFrom replaces the log at path with the magic and the byte ranges
+// of r given, crash-safely: the new log is written and synced under a temp
+// name, the original is linked into quarantine/, and the new log is
+// renamed into place. It returns the quarantine path and the new log's
+// index.
+func (s *Store) rewriteFrom(r *recordlog.Reader, path, name string, ranges [][2]int64) (string, *tracker, error) {
 	tmp, err := atomicfile.NewTemp(path, 0o600, nil)
 	if err != nil {
 		return "", nil, session.Wrap(session.CodeInternal, err, "repair")
@@ -304,15 +334,19 @@ func (s *Store) rewriteFromPrefix(r *recordlog.Reader, path, name string, keep i
 		return "", nil, session.Wrap(session.CodeInternal, err, "repair")
 	}
 	buf := make([]byte, 1<<20)
-	for off := int64(len(logMagic)); off < keep; {
-		part := buf[:min(int64(len(buf)), keep-off)]
-		if n, err := r.ReadAt(part, off); n < len(part) {
-			return "", nil, session.Wrap(session.CodeInternal, err, "repair: read %s", path)
+	keep := int64(len(logMagic))
+	for _, rg := range ranges {
+		for off := rg[0]; off < rg[1]; {
+			part := buf[:min(int64(len(buf)), rg[1]-off)]
+			if n, err := r.ReadAt(part, off); n < len(part) {
+				return "", nil, session.Wrap(session.CodeInternal, err, "repair: read %s", path)
+			}
+			if err := tmp.WriteAt(part, keep); err != nil {
+				return "", nil, session.Wrap(session.CodeInternal, err, "repair")
+			}
+			off += int64(len(part))
+			keep += int64(len(part))
 		}
-		if err := tmp.WriteAt(part, off); err != nil {
-			return "", nil, session.Wrap(session.CodeInternal, err, "repair")
-		}
-		off += int64(len(part))
 	}
 	nt, err := indexOf(tmp, keep)
 	if err != nil {
