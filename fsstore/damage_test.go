@@ -252,7 +252,7 @@ func checkTornSession(t *testing.T, dir, log string, damaged []byte, good uint64
 	}
 }
 
-func second[T any](_ T, err error) error       { return err }
+func second[T any](_ T, err error) error        { return err }
 func third[T, U any](_ T, _ U, err error) error { return err }
 
 func step(i int) session.StepRecord {
