@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/internal/recordlog"
+	"github.com/cairn-dev/cairn/internal/vfs"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -56,6 +57,10 @@ type Options struct {
 	Logger hclog.Logger
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
+	// FS is the file system every file operation of the store goes
+	// through, the writer lock excepted. Default: vfs.OS; power-cut tests
+	// pass one that models what a crash keeps.
+	FS vfs.FS
 }
 
 // Stats counts what a Store has done since Open.
@@ -74,6 +79,7 @@ type Store struct {
 	flowsDir    string
 	opts        Options
 	log         hclog.Logger
+	fs          vfs.FS
 	lock        *os.File
 
 	mu         sync.Mutex
@@ -151,20 +157,23 @@ func Open(root string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
+	if opts.FS == nil {
+		opts.FS = vfs.OS
+	}
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("fsstore.Open: %w", err)
 	}
 	s := &Store{
-		root: abs, dir: layout.StateDir(abs), opts: opts, log: opts.Logger, maxOpen: opts.MaxOpenLogs,
+		root: abs, dir: layout.StateDir(abs), opts: opts, log: opts.Logger, fs: opts.FS, maxOpen: opts.MaxOpenLogs,
 		sessions: map[string]*sessionFile{}, workflows: map[string]*workflowFile{}, unreadable: map[string]error{},
 	}
 	s.sessionsDir = layout.Sessions(abs)
 	s.flowsDir = layout.Workflows(abs)
-	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+	if fi, err := s.fs.Stat(abs); err != nil || !fi.IsDir() {
 		return nil, session.Errorf(session.CodeInvalidArgument, "fsstore.Open: workspace %s is not a directory", abs)
 	}
-	if err := ensureDir(s.dir); err != nil {
+	if err := s.ensureDir(s.dir); err != nil {
 		return nil, wrapOpen(err)
 	}
 	if s.lock, err = acquireLock(layout.Lock(abs)); err != nil {
@@ -207,8 +216,8 @@ func (s *Store) Capabilities() session.Capabilities {
 
 func (s *Store) recover() error {
 	gi := layout.Gitignore(s.root)
-	if fi, err := os.Lstat(gi); os.IsNotExist(err) {
-		if err := atomicfile.WriteFile(gi, []byte("*\n"), 0o600); err != nil {
+	if fi, err := s.fs.Lstat(gi); os.IsNotExist(err) {
+		if err := atomicfile.WriteFileFS(s.fs, gi, []byte("*\n"), 0o600); err != nil {
 			return err
 		}
 	} else if err != nil {
@@ -217,7 +226,7 @@ func (s *Store) recover() error {
 		return session.Errorf(session.CodeInvalidArgument, "%s is not a regular file", gi)
 	}
 	for _, d := range []string{s.sessionsDir, s.flowsDir} {
-		if err := ensureDir(d); err != nil {
+		if err := s.ensureDir(d); err != nil {
 			return err
 		}
 	}
@@ -243,7 +252,7 @@ func (s *Store) recover() error {
 // symlinks, loads every log and returns the tombstones of interrupted
 // deletes.
 func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, error) {
-	entries, err := os.ReadDir(dir)
+	entries, err := s.fs.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +265,7 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 		}
 		switch {
 		case strings.HasPrefix(name, tempPrefix):
-			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			if err := s.fs.Remove(filepath.Join(dir, name)); err != nil {
 				return nil, err
 			}
 			s.tempsRemoved.Add(1)
@@ -273,7 +282,7 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 		}
 	}
 	if removed {
-		if err := atomicfile.SyncDir(dir); err != nil {
+		if err := s.fs.SyncDir(dir); err != nil {
 			return nil, err
 		}
 	}
@@ -292,11 +301,11 @@ func (s *Store) loadSession(name string) error {
 		s.log.Error("log cannot be read; leaving it untouched", "path", path, "error", err)
 		return nil
 	}
-	fi, err := os.Stat(path)
+	fi, err := s.fs.Stat(path)
 	if err != nil {
 		return err
 	}
-	l, err := recordlog.OpenAt(path, fi.Size())
+	l, err := recordlog.OpenAtFS(s.fs, path, fi.Size())
 	if err != nil {
 		return err
 	}
@@ -516,7 +525,7 @@ func (s *Store) Load(ctx context.Context, id string, at uint64) (*session.State,
 	case at != 0 && at < first:
 		err = session.Errorf(session.CodeNotFound, "session %q generation %d was compacted away (oldest kept is %d)", id, at, first)
 	default:
-		r, err = recordlog.OpenReaderAt(sf.path, sf.size)
+		r, err = recordlog.OpenReaderAtFS(s.fs, sf.path, sf.size)
 	}
 	sf.mu.Unlock()
 	if err != nil {
@@ -685,10 +694,10 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return notFound(id)
 	}
 	tomb := deletedPrefix + sf.name
-	if err := os.Rename(filepath.Join(s.sessionsDir, sf.name), filepath.Join(s.sessionsDir, tomb)); err != nil {
+	if err := s.fs.Rename(filepath.Join(s.sessionsDir, sf.name), filepath.Join(s.sessionsDir, tomb)); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.Delete")
 	}
-	if err := atomicfile.SyncDir(s.sessionsDir); err != nil {
+	if err := s.fs.SyncDir(s.sessionsDir); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.Delete: sync dir")
 	}
 	sf.gone = true
@@ -697,10 +706,10 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := s.deleteOwnedLocked(id); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.Delete")
 	}
-	if err := os.Remove(filepath.Join(s.sessionsDir, tomb)); err != nil {
+	if err := s.fs.Remove(filepath.Join(s.sessionsDir, tomb)); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.Delete")
 	}
-	if err := atomicfile.SyncDir(s.sessionsDir); err != nil {
+	if err := s.fs.SyncDir(s.sessionsDir); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.Delete: sync dir")
 	}
 	return nil
@@ -712,7 +721,7 @@ func (s *Store) deleteOwnedLocked(id string) error {
 	for wid, wf := range s.workflows {
 		wf.mu.Lock()
 		if wf.w.SessionID == id && !wf.gone {
-			if err := os.Remove(filepath.Join(s.flowsDir, wf.name)); err != nil && !os.IsNotExist(err) {
+			if err := s.fs.Remove(filepath.Join(s.flowsDir, wf.name)); err != nil && !os.IsNotExist(err) {
 				wf.mu.Unlock()
 				return err
 			}
@@ -723,7 +732,7 @@ func (s *Store) deleteOwnedLocked(id string) error {
 		wf.mu.Unlock()
 	}
 	if removed {
-		return atomicfile.SyncDir(s.flowsDir)
+		return s.fs.SyncDir(s.flowsDir)
 	}
 	return nil
 }
@@ -731,7 +740,7 @@ func (s *Store) deleteOwnedLocked(id string) error {
 // finishDelete completes a delete interrupted after its tombstone rename.
 func (s *Store) finishDelete(tomb string) error {
 	path := filepath.Join(s.sessionsDir, tomb)
-	data, err := os.ReadFile(path)
+	data, err := vfs.ReadFile(s.fs, path)
 	if err != nil {
 		return err
 	}
@@ -746,10 +755,10 @@ func (s *Store) finishDelete(tomb string) error {
 		}
 	}
 	s.log.Info("finished interrupted delete", "path", path)
-	if err := os.Remove(path); err != nil {
+	if err := s.fs.Remove(path); err != nil {
 		return err
 	}
-	return atomicfile.SyncDir(s.sessionsDir)
+	return s.fs.SyncDir(s.sessionsDir)
 }
 
 // Close waits for background compactions, closes every file and releases

@@ -3,12 +3,10 @@ package fsstore
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -20,10 +18,10 @@ import (
 // commit: its creation never finished.
 func (s *Store) removeEmptyLog(dir, path string) error {
 	s.log.Warn("removing log with no complete commit", "path", path)
-	if err := os.Remove(path); err != nil {
+	if err := s.fs.Remove(path); err != nil {
 		return err
 	}
-	return atomicfile.SyncDir(dir)
+	return s.fs.SyncDir(dir)
 }
 
 // openLog reads a small log whole for recovery, trims a torn tail and
@@ -33,7 +31,7 @@ func (s *Store) removeEmptyLog(dir, path string) error {
 // not take the whole store down.
 func (s *Store) openLog(dir, name string) ([]commitGroup, int64, error) {
 	path := filepath.Join(dir, name)
-	l, data, err := recordlog.Open(path)
+	l, data, err := recordlog.OpenFS(s.fs, path)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -231,7 +229,7 @@ func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step sess
 		l.Close()
 		wf.w.SessionID = sessionID
 	} else {
-		l, err := recordlog.OpenAt(path, wf.size)
+		l, err := recordlog.OpenAtFS(s.fs, path, wf.size)
 		if err != nil {
 			return session.Wrap(session.CodeInternal, err, "fsstore.SaveStep")
 		}
@@ -272,12 +270,12 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id string) error {
 	if wf.gen == 0 {
 		return session.Errorf(session.CodeNotFound, "workflow %q not found", id)
 	}
-	if err := os.Remove(filepath.Join(s.flowsDir, wf.name)); err != nil {
+	if err := s.fs.Remove(filepath.Join(s.flowsDir, wf.name)); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.DeleteWorkflow")
 	}
 	wf.gone = true
 	delete(s.workflows, id)
-	if err := atomicfile.SyncDir(s.flowsDir); err != nil {
+	if err := s.fs.SyncDir(s.flowsDir); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.DeleteWorkflow: sync dir")
 	}
 	return nil
