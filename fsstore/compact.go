@@ -103,14 +103,14 @@ func (s *Store) compact(sf *sessionFile) error {
 	final := sf.path
 	size, gen, updated := sf.size, sf.t.gen, sf.t.updated
 	snap := sf.t.clone()
-	r, err := recordlog.OpenReaderAt(final, size)
+	r, err := recordlog.OpenReaderAtFS(s.fs, final, size)
 	sf.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 
-	tmp, err := atomicfile.NewTemp(final, 0o600, s.faultAt("compact."))
+	tmp, err := atomicfile.NewTempFS(s.fs, final, 0o600, s.faultAt("compact."))
 	if err != nil {
 		return err
 	}

@@ -189,20 +189,27 @@ func (s *Store) quarantineName(name, what string) string {
 	return filepath.Join(layout.Quarantine(s.root), fmt.Sprintf("%s.%s.%s", name, s.opts.Now().UTC().Format("20060102T150405.000000000Z"), what))
 }
 
-// keepTail copies the bytes off..size of the log at path (open as r) to a
-// new file in quarantine/, durably, before recovery trims them: a torn tail
-// is never acknowledged data, but it is never destroyed either.
+// keepTail copies the bytes off..size of the log name (open as r) to a new
+// file in quarantine/ before recovery trims them: a torn tail is never
+// acknowledged data, but it is never destroyed either.
 func (s *Store) keepTail(r io.ReaderAt, name string, off, size int64) (string, error) {
-	if err := ensureDir(layout.Quarantine(s.root)); err != nil {
+	return s.copyToQuarantine(r, name, off, size, fmt.Sprintf("tail-at-%d", off))
+}
+
+// copyToQuarantine copies the bytes off..size of r (the log name) to a new
+// file in quarantine/, durably (written, synced, renamed into place, the
+// directory synced), and returns its path.
+func (s *Store) copyToQuarantine(r io.ReaderAt, name string, off, size int64, what string) (string, error) {
+	if err := s.ensureDir(layout.Quarantine(s.root)); err != nil {
 		return "", err
 	}
-	dst := s.quarantineName(name, fmt.Sprintf("tail-at-%d", off))
-	t, err := atomicfile.NewTemp(dst, 0o600, nil)
+	dst := s.quarantineName(name, what)
+	t, err := atomicfile.NewTempFS(s.fs, dst, 0o600, nil)
 	if err != nil {
 		return "", err
 	}
 	defer t.Abort()
-	buf := make([]byte, min(size-off, 1<<20))
+	buf := make([]byte, max(min(size-off, 1<<20), 1))
 	for done := int64(0); done < size-off; {
 		part := buf[:min(int64(len(buf)), size-off-done)]
 		if n, err := r.ReadAt(part, off+done); n < len(part) {
@@ -227,36 +234,22 @@ func (s *Store) keepTail(r io.ReaderAt, name string, off, size int64) (string, e
 // moveToQuarantine renames the log at path (in dir) into quarantine/ and
 // syncs both directories, so it is out of the store's way and kept.
 func (s *Store) moveToQuarantine(dir, path, name, what string) (string, error) {
-	if err := ensureDir(layout.Quarantine(s.root)); err != nil {
+	if err := s.ensureDir(layout.Quarantine(s.root)); err != nil {
 		return "", err
 	}
 	dst := s.quarantineName(name, what)
-	if err := os.Rename(path, dst); err != nil {
+	if err := s.fs.Rename(path, dst); err != nil {
 		return "", err
 	}
-	if err := atomicfile.SyncDir(layout.Quarantine(s.root)); err != nil {
+	if err := s.fs.SyncDir(layout.Quarantine(s.root)); err != nil {
 		return dst, err
 	}
-	return dst, atomicfile.SyncDir(dir)
-}
-
-// linkToQuarantine keeps the file at path under a second name in
-// quarantine/ (a hard link: the same bytes, no copy), durably, before the
-// caller replaces path.
-func (s *Store) linkToQuarantine(path, name, what string) (string, error) {
-	if err := ensureDir(layout.Quarantine(s.root)); err != nil {
-		return "", err
-	}
-	dst := s.quarantineName(name, what)
-	if err := os.Link(path, dst); err != nil {
-		return "", err
-	}
-	return dst, atomicfile.SyncDir(layout.Quarantine(s.root))
+	return dst, s.fs.SyncDir(dir)
 }
 
 // Quarantined lists the files in quarantine/, oldest name first.
 func (s *Store) Quarantined() ([]string, error) {
-	entries, err := os.ReadDir(layout.Quarantine(s.root))
+	entries, err := s.fs.ReadDir(layout.Quarantine(s.root))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

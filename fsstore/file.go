@@ -10,8 +10,8 @@ import (
 
 // ensureDir makes dir a real 0700 directory (atomicfile.EnsureDir); a
 // symlink or other file in its place is invalid_argument.
-func ensureDir(dir string) error {
-	err := atomicfile.EnsureDir(dir)
+func (s *Store) ensureDir(dir string) error {
+	err := atomicfile.EnsureDirFS(s.fs, dir)
 	if errors.Is(err, atomicfile.ErrNotDir) {
 		return session.Wrap(session.CodeInvalidArgument, err, "fsstore: the store refuses links out of .cairn")
 	}
@@ -21,7 +21,7 @@ func ensureDir(dir string) error {
 // createLog writes data (the magic and the first commit) to a new log at
 // path crash-safely (recordlog.Create), with the create.* fault points.
 func (s *Store) createLog(path string, data []byte) (*recordlog.File, error) {
-	return recordlog.Create(path, data, s.faultAt("create."))
+	return recordlog.CreateFS(s.fs, path, data, s.faultAt("create."))
 }
 
 // appendCommit appends one framed commit to l and makes it durable

@@ -23,7 +23,7 @@ func defaultMaxOpenLogs() int {
 // session exists on disk.
 func (s *Store) logFor(sf *sessionFile) (*recordlog.File, error) {
 	if sf.log == nil {
-		l, err := recordlog.OpenAt(sf.path, sf.size)
+		l, err := recordlog.OpenAtFS(s.fs, sf.path, sf.size)
 		if err != nil {
 			return nil, session.Wrap(session.CodeInternal, err, "fsstore: reopen session log")
 		}

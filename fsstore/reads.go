@@ -332,7 +332,7 @@ func (s *Store) Copy(ctx context.Context, src, dst string, at uint64, then *sess
 		return s.copyReplayed(ctx, src, dst, at, then)
 	}
 	snap := sf.t.clone()
-	r, err := recordlog.OpenReaderAt(sf.path, sf.size)
+	r, err := recordlog.OpenReaderAtFS(s.fs, sf.path, sf.size)
 	sf.mu.Unlock()
 	if err != nil {
 		return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Copy")
@@ -361,7 +361,7 @@ func (s *Store) copyLocked(df *sessionFile, dst string, fr frameReader, snap *tr
 	if err := session.CheckExpect(dst, df.t.gen, session.CommitOptions{MustNotExist: true}); err != nil {
 		return session.CommitResult{}, err
 	}
-	tmp, err := atomicfile.NewTemp(df.path, 0o600, s.faultAt("create."))
+	tmp, err := atomicfile.NewTempFS(s.fs, df.path, 0o600, s.faultAt("create."))
 	if err != nil {
 		return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Copy")
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/internal/recordlog"
+	"github.com/cairn-dev/cairn/internal/vfs"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -56,6 +57,10 @@ type Options struct {
 	Logger hclog.Logger
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
+	// FS is the file system every file operation of the store goes
+	// through, the writer lock excepted. Default: vfs.OS; power-cut tests
+	// pass one that models what a crash keeps.
+	FS vfs.FS
 }
 
 // Stats counts what a Store has done since Open.
@@ -74,6 +79,7 @@ type Store struct {
 	flowsDir    string
 	opts        Options
 	log         hclog.Logger
+	fs          vfs.FS
 	lock        *os.File
 
 	mu         sync.Mutex
@@ -173,20 +179,23 @@ func Open(root string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
+	if opts.FS == nil {
+		opts.FS = vfs.OS
+	}
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("fsstore.Open: %w", err)
 	}
 	s := &Store{
-		root: abs, dir: layout.StateDir(abs), opts: opts, log: opts.Logger, maxOpen: opts.MaxOpenLogs,
+		root: abs, dir: layout.StateDir(abs), opts: opts, log: opts.Logger, fs: opts.FS, maxOpen: opts.MaxOpenLogs,
 		sessions: map[string]*sessionFile{}, workflows: map[string]*workflowFile{}, unreadable: map[string]error{},
 	}
 	s.sessionsDir = layout.Sessions(abs)
 	s.flowsDir = layout.Workflows(abs)
-	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+	if fi, err := s.fs.Stat(abs); err != nil || !fi.IsDir() {
 		return nil, session.Errorf(session.CodeInvalidArgument, "fsstore.Open: workspace %s is not a directory", abs)
 	}
-	if err := ensureDir(s.dir); err != nil {
+	if err := s.ensureDir(s.dir); err != nil {
 		return nil, wrapOpen(err)
 	}
 	if s.lock, err = acquireLock(layout.Lock(abs)); err != nil {
@@ -229,8 +238,8 @@ func (s *Store) Capabilities() session.Capabilities {
 
 func (s *Store) recover() error {
 	gi := layout.Gitignore(s.root)
-	if fi, err := os.Lstat(gi); os.IsNotExist(err) {
-		if err := atomicfile.WriteFile(gi, []byte("*\n"), 0o600); err != nil {
+	if fi, err := s.fs.Lstat(gi); os.IsNotExist(err) {
+		if err := atomicfile.WriteFileFS(s.fs, gi, []byte("*\n"), 0o600); err != nil {
 			return err
 		}
 	} else if err != nil {
@@ -239,7 +248,7 @@ func (s *Store) recover() error {
 		return session.Errorf(session.CodeInvalidArgument, "%s is not a regular file", gi)
 	}
 	for _, d := range []string{s.sessionsDir, s.flowsDir} {
-		if err := ensureDir(d); err != nil {
+		if err := s.ensureDir(d); err != nil {
 			return err
 		}
 	}
@@ -265,7 +274,7 @@ func (s *Store) recover() error {
 // symlinks, loads every log and returns the tombstones of interrupted
 // deletes.
 func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, error) {
-	entries, err := os.ReadDir(dir)
+	entries, err := s.fs.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +293,7 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 		case e.Type()&os.ModeSymlink != 0:
 			s.log.Warn("ignoring symlink in store; the store does not follow links", "path", filepath.Join(dir, name))
 		case strings.HasPrefix(name, tempPrefix):
-			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			if err := s.fs.Remove(filepath.Join(dir, name)); err != nil {
 				return nil, err
 			}
 			s.tempsRemoved.Add(1)
@@ -297,7 +306,7 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 		}
 	}
 	if removed {
-		if err := atomicfile.SyncDir(dir); err != nil {
+		if err := s.fs.SyncDir(dir); err != nil {
 			return nil, err
 		}
 	}
@@ -312,7 +321,7 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 // log is left closed; logFor opens it when it is used.
 func (s *Store) loadSession(name string) error {
 	path := filepath.Join(s.sessionsDir, name)
-	l, err := openForRecovery(path)
+	l, err := s.openForRecovery(path)
 	if err != nil {
 		s.sickSession(name, path, nil, StateUnreadable, err, nil)
 		return nil
@@ -403,15 +412,15 @@ func (s *Store) loadSession(name string) error {
 
 // openForRecovery opens a log for recovery: a regular file, opened for
 // reading and writing without following a link.
-func openForRecovery(path string) (*recordlog.File, error) {
-	fi, err := os.Lstat(path)
+func (s *Store) openForRecovery(path string) (*recordlog.File, error) {
+	fi, err := s.fs.Lstat(path)
 	if err != nil {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file (%s); the store does not follow links or read special files", path, fi.Mode().Type())
 	}
-	return recordlog.OpenAt(path, fi.Size())
+	return recordlog.OpenAtFS(s.fs, path, fi.Size())
 }
 
 // sickSession records a session log the store will not serve. t indexes
@@ -430,7 +439,7 @@ func (s *Store) sickSession(name, path string, t *tracker, state string, err err
 	}
 	s.log.Error("session log not served", "path", path, "state", state, "error", err)
 	sk := &sickness{state: state, err: err, runs: runs, id: id, at: -1, size: -1}
-	if fi, err := os.Lstat(path); err == nil {
+	if fi, err := s.fs.Lstat(path); err == nil {
 		sk.size = fi.Size()
 	}
 	s.unreadable[name] = err
@@ -630,7 +639,7 @@ func (s *Store) Load(ctx context.Context, id string, at uint64) (*session.State,
 	case at != 0 && at < first:
 		err = session.Errorf(session.CodeNotFound, "session %q generation %d was compacted away (oldest kept is %d)", id, at, first)
 	default:
-		r, err = recordlog.OpenReaderAt(sf.path, sf.size)
+		r, err = recordlog.OpenReaderAtFS(s.fs, sf.path, sf.size)
 	}
 	sf.mu.Unlock()
 	if err != nil {
@@ -845,10 +854,10 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return notFound(id)
 	}
 	tomb := deletedPrefix + sf.name
-	if err := os.Rename(filepath.Join(s.sessionsDir, sf.name), filepath.Join(s.sessionsDir, tomb)); err != nil {
+	if err := s.fs.Rename(filepath.Join(s.sessionsDir, sf.name), filepath.Join(s.sessionsDir, tomb)); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.Delete")
 	}
-	if err := atomicfile.SyncDir(s.sessionsDir); err != nil {
+	if err := s.fs.SyncDir(s.sessionsDir); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.Delete: sync dir")
 	}
 	sf.gone = true
@@ -857,10 +866,10 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := s.deleteOwnedLocked(id); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.Delete")
 	}
-	if err := os.Remove(filepath.Join(s.sessionsDir, tomb)); err != nil {
+	if err := s.fs.Remove(filepath.Join(s.sessionsDir, tomb)); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.Delete")
 	}
-	if err := atomicfile.SyncDir(s.sessionsDir); err != nil {
+	if err := s.fs.SyncDir(s.sessionsDir); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.Delete: sync dir")
 	}
 	return nil
@@ -897,7 +906,7 @@ func (s *Store) deleteOwnedLocked(id string) error {
 					return err
 				}
 				delete(s.unreadable, wf.name)
-			} else if err := os.Remove(filepath.Join(s.flowsDir, wf.name)); err != nil && !os.IsNotExist(err) {
+			} else if err := s.fs.Remove(filepath.Join(s.flowsDir, wf.name)); err != nil && !os.IsNotExist(err) {
 				wf.mu.Unlock()
 				return err
 			}
@@ -908,7 +917,7 @@ func (s *Store) deleteOwnedLocked(id string) error {
 		wf.mu.Unlock()
 	}
 	if removed {
-		return atomicfile.SyncDir(s.flowsDir)
+		return s.fs.SyncDir(s.flowsDir)
 	}
 	return nil
 }
@@ -916,7 +925,7 @@ func (s *Store) deleteOwnedLocked(id string) error {
 // finishDelete completes a delete interrupted after its tombstone rename.
 func (s *Store) finishDelete(tomb string) error {
 	path := filepath.Join(s.sessionsDir, tomb)
-	data, err := os.ReadFile(path)
+	data, err := vfs.ReadFile(s.fs, path)
 	if err != nil {
 		return err
 	}
@@ -931,10 +940,10 @@ func (s *Store) finishDelete(tomb string) error {
 		}
 	}
 	s.log.Info("finished interrupted delete", "path", path)
-	if err := os.Remove(path); err != nil {
+	if err := s.fs.Remove(path); err != nil {
 		return err
 	}
-	return atomicfile.SyncDir(s.sessionsDir)
+	return s.fs.SyncDir(s.sessionsDir)
 }
 
 // Close waits for background compactions, closes every file and releases

@@ -75,7 +75,7 @@ func (s *Store) verifySession(sf *sessionFile, rep *session.VerifyReport) *sessi
 		return sickProblem("session", sf.sick, sf.path, sf.t.gen)
 	}
 	id, path, size, gen := sf.t.sessionID, sf.path, sf.size, sf.t.gen
-	r, err := recordlog.OpenReaderAt(path, size)
+	r, err := recordlog.OpenReaderAtFS(s.fs, path, size)
 	sf.mu.Unlock()
 	if err != nil {
 		return &session.Problem{Kind: "session", ID: id, Path: path, State: StateUnreadable, Offset: -1, Size: size, Generation: gen, Message: err.Error()}
@@ -89,7 +89,7 @@ func (s *Store) verifySession(sf *sessionFile, rep *session.VerifyReport) *sessi
 		defer sf.mu.Unlock()
 		// Only the log read stops being served: a compaction may have
 		// replaced it since.
-		if fi, serr := os.Lstat(path); serr == nil && !sf.gone && sf.sick == nil && sameFile(r, fi) {
+		if fi, serr := s.fs.Lstat(path); serr == nil && !sf.gone && sf.sick == nil && sameFile(r, fi) {
 			sf.sick = &sickness{id: id, state: StateCorrupt, err: err, at: at, size: size}
 			s.unreadable[sf.name] = err
 			s.log.Error("session log found damaged; it is no longer served", "path", path, "error", err)
@@ -130,7 +130,7 @@ func (s *Store) verifyWorkflow(wf *workflowFile, rep *session.VerifyReport) *ses
 	}
 	rep.Workflows++
 	id := wf.w.WorkflowID
-	r, err := recordlog.OpenReaderAt(path, wf.size)
+	r, err := recordlog.OpenReaderAtFS(s.fs, path, wf.size)
 	if err != nil {
 		return &session.Problem{Kind: "workflow", ID: id, Path: path, State: StateUnreadable, Offset: -1, Size: wf.size, Generation: wf.gen, Message: err.Error()}
 	}
@@ -180,12 +180,13 @@ func sameFile(r *recordlog.Reader, fi os.FileInfo) bool {
 }
 
 // Repair salvages a session or workflow log the store does not serve
-// because it is damaged: it keeps what can be proven intact, moves the
-// original bytes to quarantine/ (a hard link, so nothing is copied or
-// lost), and serves the repaired log. It writes nothing unless req.Apply
-// is set. A session keeps its intact prefix: the commits after the damage
-// are changes on top of what was lost, so they cannot be applied. A
-// workflow keeps every intact commit: each records one step whole.
+// because it is damaged: it keeps what can be proven intact, copies the
+// original bytes to quarantine/ (synced), puts the repaired log in place
+// with a rename, and serves it. It writes nothing unless req.Apply is set.
+// A session keeps its intact prefix and every intact commit that continues
+// its chain of generations; the commits after the first missing generation
+// are changes on top of it, so they cannot be applied. A workflow keeps
+// every intact commit: each records one step whole.
 func (s *Store) Repair(ctx context.Context, req session.RepairRequest) (*session.RepairReport, error) {
 	switch {
 	case (req.SessionID == "") == (req.WorkflowID == ""):
@@ -226,7 +227,7 @@ func (s *Store) repairSession(id string, apply bool) (*session.RepairReport, err
 	if err := repairable("session", id, sf.sick); err != nil {
 		return nil, err
 	}
-	r, err := recordlog.OpenReaderAt(sf.path, sf.sick.size)
+	r, err := recordlog.OpenReaderAtFS(s.fs, sf.path, sf.sick.size)
 	if err != nil {
 		return nil, session.Wrap(session.CodeInternal, err, "repair: open %s", sf.path)
 	}
@@ -325,7 +326,7 @@ func (s *Store) repairSession(id string, apply bool) (*session.RepairReport, err
 // renamed into place. It returns the quarantine path and the new log's
 // index.
 func (s *Store) rewriteFrom(r *recordlog.Reader, path, name string, ranges [][2]int64) (string, *tracker, error) {
-	tmp, err := atomicfile.NewTemp(path, 0o600, nil)
+	tmp, err := atomicfile.NewTempFS(s.fs, path, 0o600, nil)
 	if err != nil {
 		return "", nil, session.Wrap(session.CodeInternal, err, "repair")
 	}
@@ -355,7 +356,7 @@ func (s *Store) rewriteFrom(r *recordlog.Reader, path, name string, ranges [][2]
 	if err := tmp.Sync(); err != nil {
 		return "", nil, session.Wrap(session.CodeInternal, err, "repair")
 	}
-	q, err := s.linkToQuarantine(path, name, "damaged")
+	q, err := s.copyToQuarantine(r, name, 0, r.Size(), "damaged")
 	if err != nil {
 		return "", nil, session.Wrap(session.CodeInternal, err, "repair: keep %s in quarantine", path)
 	}
@@ -385,7 +386,7 @@ func (s *Store) repairWorkflow(id string, apply bool) (*session.RepairReport, er
 		return nil, err
 	}
 	path := filepath.Join(s.flowsDir, wf.name)
-	r, err := recordlog.OpenReaderAt(path, wf.sick.size)
+	r, err := recordlog.OpenReaderAtFS(s.fs, path, wf.sick.size)
 	if err != nil {
 		return nil, session.Wrap(session.CodeInternal, err, "repair: open %s", path)
 	}
@@ -410,7 +411,7 @@ func (s *Store) repairWorkflow(id string, apply bool) (*session.RepairReport, er
 		rep.Applied, rep.Quarantine = true, q
 		return rep, nil
 	}
-	q, err := s.replaceLog(path, wf.name, plan.log)
+	q, err := s.replaceLog(path, wf.name, data, plan.log)
 	if err != nil {
 		return nil, err
 	}
@@ -425,8 +426,8 @@ func (s *Store) repairWorkflow(id string, apply bool) (*session.RepairReport, er
 
 // replaceLog replaces the log at path with data crash-safely, keeping the
 // original in quarantine/ (see rewriteFromPrefix).
-func (s *Store) replaceLog(path, name string, data []byte) (string, error) {
-	tmp, err := atomicfile.NewTemp(path, 0o600, nil)
+func (s *Store) replaceLog(path, name string, orig, data []byte) (string, error) {
+	tmp, err := atomicfile.NewTempFS(s.fs, path, 0o600, nil)
 	if err != nil {
 		return "", session.Wrap(session.CodeInternal, err, "repair")
 	}
@@ -437,7 +438,7 @@ func (s *Store) replaceLog(path, name string, data []byte) (string, error) {
 	if err := tmp.Sync(); err != nil {
 		return "", session.Wrap(session.CodeInternal, err, "repair")
 	}
-	q, err := s.linkToQuarantine(path, name, "damaged")
+	q, err := s.copyToQuarantine(bytes.NewReader(orig), name, 0, int64(len(orig)), "damaged")
 	if err != nil {
 		return "", session.Wrap(session.CodeInternal, err, "repair: keep %s in quarantine", path)
 	}

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -25,7 +23,7 @@ import (
 // down.
 func (s *Store) loadWorkflow(name string) error {
 	path := filepath.Join(s.flowsDir, name)
-	l, err := openForRecovery(path)
+	l, err := s.openForRecovery(path)
 	if err != nil {
 		s.sickWorkflow(name, path, nil, StateUnreadable, err)
 		return nil
@@ -147,7 +145,7 @@ func (s *Store) sickWorkflow(name, path string, owner *ownerRec, state string, e
 	}
 	s.log.Error("workflow log not served", "path", path, "state", state, "error", err)
 	sk := &sickness{id: w.WorkflowID, state: state, err: err, at: -1, size: -1}
-	if fi, err := os.Lstat(path); err == nil {
+	if fi, err := s.fs.Lstat(path); err == nil {
 		sk.size = fi.Size()
 	}
 	s.unreadable[name] = err
@@ -317,7 +315,7 @@ func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step sess
 		l.Close()
 		wf.w.SessionID = sessionID
 	} else {
-		l, err := recordlog.OpenAt(path, wf.size)
+		l, err := recordlog.OpenAtFS(s.fs, path, wf.size)
 		if err != nil {
 			return session.Wrap(session.CodeInternal, err, "fsstore.SaveStep")
 		}
@@ -367,12 +365,12 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id string) error {
 	if wf.gen == 0 {
 		return session.Errorf(session.CodeNotFound, "workflow %q not found", id)
 	}
-	if err := os.Remove(filepath.Join(s.flowsDir, wf.name)); err != nil {
+	if err := s.fs.Remove(filepath.Join(s.flowsDir, wf.name)); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.DeleteWorkflow")
 	}
 	wf.gone = true
 	delete(s.workflows, id)
-	if err := atomicfile.SyncDir(s.flowsDir); err != nil {
+	if err := s.fs.SyncDir(s.flowsDir); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.DeleteWorkflow: sync dir")
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/vfs"
 )
 
 // tempPrefix starts the name of every temp file; Open removes leftovers.
@@ -16,8 +17,11 @@ const tempPrefix = atomicfile.TempPrefix
 
 // ensureDir makes dir a real 0700 directory (atomicfile.EnsureDir); a
 // symlink or other file in its place is ErrUnsafePath.
-func ensureDir(dir string) error {
-	err := atomicfile.EnsureDir(dir)
+func ensureDir(dir string) error { return ensureDirFS(vfs.OS, dir) }
+
+// ensureDirFS is ensureDir on fsys.
+func ensureDirFS(fsys vfs.FS, dir string) error {
+	err := atomicfile.EnsureDirFS(fsys, dir)
 	if errors.Is(err, atomicfile.ErrNotDir) {
 		return fmt.Errorf("%s: %w", dir, ErrUnsafePath)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/internal/recordlog"
+	"github.com/cairn-dev/cairn/internal/vfs"
 )
 
 // On-disk manifests. A manifest is the map path -> (size, mtime, ctime,
@@ -89,6 +90,7 @@ type mop struct {
 
 type manifestStore struct {
 	dir    string
+	fs     vfs.FS
 	log    hclog.Logger
 	lockF  *os.File
 	id     string
@@ -99,15 +101,17 @@ type manifestStore struct {
 	broken error           // set when a failed append could not be rolled back
 }
 
-func openManifestStore(dir string, log hclog.Logger) (*manifestStore, error) {
-	if err := ensureDir(dir); err != nil {
+// openManifestStore opens the manifest store in dir, reaching its files
+// through fsys (the lock excepted).
+func openManifestStore(fsys vfs.FS, dir string, log hclog.Logger) (*manifestStore, error) {
+	if err := ensureDirFS(fsys, dir); err != nil {
 		return nil, fmt.Errorf("manifests: %w", err)
 	}
 	lockF, err := lockFile(filepath.Join(dir, layout.LockName))
 	if err != nil {
 		return nil, fmt.Errorf("manifests: %w", err)
 	}
-	ms := &manifestStore{dir: dir, log: log, lockF: lockF, bases: []uint64{0}}
+	ms := &manifestStore{dir: dir, fs: fsys, log: log, lockF: lockF, bases: []uint64{0}}
 	if err := ms.recover(); err != nil {
 		ms.close()
 		return nil, fmt.Errorf("manifests: %w", err)
@@ -120,7 +124,7 @@ func (ms *manifestStore) path(kind string, seq uint64) string {
 }
 
 func (ms *manifestStore) recover() error {
-	names, err := os.ReadDir(ms.dir)
+	names, err := ms.fs.ReadDir(ms.dir)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", ms.dir, err)
 	}
@@ -128,7 +132,7 @@ func (ms *manifestStore) recover() error {
 		name := de.Name()
 		switch {
 		case strings.HasPrefix(name, tempPrefix):
-			os.Remove(filepath.Join(ms.dir, name))
+			ms.fs.Remove(filepath.Join(ms.dir, name))
 		case strings.HasPrefix(name, "log-") && strings.HasSuffix(name, ".bin"):
 			if err := ms.upgradeLegacyLog(filepath.Join(ms.dir, name)); err != nil {
 				return err
@@ -141,13 +145,13 @@ func (ms *manifestStore) recover() error {
 	}
 	slices.Sort(ms.bases)
 	idPath := filepath.Join(ms.dir, "STORE")
-	data, err := os.ReadFile(idPath)
+	data, err := vfs.ReadFile(ms.fs, idPath)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		var b [8]byte
 		_, _ = rand.Read(b[:])
 		ms.id = hex.EncodeToString(b[:])
-		if err := atomicfile.WriteFile(idPath, []byte(ms.id+"\n"), 0o600); err != nil {
+		if err := atomicfile.WriteFileFS(ms.fs, idPath, []byte(ms.id+"\n"), 0o600); err != nil {
 			return err
 		}
 	case err != nil:
@@ -160,13 +164,13 @@ func (ms *manifestStore) recover() error {
 	}
 	base := ms.bases[len(ms.bases)-1]
 	lp := ms.path("log", base)
-	if _, err := os.Lstat(lp); errors.Is(err, os.ErrNotExist) {
+	if _, err := ms.fs.Lstat(lp); errors.Is(err, os.ErrNotExist) {
 		// A crash between writing a base and starting its log.
-		if err := atomicfile.WriteFile(lp, []byte(logMagic), 0o600); err != nil {
+		if err := atomicfile.WriteFileFS(ms.fs, lp, []byte(logMagic), 0o600); err != nil {
 			return err
 		}
 	}
-	l, data, err := recordlog.Open(lp)
+	l, data, err := recordlog.OpenFS(ms.fs, lp)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", lp, err)
 	}
@@ -197,10 +201,10 @@ func (ms *manifestStore) recover() error {
 func (ms *manifestStore) upgradeLegacyLog(path string) error {
 	// Only the magic is read to tell: the store opens once per tracker, and
 	// old logs are kept for as long as sessions refer to them.
-	if legacy, err := hasMagic(path, legacyLogMagic); err != nil || !legacy {
+	if legacy, err := hasMagic(ms.fs, path, legacyLogMagic); err != nil || !legacy {
 		return err
 	}
-	data, err := os.ReadFile(path)
+	data, err := vfs.ReadFile(ms.fs, path)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
@@ -218,19 +222,19 @@ func (ms *manifestStore) upgradeLegacyLog(path string) error {
 		off += 8 + n
 	}
 	ms.log.Info("rewriting a manifest log in the current framing", "file", path)
-	return atomicfile.WriteFile(path, out, 0o600)
+	return atomicfile.WriteFileFS(ms.fs, path, out, 0o600)
 }
 
 // hasMagic reports whether the file at path starts with magic, reading only
 // that many bytes.
-func hasMagic(path, magic string) (bool, error) {
-	f, err := os.Open(path)
+func hasMagic(fsys vfs.FS, path, magic string) (bool, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return false, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
 	head := make([]byte, len(magic))
-	if _, err := io.ReadFull(f, head); err != nil {
+	if _, err := io.ReadFull(io.NewSectionReader(f, 0, int64(len(magic))), head); err != nil {
 		return false, nil // shorter than a magic: not a legacy log
 	}
 	return string(head) == magic, nil
@@ -454,10 +458,10 @@ func (ms *manifestStore) startBase(seq uint64, m map[string]mrec) error {
 		b = appendOp(b, mop{path: p, rec: m[p]})
 	}
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-	if err := atomicfile.WriteFile(ms.path("base", seq), b, 0o600); err != nil {
+	if err := atomicfile.WriteFileFS(ms.fs, ms.path("base", seq), b, 0o600); err != nil {
 		return err
 	}
-	l, err := recordlog.Create(ms.path("log", seq), []byte(logMagic), nil)
+	l, err := recordlog.CreateFS(ms.fs, ms.path("log", seq), []byte(logMagic), nil)
 	if err != nil {
 		return err
 	}
@@ -485,7 +489,7 @@ func (ms *manifestStore) load(seq uint64) (map[string]mrec, error) {
 		return m, err
 	}
 	lp := ms.path("log", base)
-	data, err := os.ReadFile(lp)
+	data, err := vfs.ReadFile(ms.fs, lp)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", lp, err)
 	}
@@ -514,7 +518,7 @@ func (ms *manifestStore) readBase(seq uint64) (map[string]mrec, error) {
 		return map[string]mrec{}, nil
 	}
 	p := ms.path("base", seq)
-	data, err := os.ReadFile(p)
+	data, err := vfs.ReadFile(ms.fs, p)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/cairn-dev/cairn/internal/vfs"
 )
 
 // Defaults for Options fields left zero.
@@ -58,6 +60,11 @@ type Options struct {
 	// HashWorkers bounds the goroutines hashing files in parallel for
 	// RecordManifest and Diff; zero means GOMAXPROCS.
 	HashWorkers int
+
+	// FS is the file system the manifest store's files are reached
+	// through, its lock excepted. Nil means vfs.OS; power-cut tests pass
+	// one that models what a crash keeps.
+	FS vfs.FS
 }
 
 func (o Options) withDefaults() Options {
@@ -75,6 +82,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxDeletions <= 0 {
 		o.MaxDeletions = DefaultMaxDeletions
+	}
+	if o.FS == nil {
+		o.FS = vfs.OS
 	}
 	return o
 }

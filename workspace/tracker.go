@@ -111,7 +111,7 @@ func Open(root string, opts Options) (*Tracker, error) {
 	if err := ensureCairnDir(layout.StateDir(abs)); err != nil {
 		return nil, fmt.Errorf("workspace.Open: %w", err)
 	}
-	if t.ms, err = openManifestStore(layout.Manifests(abs), t.log); err != nil {
+	if t.ms, err = openManifestStore(opts.FS, layout.Manifests(abs), t.log); err != nil {
 		return nil, fmt.Errorf("workspace.Open: %w", err)
 	}
 	if t.rootFS, err = os.OpenRoot(abs); err != nil {

@@ -18,6 +18,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/cairn-dev/cairn/internal/vfs"
 )
 
 // TempPrefix starts the name of every temp file TempName makes, so
@@ -42,28 +44,31 @@ func TempName(final string) string {
 
 // SyncDir fsyncs a directory so the names created, renamed or removed in it
 // are durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+func SyncDir(dir string) error { return SyncDirFS(vfs.OS, dir) }
+
+// SyncDirFS is SyncDir on fsys.
+func SyncDirFS(fsys vfs.FS, dir string) error { return fsys.SyncDir(dir) }
+
+// Fdatasync flushes f's data and the metadata needed to read it back
+// (vfs.Fdatasync).
+func Fdatasync(f *os.File) error { return vfs.Fdatasync(f) }
 
 // EnsureDir makes dir a real 0700 directory: it creates it (and syncs its
 // parent) when missing, and restores 0700 when its mode differs. A symlink
 // or any other kind of file in its place is an error wrapping ErrNotDir.
-func EnsureDir(dir string) error {
-	fi, err := os.Lstat(dir)
+func EnsureDir(dir string) error { return EnsureDirFS(vfs.OS, dir) }
+
+// EnsureDirFS is EnsureDir on fsys.
+func EnsureDirFS(fsys vfs.FS, dir string) error {
+	fi, err := fsys.Lstat(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := fsys.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("mkdir %s: %w", dir, err)
 		}
-		if err := SyncDir(filepath.Dir(dir)); err != nil {
+		if err := fsys.SyncDir(filepath.Dir(dir)); err != nil {
 			return fmt.Errorf("sync %s: %w", filepath.Dir(dir), err)
 		}
-		fi, err = os.Lstat(dir)
+		fi, err = fsys.Lstat(dir)
 	}
 	switch {
 	case err != nil:
@@ -73,7 +78,7 @@ func EnsureDir(dir string) error {
 	case !fi.IsDir():
 		return fmt.Errorf("%s is not a directory: %w", dir, ErrNotDir)
 	case fi.Mode().Perm() != 0o700:
-		if err := os.Chmod(dir, 0o700); err != nil {
+		if err := fsys.Chmod(dir, 0o700); err != nil {
 			return fmt.Errorf("chmod %s: %w", dir, err)
 		}
 	}
@@ -94,7 +99,8 @@ const (
 // and hands back the file under its final name, and Abort removes
 // it, so no error or file a caller keeps can name a file that is gone.
 type Temp struct {
-	f     *os.File
+	fs    vfs.FS
+	f     vfs.File
 	tmp   string
 	final string
 	fault func(step string) error
@@ -107,12 +113,17 @@ type Temp struct {
 // that step as if the system call had (a failing write leaves half its
 // bytes behind).
 func NewTemp(final string, perm os.FileMode, fault func(step string) error) (*Temp, error) {
+	return NewTempFS(vfs.OS, final, perm, fault)
+}
+
+// NewTempFS is NewTemp on fsys.
+func NewTempFS(fsys vfs.FS, final string, perm os.FileMode, fault func(step string) error) (*Temp, error) {
 	tmp := TempName(final)
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|OpenFlags, perm)
+	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|OpenFlags, perm)
 	if err != nil {
 		return nil, fmt.Errorf("create temp file for %s: %w", final, err)
 	}
-	return &Temp{f: f, tmp: tmp, final: final, fault: fault}, nil
+	return &Temp{fs: fsys, f: f, tmp: tmp, final: final, fault: fault}, nil
 }
 
 func (t *Temp) step(name string) error {
@@ -134,7 +145,7 @@ func (t *Temp) WriteAt(p []byte, off int64) error {
 	return nil
 }
 
-// Sync fsyncs the temp file.
+// Sync makes the temp file's content durable (vfs.File.Sync: fdatasync).
 func (t *Temp) Sync() error {
 	err := t.step(StepSync)
 	if err == nil {
@@ -154,10 +165,10 @@ func (t *Temp) Sync() error {
 // file. If the rename happened but the directory sync failed, Commit
 // returns the file and the error: the new name may not be durable, and
 // the caller decides whether to take it back or stop writing.
-func (t *Temp) Commit() (*os.File, error) {
+func (t *Temp) Commit() (vfs.File, error) {
 	err := t.step(StepRename)
 	if err == nil {
-		err = os.Rename(t.tmp, t.final)
+		err = t.fs.Rename(t.tmp, t.final)
 	}
 	if err != nil {
 		t.Abort()
@@ -170,7 +181,7 @@ func (t *Temp) Commit() (*os.File, error) {
 	}
 	err = t.step(StepAfterRename)
 	if err == nil {
-		err = SyncDir(filepath.Dir(t.final))
+		err = t.fs.SyncDir(filepath.Dir(t.final))
 	}
 	if err != nil {
 		return f, fmt.Errorf("sync directory of %s: %w", t.final, err)
@@ -179,21 +190,15 @@ func (t *Temp) Commit() (*os.File, error) {
 }
 
 // reopen returns the file old refers to under the name final, through a
-// duplicate of its descriptor (close-on-exec, under syscall.ForkLock as
-// os/exec expects), and closes old. No new open is needed: the rename
-// moved the very file old refers to.
-func reopen(old *os.File, final string) (*os.File, error) {
+// duplicate of its descriptor (vfs.File.Dup), and closes old. No new open
+// is needed: the rename moved the very file old refers to.
+func reopen(old vfs.File, final string) (vfs.File, error) {
 	defer old.Close()
-	syscall.ForkLock.RLock()
-	fd, err := syscall.Dup(int(old.Fd()))
-	if err == nil {
-		syscall.CloseOnExec(fd)
-	}
-	syscall.ForkLock.RUnlock()
+	f, err := old.Dup(final)
 	if err != nil {
 		return nil, fmt.Errorf("reopen %s: %w", final, err)
 	}
-	return os.NewFile(uintptr(fd), final), nil
+	return f, nil
 }
 
 // Abort closes and removes the temp file. It does nothing after a
@@ -204,19 +209,19 @@ func (t *Temp) Abort() {
 	}
 	t.done = true
 	t.f.Close()
-	os.Remove(t.tmp)
+	t.fs.Remove(t.tmp)
 }
 
 // Create is Commit for a file that did not exist before: when the rename
 // happened but the directory sync failed, it takes the new name back
 // (removes it and syncs the directory), so a failed create never surfaces
 // after a crash; on any error final is left as it was.
-func (t *Temp) Create() (*os.File, error) {
+func (t *Temp) Create() (vfs.File, error) {
 	f, err := t.Commit()
 	if err != nil && f != nil {
 		f.Close()
-		if rmErr := os.Remove(t.final); rmErr == nil {
-			_ = SyncDir(filepath.Dir(t.final))
+		if rmErr := t.fs.Remove(t.final); rmErr == nil {
+			_ = t.fs.SyncDir(filepath.Dir(t.final))
 		}
 		return nil, err
 	}
@@ -227,8 +232,13 @@ func (t *Temp) Create() (*os.File, error) {
 // write, fsync, rename, fsync the directory; Temp.Create) and returns it
 // open for reading and writing under final's name. fault is as for
 // NewTemp.
-func CreateFile(final string, data []byte, perm os.FileMode, fault func(step string) error) (*os.File, error) {
-	t, err := NewTemp(final, perm, fault)
+func CreateFile(final string, data []byte, perm os.FileMode, fault func(step string) error) (vfs.File, error) {
+	return CreateFileFS(vfs.OS, final, data, perm, fault)
+}
+
+// CreateFileFS is CreateFile on fsys.
+func CreateFileFS(fsys vfs.FS, final string, data []byte, perm os.FileMode, fault func(step string) error) (vfs.File, error) {
+	t, err := NewTempFS(fsys, final, perm, fault)
 	if err != nil {
 		return nil, err
 	}
@@ -249,10 +259,15 @@ func CreateFile(final string, data []byte, perm os.FileMode, fault func(step str
 // (except that, when only the directory sync failed, path may hold the
 // new content).
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+	return WriteFileFS(vfs.OS, path, data, perm)
+}
+
+// WriteFileFS is WriteFile on fsys.
+func WriteFileFS(fsys vfs.FS, path string, data []byte, perm os.FileMode) error {
+	if fi, err := fsys.Lstat(path); err == nil && !fi.Mode().IsRegular() {
 		return fmt.Errorf("atomicfile: %s is not a regular file (a symlink?); refusing to replace it", path)
 	}
-	t, err := NewTemp(path, perm, nil)
+	t, err := NewTempFS(fsys, path, perm, nil)
 	if err != nil {
 		return fmt.Errorf("atomicfile: %w", err)
 	}

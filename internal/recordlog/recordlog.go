@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/vfs"
 )
 
 // HeaderSize is the size of a frame's header: u32 length, u32 CRC, u8 kind.
@@ -108,7 +109,7 @@ const (
 // committed size. It is not safe for concurrent use; its owner serialises
 // appends (and may read concurrently with ReadAt below the committed size).
 type File struct {
-	f    *os.File
+	f    vfs.File
 	path string
 	size int64
 }
@@ -117,7 +118,12 @@ type File struct {
 // records) crash-safely, through atomicfile.CreateFile; fault is passed on
 // to it (steps atomicfile.StepWrite ... StepAfterRename).
 func Create(path string, data []byte, fault func(step string) error) (*File, error) {
-	f, err := atomicfile.CreateFile(path, data, 0o600, fault)
+	return CreateFS(vfs.OS, path, data, fault)
+}
+
+// CreateFS is Create on fsys.
+func CreateFS(fsys vfs.FS, path string, data []byte, fault func(step string) error) (*File, error) {
+	f, err := atomicfile.CreateFileFS(fsys, path, data, 0o600, fault)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +134,12 @@ func Create(path string, data []byte, fault func(step string) error) (*File, err
 // its whole content; the committed size is the file's size until the
 // owner, having scanned the content, calls Truncate.
 func Open(path string) (*File, []byte, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|atomicfile.OpenFlags, 0)
+	return OpenFS(vfs.OS, path)
+}
+
+// OpenFS is Open on fsys.
+func OpenFS(fsys vfs.FS, path string) (*File, []byte, error) {
+	f, err := fsys.OpenFile(path, os.O_RDWR|atomicfile.OpenFlags, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -148,7 +159,7 @@ func Open(path string) (*File, []byte, error) {
 
 // Adopt makes a File of f, already open for reading and writing under
 // path, with committed size size.
-func Adopt(f *os.File, path string, size int64) *File {
+func Adopt(f vfs.File, path string, size int64) *File {
 	return &File{f: f, path: path, size: size}
 }
 
@@ -158,7 +169,7 @@ func (l *File) Path() string { return l.path }
 // Size returns the committed size.
 func (l *File) Size() int64 { return l.size }
 
-// ReadAt reads from the log; see os.File.ReadAt.
+// ReadAt reads from the log; see io.ReaderAt.
 func (l *File) ReadAt(p []byte, off int64) (int, error) { return l.f.ReadAt(p, off) }
 
 // ReadAll reads the committed content.
@@ -169,7 +180,7 @@ func (l *File) ReadAll() ([]byte, error) {
 // Reader is a read-only view of a log's committed content as it was when
 // it was opened.
 type Reader struct {
-	f    *os.File
+	f    vfs.File
 	path string
 	size int64
 }
@@ -183,7 +194,7 @@ func (r *Reader) ReadAll() ([]byte, error) {
 // Close closes the reader without reading.
 func (r *Reader) Close() error { return r.f.Close() }
 
-func readFull(f *os.File, path string, size int64) ([]byte, error) {
+func readFull(f io.ReaderAt, path string, size int64) ([]byte, error) {
 	data := make([]byte, size)
 	n, err := f.ReadAt(data, 0)
 	if int64(n) != size {
@@ -201,7 +212,7 @@ func (l *File) Truncate(size int64) error {
 	if err := l.f.Truncate(size); err != nil {
 		return fmt.Errorf("truncate %s: %w", l.path, err)
 	}
-	if err := atomicfile.Fdatasync(l.f); err != nil {
+	if err := l.f.Sync(); err != nil {
 		return fmt.Errorf("fdatasync %s: %w", l.path, err)
 	}
 	l.size = size
@@ -226,7 +237,7 @@ func (l *File) Append(data []byte, fault func(step string) error) (broken bool, 
 		err = fmt.Errorf("%s %s: %w", op, l.path, err)
 		terr := l.f.Truncate(l.size)
 		if terr == nil {
-			terr = atomicfile.Fdatasync(l.f)
+			terr = l.f.Sync()
 		}
 		if terr != nil {
 			return true, fmt.Errorf("%w; rolling it back failed too (%w), so the log takes no more appends until it is reopened", err, terr)
@@ -245,7 +256,7 @@ func (l *File) Append(data []byte, fault func(step string) error) (broken bool, 
 	}
 	err = step(StepSync)
 	if err == nil {
-		err = atomicfile.Fdatasync(l.f)
+		err = l.f.Sync()
 	}
 	if err != nil {
 		return fail("fdatasync", err)
@@ -267,7 +278,12 @@ func (r *Reader) Size() int64 { return r.size }
 // size size, without reading it: a log whose content is already known
 // (reopened after its descriptor was closed to bound open files).
 func OpenAt(path string, size int64) (*File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|atomicfile.OpenFlags, 0)
+	return OpenAtFS(vfs.OS, path, size)
+}
+
+// OpenAtFS is OpenAt on fsys.
+func OpenAtFS(fsys vfs.FS, path string, size int64) (*File, error) {
+	f, err := fsys.OpenFile(path, os.O_RDWR|atomicfile.OpenFlags, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +366,12 @@ func Walk(r io.ReaderAt, off, end int64, keep func(kind byte) bool, fn func(Reco
 // OpenReaderAt opens the log at path for reading its first size bytes
 // through a descriptor of its own.
 func OpenReaderAt(path string, size int64) (*Reader, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|atomicfile.OpenFlags, 0)
+	return OpenReaderAtFS(vfs.OS, path, size)
+}
+
+// OpenReaderAtFS is OpenReaderAt on fsys.
+func OpenReaderAtFS(fsys vfs.FS, path string, size int64) (*Reader, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY|atomicfile.OpenFlags, 0)
 	if err != nil {
 		return nil, err
 	}

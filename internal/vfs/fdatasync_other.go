@@ -1,6 +1,6 @@
 //go:build !linux
 
-package atomicfile
+package vfs
 
 import "os"
 
