@@ -66,6 +66,8 @@ extern "C" {
 #define CAIRN_E_METHOD_NOT_FOUND     -14   /* "method_not_found" */
 #define CAIRN_E_BAD_REQUEST          -15   /* "bad_request": the daemon rejected the message */
 #define CAIRN_E_BAD_TICKET           -16   /* "bad_ticket": cairn_take of an unknown, unfinished or already taken ticket */
+#define CAIRN_E_CORRUPT              -17   /* "corrupt": a log or file of the store is damaged (cairn verify, cairn repair) */
+#define CAIRN_E_NO_SPACE             -18   /* "no_space": file system full, quota or file size limit reached; retry after freeing space */
 
 /* cairn_version returns the library version, e.g. "0.1.0". The string is
  * static: do not free it. Never fails. */

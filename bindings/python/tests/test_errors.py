@@ -29,6 +29,8 @@ CLASSES = {
     "bad_handle": cairn.BadHandleError,
     "method_not_found": cairn.MethodNotFoundError,
     "bad_request": cairn.BadRequestError,
+    "corrupt": cairn.CorruptError,
+    "no_space": cairn.NoSpaceError,
 }
 
 # cairn.h's CAIRN_E_* values.
@@ -48,6 +50,8 @@ RCS = {
     "bad_handle": -13,
     "method_not_found": -14,
     "bad_request": -15,
+    "corrupt": -17,
+    "no_space": -18,
 }
 
 
