@@ -93,7 +93,8 @@ const char *cairn_version(void);
  *                  a daemon takes --max-session-bytes instead)
  * Unknown option names are rejected (CAIRN_E_INVALID_ARGUMENT).
  * Returns CAIRN_OK and sets *handle; or CAIRN_E_INVALID_ARGUMENT,
- * CAIRN_E_LOCKED, CAIRN_E_UNAVAILABLE, CAIRN_E_FORKED, CAIRN_E_INTERNAL. */
+ * CAIRN_E_LOCKED, CAIRN_E_NO_SPACE (embedded mode, a full file system),
+ * CAIRN_E_UNAVAILABLE, CAIRN_E_FORKED, CAIRN_E_INTERNAL. */
 int cairn_open(const char *options_json, uint64_t *handle, char **err);
 
 /* cairn_call runs one method on the calling thread and waits for it.
