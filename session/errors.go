@@ -21,6 +21,8 @@ const (
 	CodeStepIdentityChanged Code = "step_identity_changed"
 	CodeLocked              Code = "locked"
 	CodeInternal            Code = "internal"
+	CodeCorrupt             Code = "corrupt"
+	CodeNoSpace             Code = "no_space"
 )
 
 // Sentinel errors. Callers test for them with errors.Is; the detailed errors
@@ -53,6 +55,15 @@ var (
 	ErrLocked = errors.New("locked")
 	// ErrInternal is returned for I/O failures and broken invariants.
 	ErrInternal = errors.New("internal")
+	// ErrCorrupt is returned when a log or file is damaged: bytes that fail
+	// their checksum with intact data after them, which is not the torn
+	// tail of an interrupted write. Nothing is trimmed or deleted.
+	ErrCorrupt = errors.New("corrupt")
+	// ErrNoSpace is returned when the file system cannot take a write: it
+	// is full (ENOSPC), the user's quota is spent (EDQUOT), or the file
+	// would pass the largest size allowed (EFBIG, as RLIMIT_FSIZE gives).
+	// Nothing was acknowledged; retrying after space is freed succeeds.
+	ErrNoSpace = errors.New("no_space")
 )
 
 var codeSentinels = []struct {
@@ -69,6 +80,8 @@ var codeSentinels = []struct {
 	{CodeStepIdentityChanged, ErrStepIdentityChanged},
 	{CodeLocked, ErrLocked},
 	{CodeInternal, ErrInternal},
+	{CodeCorrupt, ErrCorrupt},
+	{CodeNoSpace, ErrNoSpace},
 }
 
 // Codes lists every error code, in a stable order.
