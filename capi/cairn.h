@@ -66,6 +66,8 @@ extern "C" {
 #define CAIRN_E_METHOD_NOT_FOUND     -14   /* "method_not_found" */
 #define CAIRN_E_BAD_REQUEST          -15   /* "bad_request": the daemon rejected the message */
 #define CAIRN_E_BAD_TICKET           -16   /* "bad_ticket": cairn_take of an unknown, unfinished or already taken ticket */
+#define CAIRN_E_CORRUPT              -17   /* "corrupt": a log or file of the store is damaged (cairn verify, cairn repair) */
+#define CAIRN_E_NO_SPACE             -18   /* "no_space": file system full, quota or file size limit reached; retry after freeing space */
 
 /* cairn_version returns the library version, e.g. "0.1.0". The string is
  * static: do not free it. Never fails. */
@@ -91,7 +93,8 @@ const char *cairn_version(void);
  *                  a daemon takes --max-session-bytes instead)
  * Unknown option names are rejected (CAIRN_E_INVALID_ARGUMENT).
  * Returns CAIRN_OK and sets *handle; or CAIRN_E_INVALID_ARGUMENT,
- * CAIRN_E_LOCKED, CAIRN_E_UNAVAILABLE, CAIRN_E_FORKED, CAIRN_E_INTERNAL. */
+ * CAIRN_E_LOCKED, CAIRN_E_NO_SPACE (embedded mode, a full file system),
+ * CAIRN_E_UNAVAILABLE, CAIRN_E_FORKED, CAIRN_E_INTERNAL. */
 int cairn_open(const char *options_json, uint64_t *handle, char **err);
 
 /* cairn_call runs one method on the calling thread and waits for it.

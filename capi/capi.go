@@ -191,6 +191,8 @@ var codes = map[string]int{
 	string(session.CodeNotOwner):            C.CAIRN_E_NOT_OWNER,
 	string(session.CodeStepIdentityChanged): C.CAIRN_E_STEP_IDENTITY_CHANGED,
 	string(session.CodeLocked):              C.CAIRN_E_LOCKED,
+	string(session.CodeCorrupt):             C.CAIRN_E_CORRUPT,
+	string(session.CodeNoSpace):             C.CAIRN_E_NO_SPACE,
 	string(api.CodeUnavailable):             C.CAIRN_E_UNAVAILABLE,
 	"forked":                                C.CAIRN_E_FORKED,
 	"bad_handle":                            C.CAIRN_E_BAD_HANDLE,

@@ -220,5 +220,5 @@ func TestE2EEveryMethod(t *testing.T) {
 	}
 	wantCode(t, "unknown method", c.Call(ctx, "frobnicate", nil, nil), api.CodeMethodNotFound)
 	wantCode(t, "wrong param type", c.Call(ctx, api.Delete.Name, map[string]any{"session_id": []int{1}}, nil), api.CodeBadRequest)
-	t.Logf("codes covered on a real daemon; locked, internal and unavailable are covered in-process and by TestE2ESecondDaemon (%s)", fmt.Sprint(len(session.Codes())))
+	t.Logf("codes covered on a real daemon; locked, internal and unavailable are covered in-process and by TestE2ESecondDaemon, no_space by TestE2EDiskFull (%s)", fmt.Sprint(len(session.Codes())))
 }

@@ -17,7 +17,7 @@ import (
 
 // TestInjectedENOSPCReachesTheCaller injects ENOSPC at the sync of a
 // commit (a new session's create, a later session's append) and checks
-// that the error Engine.Save returns still has code internal and is
+// that the error Engine.Save returns has code no_space and is
 // errors.Is(err, syscall.ENOSPC), that its message names the session's log
 // (not a temp file), and that the store takes the next save.
 func TestInjectedENOSPCReachesTheCaller(t *testing.T) {
@@ -64,8 +64,8 @@ func TestInjectedENOSPCReachesTheCaller(t *testing.T) {
 			if !errors.Is(err, syscall.ENOSPC) {
 				t.Errorf("errors.Is(err, ENOSPC) = false for %v", err)
 			}
-			if !errors.Is(err, session.ErrInternal) || session.CodeOf(err) != session.CodeInternal {
-				t.Errorf("code %q, want internal: %v", session.CodeOf(err), err)
+			if !errors.Is(err, session.ErrNoSpace) || session.CodeOf(err) != session.CodeNoSpace {
+				t.Errorf("code %q, want no_space: %v", session.CodeOf(err), err)
 			}
 			log := filepath.Join(".cairn", "sessions", "s-s1.log")
 			if msg := err.Error(); !strings.Contains(msg, log) || strings.Contains(msg, ".tmp-") {

@@ -97,7 +97,7 @@ func (e *Engine) ExportFile(ctx context.Context, req api.ExportFileRequest) (api
 		if _, ok := err.(*session.Error); ok {
 			return api.ExportFileResult{}, err
 		}
-		return api.ExportFileResult{}, session.Wrap(session.CodeInternal, err, "exportFile: write %s", path)
+		return api.ExportFileResult{}, session.FileError(err, path, "exportFile")
 	}
 	f, err := t.Commit()
 	if f != nil {
@@ -111,7 +111,7 @@ func (e *Engine) ExportFile(ctx context.Context, req api.ExportFileRequest) (api
 				_ = atomicfile.SyncDir(filepath.Dir(path))
 			}
 		}
-		return api.ExportFileResult{}, session.Wrap(session.CodeInternal, err, "exportFile: %s", path)
+		return api.ExportFileResult{}, session.FileError(err, path, "exportFile")
 	}
 	return api.ExportFileResult{Path: path, Bytes: tw.off, Generation: head.Snapshot.Generation}, nil
 }

@@ -52,6 +52,7 @@ func (s *Store) maybeCompactLocked(sf *sessionFile) {
 		for {
 			err := s.compact(sf)
 			if err != nil {
+				err = session.FileError(err, sf.path, "fsstore: compaction")
 				s.log.Warn("compaction failed; the old log stays in use", "session_file", sf.name, "error", err)
 			}
 			sf.mu.Lock()
@@ -83,7 +84,7 @@ func (s *Store) Compact(ctx context.Context, id string) error {
 	sf.mu.Lock()
 	sf.compacting = false
 	sf.mu.Unlock()
-	return err
+	return session.FileError(err, sf.path, "fsstore.Compact: session %q", id)
 }
 
 // compact writes a fresh log holding the session's current state beside the

@@ -28,7 +28,14 @@
 // internal/recordlog as
 // [u32 payload length][u32 CRC-32C of kind+payload][u8 kind][payload], the
 // payload CBOR. New logs and compacted logs are written through
-// internal/atomicfile; errors name the log's own path, never a temp file. A commit is a run of item records closed by a commit record
+// internal/atomicfile; errors name the log's own path, never a temp file.
+// A write the file system refuses is classified by session.FileError
+// (ioerr.go): a full file system, a spent quota or a file size limit
+// (ENOSPC, EDQUOT, EFBIG) is session.ErrNoSpace, a read-only file system or
+// a permission problem is internal with a message saying which. The failed
+// write leaves nothing behind (the append is truncated back, the temp file
+// removed), and the next write succeeds once space is freed, without a
+// reopen. A commit is a run of item records closed by a commit record
 // that carries the generation, the record count and the byte length of the
 // commit; recovery keeps everything up to the last valid commit record and
 // trims the rest. Ids are mapped to file names that cannot escape the store

@@ -363,12 +363,12 @@ func (s *Store) copyLocked(df *sessionFile, dst string, fr frameReader, snap *tr
 	}
 	tmp, err := atomicfile.NewTempFS(s.fs, df.path, 0o600, s.faultAt("create."))
 	if err != nil {
-		return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Copy")
+		return session.CommitResult{}, session.FileError(err, df.path, "fsstore.Copy: session %q", dst)
 	}
 	defer tmp.Abort()
 	size, err := writeLog(tmp, fr, snap, dst, false, then, 1, s.opts.Now().UTC())
 	if err != nil {
-		return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Copy")
+		return session.CommitResult{}, session.FileError(err, df.path, "fsstore.Copy: session %q", dst)
 	}
 	next, err := indexOf(tmp, size)
 	if err != nil {
@@ -378,11 +378,11 @@ func (s *Store) copyLocked(df *sessionFile, dst string, fr frameReader, snap *tr
 		return session.CommitResult{}, session.Errorf(session.CodeTooLarge, "a copy of %d live bytes would pass the session limit of %d bytes", next.live, s.opts.MaxSessionBytes)
 	}
 	if err := tmp.Sync(); err != nil {
-		return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Copy")
+		return session.CommitResult{}, session.FileError(err, df.path, "fsstore.Copy: session %q", dst)
 	}
 	f, err := tmp.Create()
 	if err != nil {
-		return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Copy")
+		return session.CommitResult{}, session.FileError(err, df.path, "fsstore.Copy: session %q", dst)
 	}
 	s.adoptLog(df, recordlog.Adopt(f, df.path, size))
 	df.size, df.t = size, next

@@ -240,7 +240,7 @@ func (s *Store) recover() error {
 	gi := layout.Gitignore(s.root)
 	if fi, err := s.fs.Lstat(gi); os.IsNotExist(err) {
 		if err := atomicfile.WriteFileFS(s.fs, gi, []byte("*\n"), 0o600); err != nil {
-			return err
+			return session.FileError(err, gi, "fsstore.Open")
 		}
 	} else if err != nil {
 		return err
@@ -588,7 +588,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	if creating {
 		l, err := s.createLog(sf.path, fb.buf)
 		if err != nil {
-			return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Commit")
+			return session.CommitResult{}, writeError(err, false, sf.path, "fsstore.Commit: session %q", id)
 		}
 		s.adoptLog(sf, l)
 	} else {
@@ -602,7 +602,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 			s.log.Error("session log is broken until reopen", "path", sf.path, "error", err)
 		}
 		if err != nil {
-			return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Commit")
+			return session.CommitResult{}, writeError(err, broken, sf.path, "fsstore.Commit: session %q", id)
 		}
 	}
 	sf.size = sf.log.Size()

@@ -310,14 +310,14 @@ func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step sess
 	if creating {
 		l, err := s.createLog(path, fb.buf)
 		if err != nil {
-			return session.Wrap(session.CodeInternal, err, "fsstore.SaveStep")
+			return writeError(err, false, path, "fsstore.SaveStep: workflow %q", id)
 		}
 		l.Close()
 		wf.w.SessionID = sessionID
 	} else {
 		l, err := recordlog.OpenAtFS(s.fs, path, wf.size)
 		if err != nil {
-			return session.Wrap(session.CodeInternal, err, "fsstore.SaveStep")
+			return writeError(err, false, path, "fsstore.SaveStep: workflow %q", id)
 		}
 		broken, err := s.appendCommit(l, fb.buf)
 		l.Close()
@@ -326,7 +326,7 @@ func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step sess
 			s.log.Error("workflow log is broken until reopen", "path", path, "error", err)
 		}
 		if err != nil {
-			return session.Wrap(session.CodeInternal, err, "fsstore.SaveStep")
+			return writeError(err, broken, path, "fsstore.SaveStep: workflow %q", id)
 		}
 	}
 	wf.size += int64(len(fb.buf))

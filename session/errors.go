@@ -22,6 +22,8 @@ const (
 	CodeLocked              Code = "locked"
 	CodeCorrupt             Code = "corrupt"
 	CodeInternal            Code = "internal"
+	CodeCorrupt             Code = "corrupt"
+	CodeNoSpace             Code = "no_space"
 )
 
 // Sentinel errors. Callers test for them with errors.Is; the detailed errors
@@ -58,6 +60,15 @@ var (
 	ErrCorrupt = errors.New("corrupt")
 	// ErrInternal is returned for I/O failures and broken invariants.
 	ErrInternal = errors.New("internal")
+	// ErrCorrupt is returned when a log or file is damaged: bytes that fail
+	// their checksum with intact data after them, which is not the torn
+	// tail of an interrupted write. Nothing is trimmed or deleted.
+	ErrCorrupt = errors.New("corrupt")
+	// ErrNoSpace is returned when the file system cannot take a write: it
+	// is full (ENOSPC), the user's quota is spent (EDQUOT), or the file
+	// would pass the largest size allowed (EFBIG, as RLIMIT_FSIZE gives).
+	// Nothing was acknowledged; retrying after space is freed succeeds.
+	ErrNoSpace = errors.New("no_space")
 )
 
 var codeSentinels = []struct {
@@ -75,6 +86,8 @@ var codeSentinels = []struct {
 	{CodeLocked, ErrLocked},
 	{CodeCorrupt, ErrCorrupt},
 	{CodeInternal, ErrInternal},
+	{CodeCorrupt, ErrCorrupt},
+	{CodeNoSpace, ErrNoSpace},
 }
 
 // Codes lists every error code, in a stable order.

@@ -3,7 +3,10 @@ package workspace
 import "errors"
 
 // Sentinel errors. Callers test for them with errors.Is; the returned errors
-// wrap them with the operation and the path involved.
+// wrap them with the operation and the path involved. A manifest write the
+// file system refuses is a *session.Error from session.FileError instead:
+// session.ErrNoSpace for a full disk, with a message naming the manifest
+// file, never a temp file.
 var (
 	// ErrClosed is returned by every method called after Close.
 	ErrClosed = errors.New("workspace: tracker closed")

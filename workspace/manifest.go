@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/internal/vfs"
+	"github.com/cairn-dev/cairn/session"
 )
 
 // On-disk manifests. A manifest is the map path -> (size, mtime, ctime,
@@ -152,7 +153,7 @@ func (ms *manifestStore) recover() error {
 		_, _ = rand.Read(b[:])
 		ms.id = hex.EncodeToString(b[:])
 		if err := atomicfile.WriteFileFS(ms.fs, idPath, []byte(ms.id+"\n"), 0o600); err != nil {
-			return err
+			return session.FileError(err, idPath, "workspace: manifest store")
 		}
 	case err != nil:
 		return fmt.Errorf("read %s: %w", idPath, err)
@@ -167,7 +168,7 @@ func (ms *manifestStore) recover() error {
 	if _, err := ms.fs.Lstat(lp); errors.Is(err, os.ErrNotExist) {
 		// A crash between writing a base and starting its log.
 		if err := atomicfile.WriteFileFS(ms.fs, lp, []byte(logMagic), 0o600); err != nil {
-			return err
+			return session.FileError(err, lp, "workspace: manifest store")
 		}
 	}
 	l, data, err := recordlog.OpenFS(ms.fs, lp)
@@ -388,8 +389,9 @@ func (ms *manifestStore) append(ops []mop) (uint64, error) {
 	if err != nil {
 		if broken {
 			ms.broken = fmt.Errorf("manifest log broken; reopen the tracker: %w", err)
+			return 0, fmt.Errorf("append manifest %d: %w", seq, err)
 		}
-		return 0, fmt.Errorf("append manifest %d: %w", seq, err)
+		return 0, session.FileError(err, ms.cur.Path(), "workspace: append manifest %d", seq)
 	}
 	ms.last = seq
 	ms.curOps += len(ops)
@@ -459,11 +461,11 @@ func (ms *manifestStore) startBase(seq uint64, m map[string]mrec) error {
 	}
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 	if err := atomicfile.WriteFileFS(ms.fs, ms.path("base", seq), b, 0o600); err != nil {
-		return err
+		return session.FileError(err, ms.path("base", seq), "workspace: manifest %d", seq)
 	}
 	l, err := recordlog.CreateFS(ms.fs, ms.path("log", seq), []byte(logMagic), nil)
 	if err != nil {
-		return err
+		return session.FileError(err, ms.path("log", seq), "workspace: manifest %d", seq)
 	}
 	ms.cur.Close()
 	ms.cur, ms.curOps = l, 0

@@ -287,3 +287,7 @@ export class MethodNotFoundError extends CairnError { constructor(message: strin
 export class BadRequestError extends CairnError { constructor(message: string, rc?: number); }
 /** A completion ticket the library does not know (a bug in the binding). */
 export class BadTicketError extends CairnError { constructor(message: string, rc?: number); }
+/** A log or file of the store is damaged (`cairn verify`, `cairn repair`). */
+export class CorruptError extends CairnError { constructor(message: string, rc?: number); }
+/** The file system is full, or a quota or file size limit is reached; nothing was written: retry after freeing space. */
+export class NoSpaceError extends CairnError { constructor(message: string, rc?: number); }

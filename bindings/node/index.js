@@ -61,6 +61,8 @@ const CODES = [
   ['method_not_found', 'MethodNotFoundError', -14],
   ['bad_request', 'BadRequestError', -15],
   ['bad_ticket', 'BadTicketError', -16],
+  ['corrupt', 'CorruptError', -17],
+  ['no_space', 'NoSpaceError', -18],
 ];
 
 const errorClasses = {}; // class name -> class

@@ -780,4 +780,4 @@ export interface EventData {
 }
 
 /** The stable error codes of the wire (libcairn adds forked, bad_handle and bad_ticket). */
-export type WireErrorCode = "not_found" | "conflict" | "schema_unsupported" | "invalid_argument" | "too_large" | "no_checkpoint" | "not_owner" | "step_identity_changed" | "locked" | "internal" | "bad_request" | "method_not_found" | "unavailable";
+export type WireErrorCode = "not_found" | "conflict" | "schema_unsupported" | "invalid_argument" | "too_large" | "no_checkpoint" | "not_owner" | "step_identity_changed" | "locked" | "internal" | "corrupt" | "no_space" | "bad_request" | "method_not_found" | "unavailable";

@@ -39,6 +39,8 @@ test('every code maps to its own class', () => {
     method_not_found: 'MethodNotFoundError',
     bad_request: 'BadRequestError',
     bad_ticket: 'BadTicketError',
+    corrupt: 'CorruptError',
+    no_space: 'NoSpaceError',
   };
   assert.deepEqual([...cairn.codes].sort(), Object.keys(expected).sort());
   const seen = new Set();
@@ -55,6 +57,9 @@ test('every code maps to its own class', () => {
     assert.equal(e.name, name);
   }
   assert.equal(cairn.errorClassFor('some_future_code'), cairn.CairnError);
+  // The return codes of cairn.h, appended, never renumbered.
+  assert.equal(new cairn.CorruptError('m').rc, -17);
+  assert.equal(new cairn.NoSpaceError('m').rc, -18);
 });
 
 test('not_found', async (t) => {

@@ -27,6 +27,8 @@ __all__ = [
     "BadHandleError",
     "MethodNotFoundError",
     "BadRequestError",
+    "CorruptError",
+    "NoSpaceError",
     "LibraryNotFoundError",
     "ERRORS",
     "RETURN_CODES",
@@ -141,6 +143,21 @@ class BadRequestError(CairnError):
     code = "bad_request"
 
 
+class CorruptError(CairnError):
+    """``corrupt``: a log or file of the store is damaged; see ``cairn verify`` and ``cairn repair``."""
+
+    code = "corrupt"
+
+
+class NoSpaceError(CairnError):
+    """``no_space``: the file system is full (or a quota or file size limit is reached).
+
+    Nothing was written; the same call succeeds once space is freed.
+    """
+
+    code = "no_space"
+
+
 class LibraryNotFoundError(OSError):
     """libcairn could not be found or loaded."""
 
@@ -164,6 +181,8 @@ ERRORS: Dict[str, Type[CairnError]] = {
         BadHandleError,
         MethodNotFoundError,
         BadRequestError,
+        CorruptError,
+        NoSpaceError,
     )
 }
 
@@ -184,6 +203,8 @@ RETURN_CODES: Dict[int, str] = {
     -13: "bad_handle",
     -14: "method_not_found",
     -15: "bad_request",
+    -17: "corrupt",
+    -18: "no_space",
 }
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import pickle
+import subprocess
+import tempfile
 import time
-from typing import List
+from typing import Iterator, List
 
 import pytest
 
@@ -29,6 +32,8 @@ CLASSES = {
     "bad_handle": cairn.BadHandleError,
     "method_not_found": cairn.MethodNotFoundError,
     "bad_request": cairn.BadRequestError,
+    "corrupt": cairn.CorruptError,
+    "no_space": cairn.NoSpaceError,
 }
 
 # cairn.h's CAIRN_E_* values.
@@ -48,6 +53,8 @@ RCS = {
     "bad_handle": -13,
     "method_not_found": -14,
     "bad_request": -15,
+    "corrupt": -17,
+    "no_space": -18,
 }
 
 
@@ -258,3 +265,58 @@ def test_forked_child_fails_fast(embedded: cairn.Client) -> None:
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
     # The parent's handle still works.
     assert embedded.resume_session("s")["generation"] == 1
+
+
+@pytest.fixture
+def small_disk() -> Iterator[str]:
+    """A workspace on a 2 MiB tmpfs (root only), unmounted at teardown."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root; test_mapping_table covers no_space")
+    d = tempfile.mkdtemp(prefix="cairn-py-full-")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "cairn-diskfull", d], capture_output=True, text=True)
+    if r.returncode != 0:
+        os.rmdir(d)
+        pytest.skip(f"cannot mount a tmpfs ({r.stderr.strip()}); test_mapping_table covers no_space")
+    try:
+        ws = os.path.join(d, "ws")
+        os.mkdir(ws)
+        yield ws
+    finally:
+        # Lazily: a daemon may still hold the workspace while it stops.
+        subprocess.run(["umount", "-l", d], check=True)
+        os.rmdir(d)
+
+
+def fill(path: str) -> None:
+    """Appends to path until the file system refuses even one byte."""
+    with open(path, "ab", buffering=0) as f:
+        for chunk in (64 << 10, 4 << 10, 1):
+            while True:
+                try:
+                    f.write(b"\0" * chunk)
+                except OSError as e:
+                    assert e.errno == errno.ENOSPC, e
+                    break
+
+
+@pytest.mark.parametrize("mode", ["embedded", "daemon"])
+def test_no_space(mode: str, daemons: List[int], small_disk: str) -> None:
+    c = cairn.connect(small_disk, embedded=True) if mode == "embedded" else connect_daemon(small_disk, daemons)
+    try:
+        c.save("s", change={"append_messages": [msg(0, 8 << 10)]})
+        filler = os.path.join(os.path.dirname(small_disk), "filler")
+        fill(filler)
+        with pytest.raises(cairn.NoSpaceError) as ei:
+            c.save("s", change={"append_messages": [msg(1, 8 << 10)]})
+        assert ei.value.code == "no_space"
+        assert "no space left on the device holding " in ei.value.message, ei.value.message
+        assert "s-s.log" in ei.value.message and ".tmp-" not in ei.value.message, ei.value.message
+        with pytest.raises(cairn.NoSpaceError):
+            c.save("t", change={"append_messages": [msg(0, 8 << 10)]})
+        os.remove(filler)
+        # Space freed: the same client (and daemon) takes writes again.
+        assert c.save("s", change={"append_messages": [msg(2, 8 << 10)]})["generation"] == 2
+        c.save("t", change={"append_messages": [msg(0, 8 << 10)]})
+        assert len(c.resume_session("s")["snapshot"]["messages"]) == 2
+    finally:
+        c.close()

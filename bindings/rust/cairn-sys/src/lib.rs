@@ -57,6 +57,12 @@ pub const CAIRN_E_BAD_REQUEST: c_int = -15;
 /// `bad_ticket`: [`cairn_take`] of an unknown, unfinished or already taken
 /// ticket.
 pub const CAIRN_E_BAD_TICKET: c_int = -16;
+/// `corrupt`: a log or file of the store is damaged (see `cairn verify`,
+/// `cairn repair`).
+pub const CAIRN_E_CORRUPT: c_int = -17;
+/// `no_space`: the file system is full, or a quota or file size limit is
+/// reached; retry after freeing space.
+pub const CAIRN_E_NO_SPACE: c_int = -18;
 
 unsafe extern "C" {
     /// The library version, e.g. "0.1.0": a static string, never freed.

@@ -39,13 +39,20 @@ pub enum ErrorCode {
     /// `bad_ticket`: `cairn_take` of an unknown, unfinished or already taken
     /// ticket (raw `cairn-sys` calls only).
     BadTicket,
+    /// `corrupt`: a log or file of the store is damaged (bytes that fail
+    /// their checksum with intact data after them); see `cairn verify` and
+    /// `cairn repair`.
+    Corrupt,
+    /// `no_space`: the file system is full (or the quota or file size limit
+    /// is reached); nothing was written, retry after freeing space.
+    NoSpace,
     /// Any other code, as the library spelt it.
     Other(String),
 }
 
 impl ErrorCode {
     /// Every code this binding knows, in the order of `cairn.h`.
-    pub const ALL: [ErrorCode; 16] = [
+    pub const ALL: [ErrorCode; 18] = [
         ErrorCode::Internal,
         ErrorCode::InvalidArgument,
         ErrorCode::NotFound,
@@ -62,6 +69,8 @@ impl ErrorCode {
         ErrorCode::MethodNotFound,
         ErrorCode::BadRequest,
         ErrorCode::BadTicket,
+        ErrorCode::Corrupt,
+        ErrorCode::NoSpace,
     ];
 
     /// The wire spelling, e.g. `"not_found"`.
@@ -83,6 +92,8 @@ impl ErrorCode {
             ErrorCode::MethodNotFound => "method_not_found",
             ErrorCode::BadRequest => "bad_request",
             ErrorCode::BadTicket => "bad_ticket",
+            ErrorCode::Corrupt => "corrupt",
+            ErrorCode::NoSpace => "no_space",
             ErrorCode::Other(s) => s,
         }
     }
@@ -116,6 +127,8 @@ impl ErrorCode {
             CAIRN_E_METHOD_NOT_FOUND => ErrorCode::MethodNotFound,
             CAIRN_E_BAD_REQUEST => ErrorCode::BadRequest,
             CAIRN_E_BAD_TICKET => ErrorCode::BadTicket,
+            CAIRN_E_CORRUPT => ErrorCode::Corrupt,
+            CAIRN_E_NO_SPACE => ErrorCode::NoSpace,
             _ => ErrorCode::Other(format!("rc {rc}")),
         }
     }

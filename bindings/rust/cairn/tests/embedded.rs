@@ -191,9 +191,19 @@ fn error_code_round_trip() {
         ErrorCode::from_code("brand_new"),
         ErrorCode::Other("brand_new".into())
     );
-    for rc in cairn::sys::CAIRN_E_BAD_TICKET..=-1 {
+    for rc in cairn::sys::CAIRN_E_NO_SPACE..=-1 {
         assert!(!matches!(ErrorCode::from_rc(rc), ErrorCode::Other(_)));
     }
+    assert_eq!(ErrorCode::from_code("corrupt"), ErrorCode::Corrupt);
+    assert_eq!(ErrorCode::from_code("no_space"), ErrorCode::NoSpace);
+    assert_eq!(
+        ErrorCode::from_rc(cairn::sys::CAIRN_E_CORRUPT),
+        ErrorCode::Corrupt
+    );
+    assert_eq!(
+        ErrorCode::from_rc(cairn::sys::CAIRN_E_NO_SPACE),
+        ErrorCode::NoSpace
+    );
 }
 
 #[test]
