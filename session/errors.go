@@ -20,7 +20,6 @@ const (
 	CodeNotOwner            Code = "not_owner"
 	CodeStepIdentityChanged Code = "step_identity_changed"
 	CodeLocked              Code = "locked"
-	CodeCorrupt             Code = "corrupt"
 	CodeInternal            Code = "internal"
 	CodeCorrupt             Code = "corrupt"
 	CodeNoSpace             Code = "no_space"
@@ -54,10 +53,6 @@ var (
 	// ErrLocked is returned when another process holds the store's writer
 	// lock. The concrete error is a *LockedError naming the holder.
 	ErrLocked = errors.New("locked")
-	// ErrCorrupt is returned for a session or workflow whose log is
-	// damaged: bytes that fail their checksum with intact commits after
-	// them. The log is kept untouched until it is repaired.
-	ErrCorrupt = errors.New("corrupt")
 	// ErrInternal is returned for I/O failures and broken invariants.
 	ErrInternal = errors.New("internal")
 	// ErrCorrupt is returned when a log or file is damaged: bytes that fail
@@ -84,7 +79,6 @@ var codeSentinels = []struct {
 	{CodeNotOwner, ErrNotOwner},
 	{CodeStepIdentityChanged, ErrStepIdentityChanged},
 	{CodeLocked, ErrLocked},
-	{CodeCorrupt, ErrCorrupt},
 	{CodeInternal, ErrInternal},
 	{CodeCorrupt, ErrCorrupt},
 	{CodeNoSpace, ErrNoSpace},
