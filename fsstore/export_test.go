@@ -37,3 +37,25 @@ func CommitsForTest(data []byte) (spans [][3]int64) {
 	}
 	return spans
 }
+
+// NewerCommitForTest frames one record of kind holding v (CBOR) and a
+// commit record of schema version schema for generation gen: what a newer
+// cairn might append.
+func NewerCommitForTest(schema int, kind byte, v any, gen uint64) []byte {
+	var fb frameBuf
+	fb.begin()
+	fb.add(kind, v)
+	rec := commitRec{Schema: schema, Generation: gen, Time: time.Now().UTC(), Records: fb.recs, Bytes: int64(len(fb.buf) - fb.mark)}
+	fb.add(kindCommit, rec)
+	return fb.buf
+}
+
+// Record kinds, for tests that write logs by hand.
+const (
+	KindCheckpointForTest = kindCheckpoint
+	KindResetForTest      = kindReset
+	LogMagicForTest       = logMagic
+)
+
+// ResetForTest is the reset record that opens a session's log.
+func ResetForTest(id string) any { return resetRec{SessionID: id, CreatedAt: time.Now().UTC()} }
