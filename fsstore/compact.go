@@ -95,6 +95,9 @@ func (s *Store) Compact(ctx context.Context, id string) error {
 // and fsyncs the directory. A reader that opened the old log keeps reading
 // a complete log; one that opens after the rename reads the new one.
 func (s *Store) compact(sf *sessionFile) error {
+	if err := s.checkLock("fsstore: compaction"); err != nil {
+		return err
+	}
 	sf.mu.Lock()
 	if sf.gone || sf.broken != nil || sf.t.gen == 0 {
 		sf.mu.Unlock()
@@ -160,6 +163,9 @@ func (s *Store) compact(sf *sessionFile) error {
 		if err := tmp.Sync(); err != nil {
 			return err
 		}
+	}
+	if err := s.checkLock("fsstore: compaction"); err != nil {
+		return err
 	}
 	f, err := tmp.Commit()
 	if f == nil {

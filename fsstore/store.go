@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/dirlock"
 	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/session"
@@ -74,7 +75,7 @@ type Store struct {
 	flowsDir    string
 	opts        Options
 	log         hclog.Logger
-	lock        *os.File
+	lock        *dirlock.Lock
 
 	mu         sync.Mutex
 	closed     bool
@@ -167,7 +168,7 @@ func Open(root string, opts Options) (*Store, error) {
 	if err := ensureDir(s.dir); err != nil {
 		return nil, wrapOpen(err)
 	}
-	if s.lock, err = acquireLock(layout.Lock(abs)); err != nil {
+	if s.lock, err = acquireLock(s.dir, s.sessionsDir, s.flowsDir, s.log); err != nil {
 		return nil, err
 	}
 	if err := s.recover(); err != nil {
@@ -465,7 +466,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	if creating {
 		l, err := s.createLog(sf.path, fb.buf)
 		if err != nil {
-			return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Commit")
+			return session.CommitResult{}, writeErr(err, "fsstore.Commit")
 		}
 		s.adoptLog(sf, l)
 	} else {
@@ -479,7 +480,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 			s.log.Error("session log is broken until reopen", "path", sf.path, "error", err)
 		}
 		if err != nil {
-			return session.CommitResult{}, session.Wrap(session.CodeInternal, err, "fsstore.Commit")
+			return session.CommitResult{}, writeErr(err, "fsstore.Commit")
 		}
 	}
 	sf.size = sf.log.Size()
@@ -683,6 +684,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	defer sf.mu.Unlock()
 	if sf.t.gen == 0 {
 		return notFound(id)
+	}
+	if err := s.checkLock("fsstore.Delete"); err != nil {
+		return err
 	}
 	tomb := deletedPrefix + sf.name
 	if err := os.Rename(filepath.Join(s.sessionsDir, sf.name), filepath.Join(s.sessionsDir, tomb)); err != nil {

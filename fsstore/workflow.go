@@ -226,7 +226,7 @@ func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step sess
 	if creating {
 		l, err := s.createLog(path, fb.buf)
 		if err != nil {
-			return session.Wrap(session.CodeInternal, err, "fsstore.SaveStep")
+			return writeErr(err, "fsstore.SaveStep")
 		}
 		l.Close()
 		wf.w.SessionID = sessionID
@@ -242,7 +242,7 @@ func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step sess
 			s.log.Error("workflow log is broken until reopen", "path", path, "error", err)
 		}
 		if err != nil {
-			return session.Wrap(session.CodeInternal, err, "fsstore.SaveStep")
+			return writeErr(err, "fsstore.SaveStep")
 		}
 	}
 	wf.size += int64(len(fb.buf))
@@ -271,6 +271,9 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id string) error {
 	defer wf.mu.Unlock()
 	if wf.gen == 0 {
 		return session.Errorf(session.CodeNotFound, "workflow %q not found", id)
+	}
+	if err := s.checkLock("fsstore.DeleteWorkflow"); err != nil {
+		return err
 	}
 	if err := os.Remove(filepath.Join(s.flowsDir, wf.name)); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.DeleteWorkflow")

@@ -19,7 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
-	"github.com/cairn-dev/cairn/internal/layout"
+	"github.com/cairn-dev/cairn/internal/dirlock"
 	"github.com/cairn-dev/cairn/internal/recordlog"
 )
 
@@ -90,7 +90,7 @@ type mop struct {
 type manifestStore struct {
 	dir    string
 	log    hclog.Logger
-	lockF  *os.File
+	lock   *dirlock.Lock
 	id     string
 	bases  []uint64        // sorted, always starting with 0
 	cur    *recordlog.File // log-<bases[last]>
@@ -103,11 +103,11 @@ func openManifestStore(dir string, log hclog.Logger) (*manifestStore, error) {
 	if err := ensureDir(dir); err != nil {
 		return nil, fmt.Errorf("manifests: %w", err)
 	}
-	lockF, err := lockFile(filepath.Join(dir, layout.LockName))
+	lock, err := lockDir(dir, log)
 	if err != nil {
 		return nil, fmt.Errorf("manifests: %w", err)
 	}
-	ms := &manifestStore{dir: dir, log: log, lockF: lockF, bases: []uint64{0}}
+	ms := &manifestStore{dir: dir, log: log, lock: lock, bases: []uint64{0}}
 	if err := ms.recover(); err != nil {
 		ms.close()
 		return nil, fmt.Errorf("manifests: %w", err)
@@ -379,6 +379,9 @@ func (ms *manifestStore) append(ops []mop) (uint64, error) {
 	if ms.broken != nil {
 		return 0, ms.broken
 	}
+	if err := ms.checkLock(); err != nil {
+		return 0, err
+	}
 	seq := ms.last + 1
 	broken, err := ms.cur.Append(encodeDelta(seq, ops), nil)
 	if err != nil {
@@ -386,6 +389,9 @@ func (ms *manifestStore) append(ops []mop) (uint64, error) {
 			ms.broken = fmt.Errorf("manifest log broken; reopen the tracker: %w", err)
 		}
 		return 0, fmt.Errorf("append manifest %d: %w", seq, err)
+	}
+	if err := ms.checkLock(); err != nil {
+		return 0, err
 	}
 	ms.last = seq
 	ms.curOps += len(ops)
@@ -442,6 +448,9 @@ func (ms *manifestStore) record(ops []mop, entries int, prev map[string]mrec) (u
 // directory). A crash between the two leaves a base without a log, which
 // Open completes.
 func (ms *manifestStore) startBase(seq uint64, m map[string]mrec) error {
+	if err := ms.checkLock(); err != nil {
+		return err
+	}
 	paths := make([]string, 0, len(m))
 	for p := range m {
 		paths = append(paths, p)
@@ -547,11 +556,11 @@ func (ms *manifestStore) close() error {
 		err = ms.cur.Close()
 		ms.cur = nil
 	}
-	if ms.lockF != nil {
-		if uerr := unlockFile(ms.lockF); err == nil {
+	if ms.lock != nil {
+		if uerr := ms.lock.Release(); err == nil {
 			err = uerr
 		}
-		ms.lockF = nil
+		ms.lock = nil
 	}
 	return err
 }

@@ -152,6 +152,9 @@ func Adopt(f *os.File, path string, size int64) *File {
 	return &File{f: f, path: path, size: size}
 }
 
+// Stat describes the open file (not whatever its path names now).
+func (l *File) Stat() (os.FileInfo, error) { return l.f.Stat() }
+
 // Path returns the log's path.
 func (l *File) Path() string { return l.path }
 
