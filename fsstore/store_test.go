@@ -362,6 +362,9 @@ func TestConcurrentCommitsAndCAS(t *testing.T) {
 					}
 					continue
 				}
+				if res.Generation != cur+1 {
+					t.Errorf("commit expecting generation %d landed at %d", cur, res.Generation)
+				}
 				mu.Lock()
 				if won[res.Generation] {
 					t.Errorf("generation %d won twice", res.Generation)
