@@ -178,7 +178,7 @@ func (s *Store) compact(sf *sessionFile) error {
 		// The new log is complete and in place, but its name may not be
 		// durable; appending to it could lose acknowledged commits if the
 		// old name came back after a crash.
-		sf.broken = fmt.Errorf("compaction of %s: reopen the store: %w", final, err)
+		sf.broken = fmt.Errorf("compaction of %s: the next commit syncs the directory again: %w", final, err)
 		return sf.broken
 	}
 	s.compactionsDone.Add(1)

@@ -40,8 +40,10 @@
 // Caveats, stated plainly: durability relies on the file system honouring
 // fdatasync and on rename(2) being atomic (true for ext4 and xfs on Linux).
 // After a failed fdatasync the store truncates the unacknowledged bytes and
-// syncs again; if that also fails the session refuses further commits until
-// the store is reopened, rather than guess what reached the disk. History
+// syncs again; if that also fails the session (or workflow) refuses
+// commits, rather than guess what reached the disk, until a later commit
+// manages the truncate and sync (and re-reads the log's index from disk):
+// no reopen is needed once the cause is gone. History
 // (Load at an older generation) reaches back only to the last compaction.
 //
 // The writer lock cannot be lost silently: deleting LOCK does not free the

@@ -38,7 +38,7 @@ func (s *Store) createLog(path string, data []byte) (*recordlog.File, error) {
 // appendCommit appends one framed commit to l and makes it durable
 // (recordlog.File.Append), with the commit.* fault points. broken reports
 // that a failed append could not be rolled back: l must not be written
-// again until the store is reopened. The writer lock and the log's
+// again until a rollback succeeds (healSession, healWorkflow). The writer lock and the log's
 // identity are checked before, and the lock again after (checkLock).
 func (s *Store) appendCommit(l *recordlog.File, data []byte) (broken bool, err error) {
 	if err := s.checkLock("append to " + l.Path()); err != nil {

@@ -419,8 +419,8 @@ func (s *Store) Commit(ctx context.Context, id string, c *session.Change, opts s
 }
 
 func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts session.CommitOptions) (session.CommitResult, error) {
-	if sf.broken != nil {
-		return session.CommitResult{}, session.Wrap(session.CodeInternal, sf.broken, "fsstore.Commit: session %q", id)
+	if err := s.healSession(sf); err != nil {
+		return session.CommitResult{}, brokenErr(err, "fsstore.Commit", "session", id)
 	}
 	if err := session.CheckExpect(id, sf.t.gen, opts); err != nil {
 		return session.CommitResult{}, err
@@ -477,7 +477,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 		broken, err := s.appendCommit(l, fb.buf)
 		if broken {
 			sf.broken = err
-			s.log.Error("session log is broken until reopen", "path", sf.path, "error", err)
+			s.log.Error("session log is broken; the next commit tries to repair it", "path", sf.path, "error", err)
 		}
 		if err != nil {
 			return session.CommitResult{}, writeErr(err, "fsstore.Commit")
@@ -491,7 +491,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	// but the summary is not to be trusted, so the session stops taking
 	// commits until a reopen rebuilds it from the log.
 	if err := sf.t.observe(groups[0], base); err != nil {
-		sf.broken = fmt.Errorf("summary of a durable commit failed; reopen the store: %w", err)
+		sf.broken = fmt.Errorf("summary of a durable commit failed; the next commit re-reads the log: %w", err)
 		return session.CommitResult{}, session.Wrap(session.CodeInternal, sf.broken, "fsstore.Commit")
 	}
 	written := int64(len(fb.buf)) // the commit, plus the magic of a new file

@@ -198,8 +198,8 @@ func (s *Store) SaveStep(ctx context.Context, id, sessionID string, step session
 }
 
 func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step session.StepRecord) error {
-	if wf.broken != nil {
-		return session.Wrap(session.CodeInternal, wf.broken, "fsstore.SaveStep: workflow %q", id)
+	if err := s.healWorkflow(wf); err != nil {
+		return brokenErr(err, "fsstore.SaveStep", "workflow", id)
 	}
 	var fb frameBuf
 	creating := wf.gen == 0
@@ -239,7 +239,7 @@ func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step sess
 		l.Close()
 		if broken {
 			wf.broken = err
-			s.log.Error("workflow log is broken until reopen", "path", path, "error", err)
+			s.log.Error("workflow log is broken; the next step tries to repair it", "path", path, "error", err)
 		}
 		if err != nil {
 			return writeErr(err, "fsstore.SaveStep")

@@ -374,10 +374,15 @@ func decodeDelta(p []byte) (uint64, []mop, error) {
 
 // append durably records ops as manifest last+1: one write, one fdatasync.
 // On failure the log is truncated back; if even that fails, the store
-// refuses further appends until it is reopened.
+// refuses appends until a later one manages the truncate.
 func (ms *manifestStore) append(ops []mop) (uint64, error) {
 	if ms.broken != nil {
-		return 0, ms.broken
+		// The cause may be gone: try the rollback again.
+		if err := ms.cur.Rollback(nil); err != nil {
+			return 0, fmt.Errorf("%w; rolling it back again failed: %w", ms.broken, err)
+		}
+		ms.log.Info("manifest log repaired", "file", ms.cur.Path())
+		ms.broken = nil
 	}
 	if err := ms.checkLock(); err != nil {
 		return 0, err
@@ -386,7 +391,7 @@ func (ms *manifestStore) append(ops []mop) (uint64, error) {
 	broken, err := ms.cur.Append(encodeDelta(seq, ops), nil)
 	if err != nil {
 		if broken {
-			ms.broken = fmt.Errorf("manifest log broken; reopen the tracker: %w", err)
+			ms.broken = fmt.Errorf("manifest log broken; the next append rolls it back again: %w", err)
 		}
 		return 0, fmt.Errorf("append manifest %d: %w", seq, err)
 	}
