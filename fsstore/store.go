@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/dirlock"
 	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/internal/vfs"
@@ -80,7 +81,7 @@ type Store struct {
 	opts        Options
 	log         hclog.Logger
 	fs          vfs.FS
-	lock        *os.File
+	lock        *dirlock.Lock
 
 	mu         sync.Mutex
 	closed     bool
@@ -176,7 +177,7 @@ func Open(root string, opts Options) (*Store, error) {
 	if err := s.ensureDir(s.dir); err != nil {
 		return nil, wrapOpen(err)
 	}
-	if s.lock, err = acquireLock(layout.Lock(abs)); err != nil {
+	if s.lock, err = acquireLock(s.dir, s.sessionsDir, s.flowsDir, s.ensureDir, s.log); err != nil {
 		return nil, err
 	}
 	if err := s.recover(); err != nil {
@@ -427,8 +428,8 @@ func (s *Store) Commit(ctx context.Context, id string, c *session.Change, opts s
 }
 
 func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts session.CommitOptions) (session.CommitResult, error) {
-	if sf.broken != nil {
-		return session.CommitResult{}, session.Wrap(session.CodeInternal, sf.broken, "fsstore.Commit: session %q", id)
+	if err := s.healSession(sf); err != nil {
+		return session.CommitResult{}, brokenErr(err, "fsstore.Commit", "session", id)
 	}
 	if err := session.CheckExpect(id, sf.t.gen, opts); err != nil {
 		return session.CommitResult{}, err
@@ -485,7 +486,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 		broken, err := s.appendCommit(l, fb.buf)
 		if broken {
 			sf.broken = err
-			s.log.Error("session log is broken until reopen", "path", sf.path, "error", err)
+			s.log.Error("session log is broken; the next commit tries to repair it", "path", sf.path, "error", err)
 		}
 		if err != nil {
 			return session.CommitResult{}, writeError(err, broken, sf.path, "fsstore.Commit: session %q", id)
@@ -499,7 +500,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	// but the summary is not to be trusted, so the session stops taking
 	// commits until a reopen rebuilds it from the log.
 	if err := sf.t.observe(groups[0], base); err != nil {
-		sf.broken = fmt.Errorf("summary of a durable commit failed; reopen the store: %w", err)
+		sf.broken = fmt.Errorf("summary of a durable commit failed; the next commit re-reads the log: %w", err)
 		return session.CommitResult{}, session.Wrap(session.CodeInternal, sf.broken, "fsstore.Commit")
 	}
 	written := int64(len(fb.buf)) // the commit, plus the magic of a new file
@@ -692,6 +693,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	defer sf.mu.Unlock()
 	if sf.t.gen == 0 {
 		return notFound(id)
+	}
+	if err := s.checkLock("fsstore.Delete"); err != nil {
+		return err
 	}
 	tomb := deletedPrefix + sf.name
 	if err := s.fs.Rename(filepath.Join(s.sessionsDir, sf.name), filepath.Join(s.sessionsDir, tomb)); err != nil {

@@ -196,8 +196,8 @@ func (s *Store) SaveStep(ctx context.Context, id, sessionID string, step session
 }
 
 func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step session.StepRecord) error {
-	if wf.broken != nil {
-		return session.Wrap(session.CodeInternal, wf.broken, "fsstore.SaveStep: workflow %q", id)
+	if err := s.healWorkflow(wf); err != nil {
+		return brokenErr(err, "fsstore.SaveStep", "workflow", id)
 	}
 	var fb frameBuf
 	creating := wf.gen == 0
@@ -237,7 +237,7 @@ func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step sess
 		l.Close()
 		if broken {
 			wf.broken = err
-			s.log.Error("workflow log is broken until reopen", "path", path, "error", err)
+			s.log.Error("workflow log is broken; the next step tries to repair it", "path", path, "error", err)
 		}
 		if err != nil {
 			return writeError(err, broken, path, "fsstore.SaveStep: workflow %q", id)
@@ -269,6 +269,9 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id string) error {
 	defer wf.mu.Unlock()
 	if wf.gen == 0 {
 		return session.Errorf(session.CodeNotFound, "workflow %q not found", id)
+	}
+	if err := s.checkLock("fsstore.DeleteWorkflow"); err != nil {
+		return err
 	}
 	if err := s.fs.Remove(filepath.Join(s.flowsDir, wf.name)); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.DeleteWorkflow")

@@ -19,7 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
-	"github.com/cairn-dev/cairn/internal/layout"
+	"github.com/cairn-dev/cairn/internal/dirlock"
 	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/internal/vfs"
 	"github.com/cairn-dev/cairn/session"
@@ -93,7 +93,7 @@ type manifestStore struct {
 	dir    string
 	fs     vfs.FS
 	log    hclog.Logger
-	lockF  *os.File
+	lock   *dirlock.Lock
 	id     string
 	bases  []uint64        // sorted, always starting with 0
 	cur    *recordlog.File // log-<bases[last]>
@@ -108,11 +108,11 @@ func openManifestStore(fsys vfs.FS, dir string, log hclog.Logger) (*manifestStor
 	if err := ensureDirFS(fsys, dir); err != nil {
 		return nil, fmt.Errorf("manifests: %w", err)
 	}
-	lockF, err := lockFile(filepath.Join(dir, layout.LockName))
+	lock, err := lockDir(dir, log)
 	if err != nil {
 		return nil, fmt.Errorf("manifests: %w", err)
 	}
-	ms := &manifestStore{dir: dir, fs: fsys, log: log, lockF: lockF, bases: []uint64{0}}
+	ms := &manifestStore{dir: dir, fs: fsys, log: log, lock: lock, bases: []uint64{0}}
 	if err := ms.recover(); err != nil {
 		ms.close()
 		return nil, fmt.Errorf("manifests: %w", err)
@@ -379,19 +379,30 @@ func decodeDelta(p []byte) (uint64, []mop, error) {
 
 // append durably records ops as manifest last+1: one write, one fdatasync.
 // On failure the log is truncated back; if even that fails, the store
-// refuses further appends until it is reopened.
+// refuses appends until a later one manages the truncate.
 func (ms *manifestStore) append(ops []mop) (uint64, error) {
 	if ms.broken != nil {
-		return 0, ms.broken
+		// The cause may be gone: try the rollback again.
+		if err := ms.cur.Rollback(nil); err != nil {
+			return 0, fmt.Errorf("%w; rolling it back again failed: %w", ms.broken, err)
+		}
+		ms.log.Info("manifest log repaired", "file", ms.cur.Path())
+		ms.broken = nil
+	}
+	if err := ms.checkLock(); err != nil {
+		return 0, err
 	}
 	seq := ms.last + 1
 	broken, err := ms.cur.Append(encodeDelta(seq, ops), nil)
 	if err != nil {
 		if broken {
-			ms.broken = fmt.Errorf("manifest log broken; reopen the tracker: %w", err)
+			ms.broken = fmt.Errorf("manifest log broken; the next append rolls it back again: %w", err)
 			return 0, fmt.Errorf("append manifest %d: %w", seq, err)
 		}
 		return 0, session.FileError(err, ms.cur.Path(), "workspace: append manifest %d", seq)
+	}
+	if err := ms.checkLock(); err != nil {
+		return 0, err
 	}
 	ms.last = seq
 	ms.curOps += len(ops)
@@ -448,6 +459,9 @@ func (ms *manifestStore) record(ops []mop, entries int, prev map[string]mrec) (u
 // directory). A crash between the two leaves a base without a log, which
 // Open completes.
 func (ms *manifestStore) startBase(seq uint64, m map[string]mrec) error {
+	if err := ms.checkLock(); err != nil {
+		return err
+	}
 	paths := make([]string, 0, len(m))
 	for p := range m {
 		paths = append(paths, p)
@@ -553,11 +567,11 @@ func (ms *manifestStore) close() error {
 		err = ms.cur.Close()
 		ms.cur = nil
 	}
-	if ms.lockF != nil {
-		if uerr := unlockFile(ms.lockF); err == nil {
+	if ms.lock != nil {
+		if uerr := ms.lock.Release(); err == nil {
 			err = uerr
 		}
-		ms.lockF = nil
+		ms.lock = nil
 	}
 	return err
 }

@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -165,10 +166,12 @@ func (t *Temp) Sync() error {
 // file. If the rename happened but the directory sync failed, Commit
 // returns the file and the error: the new name may not be durable, and
 // the caller decides whether to take it back or stop writing.
-func (t *Temp) Commit() (vfs.File, error) {
+func (t *Temp) Commit() (vfs.File, error) { return t.commit(t.fs.Rename) }
+
+func (t *Temp) commit(rename func(tmp, final string) error) (vfs.File, error) {
 	err := t.step(StepRename)
 	if err == nil {
-		err = t.fs.Rename(t.tmp, t.final)
+		err = rename(t.tmp, t.final)
 	}
 	if err != nil {
 		t.Abort()
@@ -216,8 +219,12 @@ func (t *Temp) Abort() {
 // happened but the directory sync failed, it takes the new name back
 // (removes it and syncs the directory), so a failed create never surfaces
 // after a crash; on any error final is left as it was.
+//
+// Create never replaces what is at final: whatever is there (a file, a
+// directory, a link that appeared after the caller looked) stays, and
+// Create fails with an error wrapping fs.ErrExist.
 func (t *Temp) Create() (vfs.File, error) {
-	f, err := t.Commit()
+	f, err := t.commit(t.renameNoReplace)
 	if err != nil && f != nil {
 		f.Close()
 		if rmErr := t.fs.Remove(t.final); rmErr == nil {
@@ -290,3 +297,24 @@ func WriteFileFS(fsys vfs.FS, path string, data []byte, perm os.FileMode) error 
 
 // ReadAt reads back what was written to the temp file.
 func (t *Temp) ReadAt(p []byte, off int64) (int, error) { return t.f.ReadAt(p, off) }
+
+// renameNoReplace moves tmp to final unless something is at final. A hard
+// link is the portable atomic way to do it (link(2) fails with EEXIST);
+// where the file system has no hard links, a check just before the rename
+// still keeps anything that was there first.
+func (t *Temp) renameNoReplace(tmp, final string) error {
+	err := t.fs.Link(tmp, final)
+	switch {
+	case err == nil:
+		// The temp name is only a second name for the new file; if it
+		// cannot go, it is a stale temp file, which Open removes.
+		_ = t.fs.Remove(tmp)
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("%s already exists; refusing to replace it: %w", final, fs.ErrExist)
+	}
+	if _, lerr := t.fs.Lstat(final); lerr == nil {
+		return fmt.Errorf("%s already exists; refusing to replace it: %w", final, fs.ErrExist)
+	}
+	return t.fs.Rename(tmp, final)
+}
