@@ -166,17 +166,8 @@ func (t *Temp) Sync() error {
 // returns the file and the error: the new name may not be durable, and
 // the caller decides whether to take it back or stop writing.
 func (t *Temp) Commit() (vfs.File, error) {
-	err := t.step(StepRename)
-	if err == nil {
-		err = t.fs.Rename(t.tmp, t.final)
-	}
-	if err != nil {
-		t.Abort()
-		return nil, fmt.Errorf("rename into %s: %w", t.final, err)
-	}
-	t.done = true
-	f, err := reopen(t.f, t.final)
-	if err != nil {
+	f, err := t.Rename()
+	if f == nil {
 		return nil, err
 	}
 	err = t.step(StepAfterRename)
@@ -187,6 +178,22 @@ func (t *Temp) Commit() (vfs.File, error) {
 		return f, fmt.Errorf("sync directory of %s: %w", t.final, err)
 	}
 	return f, nil
+}
+
+// Rename is Commit without the directory sync: the new name is durable
+// only once the caller syncs the directory, which one sync after several
+// renames into one directory does for them all.
+func (t *Temp) Rename() (vfs.File, error) {
+	err := t.step(StepRename)
+	if err == nil {
+		err = t.fs.Rename(t.tmp, t.final)
+	}
+	if err != nil {
+		t.Abort()
+		return nil, fmt.Errorf("rename into %s: %w", t.final, err)
+	}
+	t.done = true
+	return reopen(t.f, t.final)
 }
 
 // reopen returns the file old refers to under the name final, through a
@@ -264,6 +271,18 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 
 // WriteFileFS is WriteFile on fsys.
 func WriteFileFS(fsys vfs.FS, path string, data []byte, perm os.FileMode) error {
+	return writeFile(fsys, path, data, perm, true)
+}
+
+// WriteFileDeferDirSyncFS is WriteFileFS without the directory sync: the
+// content is durable when it returns, the name only once the caller syncs
+// the directory (for a caller that creates several files in one directory
+// and needs one sync for them all).
+func WriteFileDeferDirSyncFS(fsys vfs.FS, path string, data []byte, perm os.FileMode) error {
+	return writeFile(fsys, path, data, perm, false)
+}
+
+func writeFile(fsys vfs.FS, path string, data []byte, perm os.FileMode, syncDir bool) error {
 	if fi, err := fsys.Lstat(path); err == nil && !fi.Mode().IsRegular() {
 		return fmt.Errorf("atomicfile: %s is not a regular file (a symlink?); refusing to replace it", path)
 	}
@@ -278,7 +297,11 @@ func WriteFileFS(fsys vfs.FS, path string, data []byte, perm os.FileMode) error 
 	if err := t.Sync(); err != nil {
 		return fmt.Errorf("atomicfile: %w", err)
 	}
-	f, err := t.Commit()
+	commit := t.Commit
+	if !syncDir {
+		commit = t.Rename
+	}
+	f, err := commit()
 	if f != nil {
 		f.Close()
 	}
