@@ -38,8 +38,10 @@
 //
 // Caveats, stated plainly: durability relies on the file system honouring
 // fdatasync and on rename(2) being atomic (true for ext4 and xfs on Linux).
-// After a failed fdatasync the store truncates the unacknowledged bytes and
-// syncs again; if that also fails the session refuses further commits until
+// After a failed fdatasync the store truncates the unacknowledged bytes
+// (the next commit's fdatasync makes that durable; a crash before it may
+// bring the failed commit back whole, or torn, which recovery trims); if
+// the truncate fails the session refuses further commits until
 // the store is reopened, rather than guess what reached the disk. History
 // (Load at an older generation) reaches back only to the last compaction.
 package fsstore

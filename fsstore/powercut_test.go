@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/internal/vfs"
 	"github.com/cairn-dev/cairn/internal/vfs/crashfs"
 	"github.com/cairn-dev/cairn/session"
@@ -26,7 +28,7 @@ import (
 
 // pcWorkflows are the workflow ids the workload uses; a world lists each
 // one that exists.
-var pcWorkflows = []string{"w1", "w2", "w3"}
+var pcWorkflows = []string{"w1", "w2", "w3", "w4"}
 
 // pcWorld describes the store at root: its .gitignore as on disk (read
 // before any Open recreates it) and, through s, every session (Load, Head,
@@ -104,6 +106,8 @@ func pcClock() func() time.Time {
 // runPowerCut runs the workload on a fresh crashfs with site disabled
 // ("" for none) and returns the sync sites reached and the failed checks.
 func runPowerCut(t *testing.T, disabled string, randomCuts int, stopAtFirst bool) (sites, failures []string, cuts int) {
+	// Two phases: a workload on a new store, then recovery of an image
+	// cut in the middle of it and more work on that.
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "ws")
 	must(t, os.Mkdir(root, 0o700))
@@ -126,6 +130,17 @@ func runPowerCut(t *testing.T, disabled string, randomCuts int, stopAtFirst bool
 	}
 	rec = crashfs.NewRecorder(cfs, t.TempDir(), 14, pcRead, live)
 	rec.RandomCuts, rec.StopAtFirst = randomCuts, stopAtFirst
+	// The image phase two recovers from: the power cut during the delete
+	// of a, once its tombstone is durable and before its workflow's
+	// removal is.
+	grab := filepath.Join(t.TempDir(), "grab")
+	grabbed := false
+	rec.OnCut = func(site, op string) {
+		if !grabbed && op == "delete session a" && strings.Contains(site, "deleteOwnedLocked") {
+			grabbed = true
+			must(t, cfs.Cut(grab, crashfs.SyncedOnly, nil))
+		}
+	}
 
 	landed := false
 	var landErr error
@@ -211,7 +226,66 @@ func runPowerCut(t *testing.T, disabled string, randomCuts int, stopAtFirst bool
 	c("c", &session.Change{AppendMessages: []session.Value{pcMsg(12)}})
 	rec.Final()
 	must(t, s.Close())
-	return cfs.Sites(), rec.Failures(), rec.Cuts
+	sites, failures, cuts = cfs.Sites(), rec.Failures(), rec.Cuts
+	if stopAtFirst && len(failures) > 0 {
+		return sites, failures, cuts
+	}
+
+	// Phase two: recovery, on crashfs too, of the image grabbed during the
+	// delete, given a torn tail on b's log and a stale temp file as well;
+	// then a workflow saved under the deleted session's id, and commits.
+	if !grabbed {
+		t.Fatal("the workload never reached the delete's workflow removal")
+	}
+	tearAndLitter(t, filepath.Join(grab, ".cairn", "sessions"))
+	probe := filepath.Join(t.TempDir(), "probe")
+	must(t, os.CopyFS(probe, os.DirFS(grab)))
+	before, err := pcRead(probe)
+	must(t, err)
+	if _, ok := before["workflow w1"]; ok {
+		return sites, append(failures, "recovery of the image cut during the delete of a left its workflow w1"), cuts
+	}
+	root = grab
+	cfs, err = crashfs.New(grab)
+	must(t, err)
+	cfs.Disable(disabled)
+	opts.FS = cfs
+	rec = crashfs.NewRecorder(cfs, t.TempDir(), 15, pcRead, live)
+	rec.RandomCuts, rec.StopAtFirst = randomCuts, stopAtFirst
+	rec.SetCur(before)
+	step("recover", func() (err error) { s, err = fsstore.Open(root, opts); return err })
+	saveStep("w4", "a", "one")
+	c("b", &session.Change{AppendMessages: []session.Value{pcMsg(13)}})
+	c("b", &session.Change{AppendMessages: []session.Value{pcMsg(14)}})
+	rec.Final()
+	must(t, s.Close())
+	for _, site := range cfs.Sites() {
+		if !slices.Contains(sites, site) {
+			sites = append(sites, site)
+		}
+	}
+	return sites, append(failures, rec.Failures()...), cuts + rec.Cuts
+}
+
+// tearAndLitter gives the session log in dir a torn tail (a frame header
+// promising more bytes than follow) and leaves a stale temp file beside
+// it, as a crash in the middle of an append and of a create would.
+func tearAndLitter(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	must(t, err)
+	torn := false
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".log") && !strings.HasPrefix(e.Name(), ".") && !strings.HasPrefix(e.Name(), "deleted") {
+			must(t, appendBytes(filepath.Join(dir, e.Name()), []byte{200, 0, 0, 0, 1, 2, 3, 4, 5, 'p', 'a', 'r', 't'}))
+			torn = true
+			break
+		}
+	}
+	if !torn {
+		t.Fatalf("no session log in %s to tear", dir)
+	}
+	must(t, os.WriteFile(filepath.Join(dir, atomicfile.TempPrefix+"stale"), []byte("half"), 0o600))
 }
 
 // commit is one acknowledged commit, as an operation of rec.

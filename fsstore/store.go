@@ -257,7 +257,6 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 		return nil, err
 	}
 	var tombstones []string
-	removed := false
 	for _, e := range entries {
 		name := e.Name()
 		if e.Type()&os.ModeSymlink != 0 {
@@ -269,7 +268,6 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 				return nil, err
 			}
 			s.tempsRemoved.Add(1)
-			removed = true
 			s.log.Info("removed stale temp file", "path", filepath.Join(dir, name))
 		case strings.HasPrefix(name, deletedPrefix):
 			tombstones = append(tombstones, name)
@@ -281,11 +279,8 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 			s.log.Warn("ignoring unexpected file in store", "path", filepath.Join(dir, name))
 		}
 	}
-	if removed {
-		if err := s.fs.SyncDir(dir); err != nil {
-			return nil, err
-		}
-	}
+	// The removals of temp files are not synced: one that comes back
+	// after a crash is removed again.
 	return tombstones, nil
 }
 

@@ -221,15 +221,15 @@ func (t *Temp) Abort() {
 
 // Create is Commit for a file that did not exist before: when the rename
 // happened but the directory sync failed, it takes the new name back
-// (removes it and syncs the directory), so a failed create never surfaces
-// after a crash; on any error final is left as it was.
+// (removes it), so on any error final is left as it was. The removal is
+// not synced: a crash before the directory's next sync may bring the file
+// back, but whole (its content was synced before the rename), so what
+// surfaces is at worst a complete, unacknowledged creation.
 func (t *Temp) Create() (vfs.File, error) {
 	f, err := t.Commit()
 	if err != nil && f != nil {
 		f.Close()
-		if rmErr := t.fs.Remove(t.final); rmErr == nil {
-			_ = t.fs.SyncDir(filepath.Dir(t.final))
-		}
+		_ = t.fs.Remove(t.final)
 		return nil, err
 	}
 	return f, err

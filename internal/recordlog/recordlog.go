@@ -206,14 +206,13 @@ func readFull(f io.ReaderAt, path string, size int64) ([]byte, error) {
 	return data, nil
 }
 
-// Truncate cuts the log to size and fdatasyncs it: recovery's trim of a
-// torn or uncommitted tail.
+// Truncate cuts the log to size: recovery's trim of a torn or
+// uncommitted tail. It does not sync: the next Append's fdatasync makes
+// the new size durable with the data after it, and until then a crash
+// leaves at most the old tail, which the next recovery trims again.
 func (l *File) Truncate(size int64) error {
 	if err := l.f.Truncate(size); err != nil {
 		return fmt.Errorf("truncate %s: %w", l.path, err)
-	}
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("fdatasync %s: %w", l.path, err)
 	}
 	l.size = size
 	return nil
@@ -223,9 +222,9 @@ func (l *File) Truncate(size int64) error {
 // it durable with one fdatasync; the committed size then includes it.
 // fault, when not nil, is called at each step (StepWrite ... StepAfterSync).
 //
-// On failure it truncates the file back to the committed end and syncs; if
-// that fails too, broken is true and the error says so: the owner must not
-// append again until it has reopened the log.
+// On failure it truncates the file back to the committed end (unsynced, as
+// Truncate); if that fails too, broken is true and the error says so: the
+// owner must not append again until it has reopened the log.
 func (l *File) Append(data []byte, fault func(step string) error) (broken bool, err error) {
 	step := func(name string) error {
 		if fault == nil {
@@ -235,11 +234,7 @@ func (l *File) Append(data []byte, fault func(step string) error) (broken bool, 
 	}
 	fail := func(op string, err error) (bool, error) {
 		err = fmt.Errorf("%s %s: %w", op, l.path, err)
-		terr := l.f.Truncate(l.size)
-		if terr == nil {
-			terr = l.f.Sync()
-		}
-		if terr != nil {
+		if terr := l.f.Truncate(l.size); terr != nil {
 			return true, fmt.Errorf("%w; rolling it back failed too (%w), so the log takes no more appends until it is reopened", err, terr)
 		}
 		return false, err

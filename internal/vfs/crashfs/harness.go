@@ -37,6 +37,9 @@ type Recorder struct {
 	n           int
 	failures    []string
 	Cuts        int // images checked
+	// OnCut, when set, is called at each sync point where images are
+	// cut, with the site and the operation in flight.
+	OnCut func(site, op string)
 }
 
 type pendingOp struct {
@@ -64,11 +67,21 @@ func NewRecorder(fsys *FS, dir string, seed uint64, read func(img string) (World
 // Cur returns the acknowledged world.
 func (r *Recorder) Cur() World { return maps.Clone(r.cur) }
 
+// SetCur sets the acknowledged world, for a workload that starts from a
+// store with content.
+func (r *Recorder) SetCur(w World) { r.cur = maps.Clone(w) }
+
 // Failures returns what the checks found, in order.
 func (r *Recorder) Failures() []string { return r.failures }
 
 func (r *Recorder) cutNow(site string) {
-	if len(r.ops) == 0 || (r.StopAtFirst && len(r.failures) > 0) {
+	if len(r.ops) == 0 {
+		return
+	}
+	if r.OnCut != nil {
+		r.OnCut(site, r.ops[len(r.ops)-1].name)
+	}
+	if r.StopAtFirst && len(r.failures) > 0 {
 		return
 	}
 	for i := 0; i <= r.RandomCuts; i++ {
