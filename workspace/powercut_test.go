@@ -1,7 +1,9 @@
 package workspace
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/internal/layout"
+	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/internal/vfs"
 	"github.com/cairn-dev/cairn/internal/vfs/crashfs"
 )
@@ -146,7 +149,57 @@ func runManifestPowerCut(t *testing.T, disabled string, randomCuts int, stopAtFi
 	if err := ms.close(); err != nil {
 		t.Fatal(err)
 	}
-	return cfs.Sites(), rec.Failures(), rec.Cuts
+	sites, failures, cuts = cfs.Sites(), rec.Failures(), rec.Cuts
+	if stopAtFirst && len(failures) > 0 {
+		return sites, failures, cuts
+	}
+
+	// Phase two: a store whose log is in the legacy framing, which Open
+	// rewrites in place, then a manifest appended to the rewritten log.
+	root = filepath.Join(t.TempDir(), "legacy")
+	dir = layout.Manifests(root)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	frame := encodeDelta(1, msOps(1, 1))
+	body := frame[recordlog.HeaderSize-1:] // kind and payload
+	legacy := []byte(legacyLogMagic)
+	legacy = binary.LittleEndian.AppendUint32(legacy, uint32(len(body)))
+	legacy = binary.LittleEndian.AppendUint32(legacy, crc32.Checksum(body, castagnoli))
+	legacy = append(legacy, body...)
+	if err := os.WriteFile(filepath.Join(dir, "log-0000000000000000.bin"), legacy, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "STORE"), []byte("0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	probe := filepath.Join(t.TempDir(), "probe")
+	if err := os.CopyFS(probe, os.DirFS(root)); err != nil {
+		t.Fatal(err)
+	}
+	before, err := msRead(probe)
+	if err != nil || before["manifest 1"] == "" {
+		t.Fatalf("the legacy store reads as %v, %v", before, err)
+	}
+	if cfs, err = crashfs.New(root); err != nil {
+		t.Fatal(err)
+	}
+	cfs.Disable(disabled)
+	rec = crashfs.NewRecorder(cfs, t.TempDir(), 15, msRead, live)
+	rec.RandomCuts, rec.StopAtFirst = randomCuts, stopAtFirst
+	rec.SetCur(before)
+	step("open, upgrading the legacy log", open)
+	record(2, 1)
+	rec.Final()
+	if err := ms.close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, site := range cfs.Sites() {
+		if !slices.Contains(sites, site) {
+			sites = append(sites, site)
+		}
+	}
+	return sites, append(failures, rec.Failures()...), cuts + rec.Cuts
 }
 
 func TestManifestPowerCut(t *testing.T) {
