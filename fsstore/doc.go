@@ -36,6 +36,13 @@
 // written in the same commit as the messages of their turn, so deleting a
 // session deletes them; workflows owned by a session are deleted with it.
 //
+// Every file operation goes through Options.FS (internal/vfs), the writer's
+// LOCK excepted. The power-cut tests (powercut_test.go) run a workload on
+// internal/vfs/crashfs, which models what a power cut keeps, cut the power
+// before every sync and check each image against what was acknowledged;
+// their mutation test removes each sync in turn and requires a cut to fail,
+// so every fdatasync and directory fsync here is one the guarantees need.
+//
 // Caveats, stated plainly: durability relies on the file system honouring
 // fdatasync and on rename(2) being atomic (true for ext4 and xfs on Linux).
 // After a failed fdatasync the store truncates the unacknowledged bytes
