@@ -44,13 +44,22 @@
 // written in the same commit as the messages of their turn, so deleting a
 // session deletes them; workflows owned by a session are deleted with it.
 //
+// Every file operation goes through Options.FS (internal/vfs), the writer's
+// LOCK excepted. The power-cut tests (powercut_test.go) run a workload on
+// internal/vfs/crashfs, which models what a power cut keeps, cut the power
+// before every sync and check each image against what was acknowledged;
+// their mutation test removes each sync in turn and requires a cut to fail,
+// so every fdatasync and directory fsync here is one the guarantees need.
+//
 // Caveats, stated plainly: durability relies on the file system honouring
 // fdatasync and on rename(2) being atomic (true for ext4 and xfs on Linux).
-// After a failed fdatasync the store truncates the unacknowledged bytes and
-// syncs again; if that also fails the session (or workflow) refuses
-// commits, rather than guess what reached the disk, until a later commit
-// manages the truncate and sync (and re-reads the log's index from disk):
-// no reopen is needed once the cause is gone. History
+// After a failed fdatasync the store truncates the unacknowledged bytes
+// (the next commit's fdatasync makes that durable; a crash before it may
+// bring the failed commit back whole, or torn, which recovery trims); if
+// the truncate fails the session (or workflow) refuses commits, rather
+// than guess what reached the disk, until a later commit manages the
+// truncate (and re-reads the log's index from disk): no reopen is needed
+// once the cause is gone. History
 // (Load at an older generation) reaches back only to the last compaction.
 //
 // The writer lock cannot be lost silently: deleting LOCK does not free the

@@ -258,7 +258,6 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 		return nil, err
 	}
 	var tombstones []string
-	removed := false
 	for _, e := range entries {
 		name := e.Name()
 		if e.Type()&os.ModeSymlink != 0 {
@@ -270,7 +269,6 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 				return nil, err
 			}
 			s.tempsRemoved.Add(1)
-			removed = true
 			s.log.Info("removed stale temp file", "path", filepath.Join(dir, name))
 		case strings.HasPrefix(name, deletedPrefix):
 			tombstones = append(tombstones, name)
@@ -282,11 +280,8 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 			s.log.Warn("ignoring unexpected file in store", "path", filepath.Join(dir, name))
 		}
 	}
-	if removed {
-		if err := s.fs.SyncDir(dir); err != nil {
-			return nil, err
-		}
-	}
+	// The removals of temp files are not synced: one that comes back
+	// after a crash is removed again.
 	return tombstones, nil
 }
 

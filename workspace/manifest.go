@@ -455,9 +455,9 @@ func (ms *manifestStore) record(ops []mop, entries int, prev map[string]mrec) (u
 }
 
 // startBase writes manifest seq in full as base-<seq> and starts the empty
-// log-<seq> after it, each crash-safely (temp file, fsync, rename, fsync
-// directory). A crash between the two leaves a base without a log, which
-// Open completes.
+// log-<seq> after it, each crash-safely (temp file, fsync, rename); one
+// directory fsync, after the log's rename, makes both names durable. A
+// crash between the two leaves a base without a log, which Open completes.
 func (ms *manifestStore) startBase(seq uint64, m map[string]mrec) error {
 	if err := ms.checkLock(); err != nil {
 		return err
@@ -474,7 +474,7 @@ func (ms *manifestStore) startBase(seq uint64, m map[string]mrec) error {
 		b = appendOp(b, mop{path: p, rec: m[p]})
 	}
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-	if err := atomicfile.WriteFileFS(ms.fs, ms.path("base", seq), b, 0o600); err != nil {
+	if err := atomicfile.WriteFileDeferDirSyncFS(ms.fs, ms.path("base", seq), b, 0o600); err != nil {
 		return session.FileError(err, ms.path("base", seq), "workspace: manifest %d", seq)
 	}
 	l, err := recordlog.CreateFS(ms.fs, ms.path("log", seq), []byte(logMagic), nil)

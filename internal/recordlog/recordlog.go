@@ -212,14 +212,13 @@ func readFull(f io.ReaderAt, path string, size int64) ([]byte, error) {
 	return data, nil
 }
 
-// Truncate cuts the log to size and fdatasyncs it: recovery's trim of a
-// torn or uncommitted tail.
+// Truncate cuts the log to size: recovery's trim of a torn or
+// uncommitted tail. It does not sync: the next Append's fdatasync makes
+// the new size durable with the data after it, and until then a crash
+// leaves at most the old tail, which the next recovery trims again.
 func (l *File) Truncate(size int64) error {
 	if err := l.f.Truncate(size); err != nil {
 		return fmt.Errorf("truncate %s: %w", l.path, err)
-	}
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("fdatasync %s: %w", l.path, err)
 	}
 	l.size = size
 	return nil
@@ -229,9 +228,10 @@ func (l *File) Truncate(size int64) error {
 // it durable with one fdatasync; the committed size then includes it.
 // fault, when not nil, is called at each step (StepWrite ... StepAfterSync).
 //
-// On failure it rolls the file back to the committed end (Rollback); if
-// that fails too, broken is true and the error says so: the owner must not
-// append again until a Rollback has succeeded (or it has reopened the log).
+// On failure it rolls the file back to the committed end (Rollback:
+// truncated, unsynced, as Truncate); if that fails too, broken is true and
+// the error says so: the owner must not append again until a Rollback has
+// succeeded (or it has reopened the log).
 func (l *File) Append(data []byte, fault func(step string) error) (broken bool, err error) {
 	step := func(name string) error {
 		if fault == nil {
@@ -270,7 +270,7 @@ func (l *File) Append(data []byte, fault func(step string) error) (broken bool, 
 	return false, nil
 }
 
-// Rollback cuts the file back to the committed size and fdatasyncs it,
+// Rollback cuts the file back to the committed size (unsynced),
 // dropping whatever a failed append left past it; fault is called at
 // StepRollback first. An owner whose append could not be rolled back
 // calls it again before its next append.
@@ -280,10 +280,10 @@ func (l *File) Rollback(fault func(step string) error) error {
 		err = fault(StepRollback)
 	}
 	if err == nil {
+		// Not synced, as Truncate: the next append's fdatasync makes the
+		// size durable, and until then what a crash can bring back is at
+		// worst a whole commit nobody was told of.
 		err = l.f.Truncate(l.size)
-	}
-	if err == nil {
-		err = l.f.Sync()
 	}
 	if err != nil {
 		return fmt.Errorf("truncate %s back to %d bytes: %w", l.path, l.size, err)
