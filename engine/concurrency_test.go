@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -42,6 +43,9 @@ func TestConcurrentSaversWithExpectGeneration(t *testing.T) {
 					switch {
 					case err == nil:
 						won = append(won, res.Generation)
+						if res.Generation != expect+1 {
+							others = append(others, fmt.Errorf("save expecting generation %d landed at %d", expect, res.Generation))
+						}
 					case session.CodeOf(err) == session.CodeConflict:
 						lost++
 					default:

@@ -238,7 +238,13 @@ func (h *harness) saveDelta(t *rapid.T) {
 	case 1:
 		expect = session.Expect(gen)
 	case 2:
-		expect = session.Expect(gen + 1 + rapid.Uint64Range(0, 2).Draw(t, "off"))
+		// Stale: behind the session (when it has a generation to be
+		// behind) or ahead of it.
+		if gen > 0 && rapid.Bool().Draw(t, "behind") {
+			expect = session.Expect(gen - 1 - rapid.Uint64Range(0, gen-1).Draw(t, "back"))
+		} else {
+			expect = session.Expect(gen + 1 + rapid.Uint64Range(0, 2).Draw(t, "off"))
+		}
 	}
 	ms := h.newMsgs(n)
 	res, err := h.e.Save(h.ctx, api.SaveRequest{SessionID: sid, ExpectGeneration: expect, Change: &session.Change{AppendMessages: values(ms)}})
@@ -252,8 +258,8 @@ func (h *harness) saveDelta(t *rapid.T) {
 		s = c.clone()
 	}
 	s.Msgs = append(s.Msgs, ms...)
-	if g := h.m.commit(sid, s); res.Generation != g {
-		t.Fatalf("delta generation %d, model %d", res.Generation, g)
+	if g := h.m.commit(sid, s); res.Generation != g || (expect != nil && res.Generation != *expect+1) {
+		t.Fatalf("delta generation %d, model %d, expected %v", res.Generation, g, expect)
 	}
 }
 

@@ -96,6 +96,9 @@ func (s *Store) Compact(ctx context.Context, id string) error {
 // and fsyncs the directory. A reader that opened the old log keeps reading
 // a complete log; one that opens after the rename reads the new one.
 func (s *Store) compact(sf *sessionFile) error {
+	if err := s.checkLock("fsstore: compaction"); err != nil {
+		return err
+	}
 	sf.mu.Lock()
 	if sf.gone || sf.broken != nil || sf.t.gen == 0 {
 		sf.mu.Unlock()
@@ -162,6 +165,9 @@ func (s *Store) compact(sf *sessionFile) error {
 			return err
 		}
 	}
+	if err := s.checkLock("fsstore: compaction"); err != nil {
+		return err
+	}
 	f, err := tmp.Commit()
 	if f == nil {
 		return err
@@ -173,7 +179,7 @@ func (s *Store) compact(sf *sessionFile) error {
 		// The new log is complete and in place, but its name may not be
 		// durable; appending to it could lose acknowledged commits if the
 		// old name came back after a crash.
-		sf.broken = fmt.Errorf("compaction of %s: reopen the store: %w", final, err)
+		sf.broken = fmt.Errorf("compaction of %s: the next commit syncs the directory again: %w", final, err)
 		return sf.broken
 	}
 	s.compactionsDone.Add(1)

@@ -254,9 +254,9 @@ func TestFaultErrors(t *testing.T) {
 		t.Run(point, func(t *testing.T) {
 			dir := t.TempDir()
 			before := prepare(t, dir)
-			armed := true
+			armed, healFails := true, false
 			s, err := fsstore.Open(dir, fsstore.Options{Fault: func(p string) error {
-				if armed && p == point {
+				if armed && p == point || healFails && p == fsstore.FaultCommitRollback {
 					return injected
 				}
 				return nil
@@ -288,14 +288,13 @@ func TestFaultErrors(t *testing.T) {
 			if point == fsstore.FaultCompactAfterRename {
 				// The directory sync after the switch failed: the store
 				// refuses to append to a log whose name may not be durable
-				// until it is reopened.
+				// until it has repaired it (synced the directory again),
+				// which the next commit tries, without a reopen.
+				healFails = true
 				if _, err := s.Commit(bg, "s", &session.Change{}, session.CommitOptions{}); err == nil {
 					t.Fatalf("commit accepted on a log whose rename may not be durable")
 				}
-				s.Close()
-				if s, err = fsstore.Open(dir, fsstore.Options{}); err != nil {
-					t.Fatal(err)
-				}
+				healFails = false
 			}
 			res, err := s.Commit(bg, "s", &session.Change{AppendMessages: []session.Value{message(3)}}, session.CommitOptions{})
 			if err != nil || res.Generation != 3 {

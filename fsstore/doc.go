@@ -19,8 +19,9 @@
 //
 // Layout (the names are internal/layout's):
 //
-//	.cairn/                 0700, with a .gitignore of "*"
-//	  LOCK                  flock'd by the one writer process; holds its pid
+//	.cairn/                 0700, with a .gitignore of "*"; flock'd itself by
+//	                        the one writer process (internal/dirlock)
+//	  LOCK                  flock'd by that writer too; holds its pid
 //	  sessions/<name>.log   one append-only record log per session
 //	  workflows/<name>.log  one append-only record log per workflow
 //	  quarantine/           damaged logs and trimmed torn tails, kept, never read
@@ -47,10 +48,32 @@
 // written in the same commit as the messages of their turn, so deleting a
 // session deletes them; workflows owned by a session are deleted with it.
 //
+// Every file operation goes through Options.FS (internal/vfs), the writer's
+// LOCK excepted. The power-cut tests (powercut_test.go) run a workload on
+// internal/vfs/crashfs, which models what a power cut keeps, cut the power
+// before every sync and check each image against what was acknowledged;
+// their mutation test removes each sync in turn and requires a cut to fail,
+// so every fdatasync and directory fsync here is one the guarantees need.
+//
 // Caveats, stated plainly: durability relies on the file system honouring
 // fdatasync and on rename(2) being atomic (true for ext4 and xfs on Linux).
-// After a failed fdatasync the store truncates the unacknowledged bytes and
-// syncs again; if that also fails the session refuses further commits until
-// the store is reopened, rather than guess what reached the disk. History
+// After a failed fdatasync the store truncates the unacknowledged bytes
+// (the next commit's fdatasync makes that durable; a crash before it may
+// bring the failed commit back whole, or torn, which recovery trims); if
+// the truncate fails the session (or workflow) refuses commits, rather
+// than guess what reached the disk, until a later commit manages the
+// truncate (and re-reads the log's index from disk): no reopen is needed
+// once the cause is gone. History
 // (Load at an older generation) reaches back only to the last compaction.
+//
+// The writer lock cannot be lost silently: deleting LOCK does not free the
+// store (the directory is the lock, and the writer puts LOCK back), and
+// before every write it acknowledges, and again after a commit's sync, the
+// writer checks that .cairn, sessions/ and workflows/ are still the
+// directories it locked (a few stat calls, about 5 µs per check). If one was
+// renamed or removed and another made in its place, where a second writer
+// could lock it, the store refuses every write from then on with code
+// locked, logs it once, and must be reopened. A session log removed or
+// replaced under the store refuses commits (internal) rather than take
+// commits that would vanish at the next open.
 package fsstore

@@ -9,6 +9,9 @@ import (
 // Exported for tests.
 var ScanForTest = scan
 
+// FileNameForTest maps an id to its log's file name.
+var FileNameForTest = fileName
+
 // FrameForTest frames one record of the given kind followed by a commit
 // record for generation gen.
 func FrameForTest(kind byte, payload []byte, gen uint64) []byte {

@@ -9,7 +9,7 @@ import "github.com/cairn-dev/cairn/session"
 // the log takes no more writes until the store is reopened, which freeing
 // space does not change, so it stays internal and says so.
 func writeError(err error, broken bool, path, op string, args ...any) error {
-	if broken {
+	if broken && session.CodeOf(err) == session.CodeInternal {
 		return session.Wrap(session.CodeInternal, err, op, args...)
 	}
 	return session.FileError(err, path, op, args...)

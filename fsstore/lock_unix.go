@@ -4,52 +4,40 @@ package fsstore
 
 import (
 	"errors"
-	"os"
-	"strconv"
-	"strings"
-	"syscall"
-	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/cairn-dev/cairn/internal/dirlock"
+	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/session"
 )
 
-// acquireLock takes the exclusive advisory lock on path for the life of the
-// returned file and writes this process's pid into it. When another open
-// file description holds it (another process, or another Open in this one)
-// it returns a *session.LockedError naming the holder's pid.
-func acquireLock(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+// acquireLock takes the store's writer lock (internal/dirlock): a flock on
+// the state directory dir itself, and on its LOCK file, which holds this
+// process's pid. The sessions and workflows directories are made and
+// pinned (made through ensureDir, the store's FS), so the lock's check also fails when one of them is replaced.
+// When another open holds the lock (another process, or another Open in
+// this one) it returns a *session.LockedError naming the holder's pid.
+func acquireLock(dir, sessionsDir, flowsDir string, ensureDir func(string) error, log hclog.Logger) (*dirlock.Lock, error) {
+	l, err := dirlock.Acquire(dir, layout.LockName, log)
+	var held *dirlock.HeldError
+	if errors.As(err, &held) {
+		return nil, &session.LockedError{Path: held.Path, PID: held.PID}
+	}
 	if err != nil {
-		return nil, session.Wrap(session.CodeInternal, err, "fsstore.Open: open lock %s", path)
+		return nil, session.Wrap(session.CodeInternal, err, "fsstore.Open: lock")
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		defer f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, &session.LockedError{Path: path, PID: readPID(f)}
+	for _, d := range []string{sessionsDir, flowsDir} {
+		if err := ensureDir(d); err != nil {
+			l.Release()
+			return nil, wrapOpen(err)
 		}
-		return nil, session.Wrap(session.CodeInternal, err, "fsstore.Open: flock %s", path)
 	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	if err := l.Pin(sessionsDir, flowsDir); err != nil {
+		l.Release()
+		return nil, session.Wrap(session.CodeInternal, err, "fsstore.Open: lock")
 	}
-	return f, nil
+	return l, nil
 }
 
-// readPID reads the holder's pid. The holder writes it just after taking the
-// lock, so a racing reader may briefly see an empty file; retry a little.
-func readPID(f *os.File) int {
-	for i := 0; i < 20; i++ {
-		buf := make([]byte, 32)
-		n, _ := f.ReadAt(buf, 0)
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(buf[:n]))); err == nil && pid > 0 {
-			return pid
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return 0
-}
-
-func releaseLock(f *os.File) error {
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	return f.Close()
-}
+func releaseLock(l *dirlock.Lock) error { return l.Release() }

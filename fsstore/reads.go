@@ -361,6 +361,9 @@ func (s *Store) copyLocked(df *sessionFile, dst string, fr frameReader, snap *tr
 	if err := session.CheckExpect(dst, df.t.gen, session.CommitOptions{MustNotExist: true}); err != nil {
 		return session.CommitResult{}, err
 	}
+	if err := s.checkLock("fsstore.Copy"); err != nil {
+		return session.CommitResult{}, err
+	}
 	tmp, err := atomicfile.NewTempFS(s.fs, df.path, 0o600, s.faultAt("create."))
 	if err != nil {
 		return session.CommitResult{}, session.FileError(err, df.path, "fsstore.Copy: session %q", dst)
@@ -385,6 +388,9 @@ func (s *Store) copyLocked(df *sessionFile, dst string, fr frameReader, snap *tr
 		return session.CommitResult{}, session.FileError(err, df.path, "fsstore.Copy: session %q", dst)
 	}
 	s.adoptLog(df, recordlog.Adopt(f, df.path, size))
+	if err := s.checkLock("fsstore.Copy"); err != nil {
+		return session.CommitResult{}, err
+	}
 	df.size, df.t = size, next
 	s.commits.Add(1)
 	s.bytesWritten.Add(size)

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/dirlock"
 	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/internal/vfs"
@@ -80,7 +81,7 @@ type Store struct {
 	opts        Options
 	log         hclog.Logger
 	fs          vfs.FS
-	lock        *os.File
+	lock        *dirlock.Lock
 
 	mu         sync.Mutex
 	closed     bool
@@ -198,7 +199,7 @@ func Open(root string, opts Options) (*Store, error) {
 	if err := s.ensureDir(s.dir); err != nil {
 		return nil, wrapOpen(err)
 	}
-	if s.lock, err = acquireLock(layout.Lock(abs)); err != nil {
+	if s.lock, err = acquireLock(s.dir, s.sessionsDir, s.flowsDir, s.ensureDir, s.log); err != nil {
 		return nil, err
 	}
 	if err := s.recover(); err != nil {
@@ -279,7 +280,6 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 		return nil, err
 	}
 	var tombstones []string
-	removed := false
 	for _, e := range entries {
 		name := e.Name()
 		switch {
@@ -297,7 +297,6 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 				return nil, err
 			}
 			s.tempsRemoved.Add(1)
-			removed = true
 			s.log.Info("removed stale temp file", "path", filepath.Join(dir, name))
 		case strings.HasPrefix(name, deletedPrefix):
 			tombstones = append(tombstones, name)
@@ -305,11 +304,8 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 			s.log.Warn("ignoring unexpected file in store", "path", filepath.Join(dir, name))
 		}
 	}
-	if removed {
-		if err := s.fs.SyncDir(dir); err != nil {
-			return nil, err
-		}
-	}
+	// The removals of temp files are not synced: one that comes back
+	// after a crash is removed again.
 	return tombstones, nil
 }
 
@@ -541,8 +537,8 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	if err := sf.sickErr(); err != nil {
 		return session.CommitResult{}, err
 	}
-	if sf.broken != nil {
-		return session.CommitResult{}, session.Wrap(session.CodeInternal, sf.broken, "fsstore.Commit: session %q", id)
+	if err := s.healSession(sf); err != nil {
+		return session.CommitResult{}, brokenErr(err, "fsstore.Commit", "session", id)
 	}
 	if err := session.CheckExpect(id, sf.t.gen, opts); err != nil {
 		return session.CommitResult{}, err
@@ -599,7 +595,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 		broken, err := s.appendCommit(l, fb.buf)
 		if broken {
 			sf.broken = err
-			s.log.Error("session log is broken until reopen", "path", sf.path, "error", err)
+			s.log.Error("session log is broken; the next commit tries to repair it", "path", sf.path, "error", err)
 		}
 		if err != nil {
 			return session.CommitResult{}, writeError(err, broken, sf.path, "fsstore.Commit: session %q", id)
@@ -613,7 +609,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	// but the summary is not to be trusted, so the session stops taking
 	// commits until a reopen rebuilds it from the log.
 	if err := sf.t.observe(groups[0], base); err != nil {
-		sf.broken = fmt.Errorf("summary of a durable commit failed; reopen the store: %w", err)
+		sf.broken = fmt.Errorf("summary of a durable commit failed; the next commit re-reads the log: %w", err)
 		return session.CommitResult{}, session.Wrap(session.CodeInternal, sf.broken, "fsstore.Commit")
 	}
 	written := int64(len(fb.buf)) // the commit, plus the magic of a new file
@@ -852,6 +848,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	if sf.t.gen == 0 {
 		return notFound(id)
+	}
+	if err := s.checkLock("fsstore.Delete"); err != nil {
+		return err
 	}
 	tomb := deletedPrefix + sf.name
 	if err := s.fs.Rename(filepath.Join(s.sessionsDir, sf.name), filepath.Join(s.sessionsDir, tomb)); err != nil {

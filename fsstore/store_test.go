@@ -357,6 +357,9 @@ func TestConcurrentCommitsAndCAS(t *testing.T) {
 					}
 					continue
 				}
+				if res.Generation != cur+1 {
+					t.Errorf("commit expecting generation %d landed at %d", cur, res.Generation)
+				}
 				mu.Lock()
 				if won[res.Generation] {
 					t.Errorf("generation %d won twice", res.Generation)
@@ -421,5 +424,110 @@ func TestConcurrentDeletesCommitsAndCompaction(t *testing.T) {
 		if _, err := s.Load(bg, id, 0); err != nil && session.CodeOf(err) != session.CodeNotFound {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestHostileIDsCannotClobber puts things where hostile ids would land:
+// a directory and a file at each id's own log name (before the store opens,
+// and behind its back after), and the names a naive mapping of "..",
+// "../x" and "/abs" would use. No id writes outside the store or replaces
+// anything it did not create: each commit either saves correctly under the
+// id's own name or fails naming what is in the way, and every planted file
+// is intact afterwards.
+func TestHostileIDsCannotClobber(t *testing.T) {
+	planted := map[string]string{} // path -> content ("" for a directory)
+	plant := func(t *testing.T, path, content string) {
+		t.Helper()
+		if content == "" {
+			must(t, os.MkdirAll(path, 0o700))
+			path = filepath.Join(path, "inside")
+			content = "kept inside " + path
+		}
+		must(t, os.WriteFile(path, []byte(content), 0o600))
+		planted[path] = content
+	}
+	for _, tc := range []struct {
+		name   string
+		before bool // plant before Open (else after)
+		dir    bool // plant a directory (else a file)
+	}{
+		{"directory before open", true, true},
+		{"file before open", true, false},
+		{"directory after open", false, true},
+		{"file after open", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clear(planted)
+			ws := filepath.Join(t.TempDir(), "ws")
+			state := filepath.Join(ws, ".cairn")
+			for _, sub := range []string{"sessions", "workflows"} {
+				must(t, os.MkdirAll(filepath.Join(state, sub), 0o700))
+			}
+			// Where a naive id-to-path mapping would write.
+			plant(t, filepath.Join(state, "sessions", "s-.."), "")
+			plant(t, filepath.Join(state, "workflows", "s-.."), "naive")
+			for _, p := range []string{filepath.Join(state, "x"), filepath.Join(ws, "x"), filepath.Join(ws, "b")} {
+				plant(t, p, "naive "+p)
+			}
+			inTheWay := func() {
+				for _, id := range storetest.HostileIDs {
+					for _, sub := range []string{"sessions", "workflows"} {
+						p := filepath.Join(state, sub, fsstore.FileNameForTest(id))
+						if tc.dir {
+							plant(t, p, "")
+						} else {
+							plant(t, p, "not a log of "+id)
+						}
+					}
+				}
+			}
+			if tc.before {
+				inTheWay()
+			}
+			s := openT(t, ws, fsstore.Options{})
+			if !tc.before {
+				inTheWay()
+			}
+			for _, id := range storetest.HostileIDs {
+				if _, err := s.Commit(bg, id, &session.Change{AppendMessages: []session.Value{session.Value(`"m"`)}}, session.CommitOptions{}); err == nil {
+					t.Errorf("commit of %q saved over what was in the way", id)
+				} else if !strings.Contains(err.Error(), fsstore.FileNameForTest(id)) {
+					t.Errorf("commit of %q: %v does not name its log", id, err)
+				}
+				if err := s.SaveStep(bg, id, "", session.StepRecord{StepID: "x", Identity: "i"}); err == nil {
+					t.Errorf("step of workflow %q saved over what was in the way", id)
+				}
+			}
+			// Ids whose names nothing blocks save, and stay inside.
+			for _, id := range []string{"..x", "../../x", "s-..", "x"} {
+				if _, err := s.Commit(bg, id, &session.Change{}, session.CommitOptions{}); err != nil {
+					t.Fatalf("commit of %q: %v", id, err)
+				}
+			}
+			must(t, s.Close())
+			for path, want := range planted {
+				if got, err := os.ReadFile(path); err != nil || string(got) != want {
+					t.Errorf("%s now holds %q (%v), planted %q", path, got, err, want)
+				}
+			}
+			entries, _ := os.ReadDir(ws)
+			if len(entries) != 3 { // .cairn, x, b
+				t.Errorf("workspace holds %d entries, want the 3 planted", len(entries))
+			}
+			s = openT(t, ws, fsstore.Options{})
+			list, err := s.List(bg)
+			must(t, err)
+			// What was planted at a log's name is listed as not served
+			// (not a cairn log, or not a file), never read as a session.
+			served := 0
+			for _, sum := range list {
+				if sum.State == "" {
+					served++
+				}
+			}
+			if served != 4 || len(list) != 4+len(storetest.HostileIDs) {
+				t.Errorf("store lists %d sessions, %d served; want the 4 that had room served and the %d in the way listed as not served", len(list), served, len(storetest.HostileIDs))
+			}
+		})
 	}
 }

@@ -282,8 +282,8 @@ func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step sess
 	if wf.sick != nil {
 		return wf.sick.err
 	}
-	if wf.broken != nil {
-		return session.Wrap(session.CodeInternal, wf.broken, "fsstore.SaveStep: workflow %q", id)
+	if err := s.healWorkflow(wf); err != nil {
+		return brokenErr(err, "fsstore.SaveStep", "workflow", id)
 	}
 	var fb frameBuf
 	creating := wf.gen == 0
@@ -323,7 +323,7 @@ func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step sess
 		l.Close()
 		if broken {
 			wf.broken = err
-			s.log.Error("workflow log is broken until reopen", "path", path, "error", err)
+			s.log.Error("workflow log is broken; the next step tries to repair it", "path", path, "error", err)
 		}
 		if err != nil {
 			return writeError(err, broken, path, "fsstore.SaveStep: workflow %q", id)
@@ -364,6 +364,9 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id string) error {
 	}
 	if wf.gen == 0 {
 		return session.Errorf(session.CodeNotFound, "workflow %q not found", id)
+	}
+	if err := s.checkLock("fsstore.DeleteWorkflow"); err != nil {
+		return err
 	}
 	if err := s.fs.Remove(filepath.Join(s.flowsDir, wf.name)); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.DeleteWorkflow")

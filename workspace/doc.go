@@ -67,8 +67,11 @@
 //     reported as modified by Diff(from, nil).
 //   - Manifests are never deleted; nothing collects those no session
 //     references any more.
-//   - One tracker per workspace writes manifests (an advisory lock on
-//     .cairn/manifests/LOCK); a second Open returns ErrLocked.
+//   - One tracker per workspace writes manifests (an advisory lock on the
+//     .cairn/manifests directory itself and on its LOCK file, see
+//     internal/dirlock); a second Open returns ErrLocked, even with LOCK
+//     deleted. A tracker whose manifests directory was renamed away and
+//     replaced records no more manifests (dirlock.ErrLost).
 //
 // # Hash
 //

@@ -5,10 +5,12 @@ package workspace
 import (
 	"errors"
 	"fmt"
-	"os"
-	"syscall"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/dirlock"
+	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/internal/vfs"
 )
 
@@ -28,24 +30,25 @@ func ensureDirFS(fsys vfs.FS, dir string) error {
 	return err
 }
 
-// lockFile takes an exclusive, non-blocking advisory lock on path for the
-// life of the returned file.
-func lockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|atomicfile.OpenFlags, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open lock %s: %w", path, err)
+// lockDir takes the writer lock of the manifest store in dir
+// (internal/dirlock): a flock on dir itself and on its LOCK file, so
+// deleting LOCK does not let a second tracker in. Another holder is
+// ErrLocked.
+func lockDir(dir string, log hclog.Logger) (*dirlock.Lock, error) {
+	l, err := dirlock.Acquire(dir, layout.LockName, log)
+	if errors.Is(err, dirlock.ErrHeld) {
+		return nil, fmt.Errorf("%w: %w", err, ErrLocked)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%s: %w", path, ErrLocked)
-		}
-		return nil, fmt.Errorf("flock %s: %w", path, err)
-	}
-	return f, nil
+	return l, err
 }
 
-func unlockFile(f *os.File) error {
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	return f.Close()
+// checkLock fails once the manifest store's lock is lost: dir was renamed
+// or removed and another made in its place, where another tracker could
+// lock it. Every write checks it first; an append checks again after its
+// sync, before the manifest is used.
+func (ms *manifestStore) checkLock() error {
+	if err := ms.lock.Check(); err != nil {
+		return fmt.Errorf("manifests: %w", err)
+	}
+	return nil
 }

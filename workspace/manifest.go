@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
+	"github.com/cairn-dev/cairn/internal/dirlock"
 	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/internal/vfs"
@@ -94,7 +95,7 @@ type manifestStore struct {
 	dir    string
 	fs     vfs.FS
 	log    hclog.Logger
-	lockF  *os.File
+	lock   *dirlock.Lock
 	id     string
 	bases  []uint64        // sorted, always starting with 0
 	cur    *recordlog.File // log-<bases[last]>
@@ -109,11 +110,11 @@ func openManifestStore(fsys vfs.FS, dir string, log hclog.Logger) (*manifestStor
 	if err := ensureDirFS(fsys, dir); err != nil {
 		return nil, fmt.Errorf("manifests: %w", err)
 	}
-	lockF, err := lockFile(filepath.Join(dir, layout.LockName))
+	lock, err := lockDir(dir, log)
 	if err != nil {
 		return nil, fmt.Errorf("manifests: %w", err)
 	}
-	ms := &manifestStore{dir: dir, fs: fsys, log: log, lockF: lockF, bases: []uint64{0}}
+	ms := &manifestStore{dir: dir, fs: fsys, log: log, lock: lock, bases: []uint64{0}}
 	if err := ms.recover(); err != nil {
 		ms.close()
 		return nil, fmt.Errorf("manifests: %w", err)
@@ -390,19 +391,30 @@ func decodeDelta(p []byte) (uint64, []mop, error) {
 
 // append durably records ops as manifest last+1: one write, one fdatasync.
 // On failure the log is truncated back; if even that fails, the store
-// refuses further appends until it is reopened.
+// refuses appends until a later one manages the truncate.
 func (ms *manifestStore) append(ops []mop) (uint64, error) {
 	if ms.broken != nil {
-		return 0, ms.broken
+		// The cause may be gone: try the rollback again.
+		if err := ms.cur.Rollback(nil); err != nil {
+			return 0, fmt.Errorf("%w; rolling it back again failed: %w", ms.broken, err)
+		}
+		ms.log.Info("manifest log repaired", "file", ms.cur.Path())
+		ms.broken = nil
+	}
+	if err := ms.checkLock(); err != nil {
+		return 0, err
 	}
 	seq := ms.last + 1
 	broken, err := ms.cur.Append(encodeDelta(seq, ops), nil)
 	if err != nil {
 		if broken {
-			ms.broken = fmt.Errorf("manifest log broken; reopen the tracker: %w", err)
+			ms.broken = fmt.Errorf("manifest log broken; the next append rolls it back again: %w", err)
 			return 0, fmt.Errorf("append manifest %d: %w", seq, err)
 		}
 		return 0, session.FileError(err, ms.cur.Path(), "workspace: append manifest %d", seq)
+	}
+	if err := ms.checkLock(); err != nil {
+		return 0, err
 	}
 	ms.last = seq
 	ms.curOps += len(ops)
@@ -455,10 +467,13 @@ func (ms *manifestStore) record(ops []mop, entries int, prev map[string]mrec) (u
 }
 
 // startBase writes manifest seq in full as base-<seq> and starts the empty
-// log-<seq> after it, each crash-safely (temp file, fsync, rename, fsync
-// directory). A crash between the two leaves a base without a log, which
-// Open completes.
+// log-<seq> after it, each crash-safely (temp file, fsync, rename); one
+// directory fsync, after the log's rename, makes both names durable. A
+// crash between the two leaves a base without a log, which Open completes.
 func (ms *manifestStore) startBase(seq uint64, m map[string]mrec) error {
+	if err := ms.checkLock(); err != nil {
+		return err
+	}
 	paths := make([]string, 0, len(m))
 	for p := range m {
 		paths = append(paths, p)
@@ -471,7 +486,7 @@ func (ms *manifestStore) startBase(seq uint64, m map[string]mrec) error {
 		b = appendOp(b, mop{path: p, rec: m[p]})
 	}
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-	if err := atomicfile.WriteFileFS(ms.fs, ms.path("base", seq), b, 0o600); err != nil {
+	if err := atomicfile.WriteFileDeferDirSyncFS(ms.fs, ms.path("base", seq), b, 0o600); err != nil {
 		return session.FileError(err, ms.path("base", seq), "workspace: manifest %d", seq)
 	}
 	l, err := recordlog.CreateFS(ms.fs, ms.path("log", seq), []byte(logMagic), nil)
@@ -564,11 +579,11 @@ func (ms *manifestStore) close() error {
 		err = ms.cur.Close()
 		ms.cur = nil
 	}
-	if ms.lockF != nil {
-		if uerr := unlockFile(ms.lockF); err == nil {
+	if ms.lock != nil {
+		if uerr := ms.lock.Release(); err == nil {
 			err = uerr
 		}
-		ms.lockF = nil
+		ms.lock = nil
 	}
 	return err
 }

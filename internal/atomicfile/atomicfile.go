@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -165,18 +166,11 @@ func (t *Temp) Sync() error {
 // file. If the rename happened but the directory sync failed, Commit
 // returns the file and the error: the new name may not be durable, and
 // the caller decides whether to take it back or stop writing.
-func (t *Temp) Commit() (vfs.File, error) {
-	err := t.step(StepRename)
-	if err == nil {
-		err = t.fs.Rename(t.tmp, t.final)
-	}
-	if err != nil {
-		t.Abort()
-		return nil, fmt.Errorf("rename into %s: %w", t.final, err)
-	}
-	t.done = true
-	f, err := reopen(t.f, t.final)
-	if err != nil {
+func (t *Temp) Commit() (vfs.File, error) { return t.commit(t.fs.Rename) }
+
+func (t *Temp) commit(rename func(tmp, final string) error) (vfs.File, error) {
+	f, err := t.rename(rename)
+	if f == nil {
 		return nil, err
 	}
 	err = t.step(StepAfterRename)
@@ -187,6 +181,24 @@ func (t *Temp) Commit() (vfs.File, error) {
 		return f, fmt.Errorf("sync directory of %s: %w", t.final, err)
 	}
 	return f, nil
+}
+
+// Rename is Commit without the directory sync: the new name is durable
+// only once the caller syncs the directory, which one sync after several
+// renames into one directory does for them all.
+func (t *Temp) Rename() (vfs.File, error) { return t.rename(t.fs.Rename) }
+
+func (t *Temp) rename(rename func(tmp, final string) error) (vfs.File, error) {
+	err := t.step(StepRename)
+	if err == nil {
+		err = rename(t.tmp, t.final)
+	}
+	if err != nil {
+		t.Abort()
+		return nil, fmt.Errorf("rename into %s: %w", t.final, err)
+	}
+	t.done = true
+	return reopen(t.f, t.final)
 }
 
 // reopen returns the file old refers to under the name final, through a
@@ -214,15 +226,19 @@ func (t *Temp) Abort() {
 
 // Create is Commit for a file that did not exist before: when the rename
 // happened but the directory sync failed, it takes the new name back
-// (removes it and syncs the directory), so a failed create never surfaces
-// after a crash; on any error final is left as it was.
+// (removes it), so on any error final is left as it was. The removal is
+// not synced: a crash before the directory's next sync may bring the file
+// back, but whole (its content was synced before the rename), so what
+// surfaces is at worst a complete, unacknowledged creation.
+//
+// Create never replaces what is at final: whatever is there (a file, a
+// directory, a link that appeared after the caller looked) stays, and
+// Create fails with an error wrapping fs.ErrExist.
 func (t *Temp) Create() (vfs.File, error) {
-	f, err := t.Commit()
+	f, err := t.commit(t.renameNoReplace)
 	if err != nil && f != nil {
 		f.Close()
-		if rmErr := t.fs.Remove(t.final); rmErr == nil {
-			_ = t.fs.SyncDir(filepath.Dir(t.final))
-		}
+		_ = t.fs.Remove(t.final)
 		return nil, err
 	}
 	return f, err
@@ -264,6 +280,18 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 
 // WriteFileFS is WriteFile on fsys.
 func WriteFileFS(fsys vfs.FS, path string, data []byte, perm os.FileMode) error {
+	return writeFile(fsys, path, data, perm, true)
+}
+
+// WriteFileDeferDirSyncFS is WriteFileFS without the directory sync: the
+// content is durable when it returns, the name only once the caller syncs
+// the directory (for a caller that creates several files in one directory
+// and needs one sync for them all).
+func WriteFileDeferDirSyncFS(fsys vfs.FS, path string, data []byte, perm os.FileMode) error {
+	return writeFile(fsys, path, data, perm, false)
+}
+
+func writeFile(fsys vfs.FS, path string, data []byte, perm os.FileMode, syncDir bool) error {
 	if fi, err := fsys.Lstat(path); err == nil && !fi.Mode().IsRegular() {
 		return fmt.Errorf("atomicfile: %s is not a regular file (a symlink?); refusing to replace it", path)
 	}
@@ -278,7 +306,11 @@ func WriteFileFS(fsys vfs.FS, path string, data []byte, perm os.FileMode) error 
 	if err := t.Sync(); err != nil {
 		return fmt.Errorf("atomicfile: %w", err)
 	}
-	f, err := t.Commit()
+	commit := t.Commit
+	if !syncDir {
+		commit = t.Rename
+	}
+	f, err := commit()
 	if f != nil {
 		f.Close()
 	}
@@ -290,3 +322,24 @@ func WriteFileFS(fsys vfs.FS, path string, data []byte, perm os.FileMode) error 
 
 // ReadAt reads back what was written to the temp file.
 func (t *Temp) ReadAt(p []byte, off int64) (int, error) { return t.f.ReadAt(p, off) }
+
+// renameNoReplace moves tmp to final unless something is at final. A hard
+// link is the portable atomic way to do it (link(2) fails with EEXIST);
+// where the file system has no hard links, a check just before the rename
+// still keeps anything that was there first.
+func (t *Temp) renameNoReplace(tmp, final string) error {
+	err := t.fs.Link(tmp, final)
+	switch {
+	case err == nil:
+		// The temp name is only a second name for the new file; if it
+		// cannot go, it is a stale temp file, which Open removes.
+		_ = t.fs.Remove(tmp)
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("%s already exists; refusing to replace it: %w", final, fs.ErrExist)
+	}
+	if _, lerr := t.fs.Lstat(final); lerr == nil {
+		return fmt.Errorf("%s already exists; refusing to replace it: %w", final, fs.ErrExist)
+	}
+	return t.fs.Rename(tmp, final)
+}

@@ -2,7 +2,7 @@
 // <workspace>/.cairn, and of everything cairn keeps in it. Every package
 // that reads or writes there takes its paths from here:
 //
-//	.cairn/                 0700; its .gitignore holds "*"
+//	.cairn/                 0700; its .gitignore holds "*"; flock'd by the store's writer
 //	  .gitignore
 //	  LOCK                  the session store's writer lock (fsstore)
 //	  sessions/             one record log per session (fsstore)

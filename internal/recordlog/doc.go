@@ -23,14 +23,19 @@
 //     owner that groups records into commits (the file store) or numbers
 //     them (manifests) ends the valid data at the last complete unit.
 //   - Recovery trims: File.Truncate cuts a log back to the end the owner
-//     settled on (the last intact, accepted record) and fdatasyncs, so
-//     nothing after it (a torn frame, an uncommitted run of records) is
-//     ever read again or mistaken for data by a later append.
+//     settled on (the last intact, accepted record), so nothing after it
+//     (a torn frame, an uncommitted run of records) is ever read again or
+//     mistaken for data by a later append. The trim is not synced on its
+//     own: the next append's fdatasync makes the new size durable along
+//     with the data, and a crash before it leaves the old tail, which the
+//     next recovery trims again.
 //   - File.Append is durable when it returns nil: one write at the
 //     committed end and one fdatasync. On failure it truncates the file
-//     back to the committed end and syncs again; if that fails too it
-//     reports the file broken, and the owner must not append to it again
-//     until it has reopened and rescanned it.
+//     back to the committed end (unsynced, as a trim: a crash before the
+//     next append may bring the failed, unacknowledged append back whole,
+//     or torn, which recovery trims); if the truncate fails it reports the
+//     file broken, and the owner must not append to it again until it has
+//     reopened and rescanned it.
 //   - A new log file appears whole or not at all (Create, through
 //     internal/atomicfile): its first bytes are written and synced under
 //     a temp name and renamed into place.

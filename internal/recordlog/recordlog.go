@@ -97,12 +97,15 @@ func Scan(data []byte, off int64, fn func(Record) bool) int64 {
 // fail or stop each one. At StepWrite and StepSync a non-nil error fails
 // that step as if the system call had (a failing write leaves half its
 // bytes behind); at the after- steps it fails the append like a late I/O
-// error.
+// error. StepRollback comes only after a failed step, before the append
+// is rolled back (File.Rollback): an error there fails the rollback, as a
+// failing truncate or fdatasync would, leaving the failed bytes in place.
 const (
 	StepWrite      = "write"
 	StepAfterWrite = "after-write"
 	StepSync       = "sync"
 	StepAfterSync  = "after-sync"
+	StepRollback   = "rollback"
 )
 
 // File is an open log: its file, the path every error names, and its
@@ -163,6 +166,9 @@ func Adopt(f vfs.File, path string, size int64) *File {
 	return &File{f: f, path: path, size: size}
 }
 
+// Stat describes the open file (not whatever its path names now).
+func (l *File) Stat() (os.FileInfo, error) { return l.f.Stat() }
+
 // Path returns the log's path.
 func (l *File) Path() string { return l.path }
 
@@ -206,14 +212,13 @@ func readFull(f io.ReaderAt, path string, size int64) ([]byte, error) {
 	return data, nil
 }
 
-// Truncate cuts the log to size and fdatasyncs it: recovery's trim of a
-// torn or uncommitted tail.
+// Truncate cuts the log to size: recovery's trim of a torn or
+// uncommitted tail. It does not sync: the next Append's fdatasync makes
+// the new size durable with the data after it, and until then a crash
+// leaves at most the old tail, which the next recovery trims again.
 func (l *File) Truncate(size int64) error {
 	if err := l.f.Truncate(size); err != nil {
 		return fmt.Errorf("truncate %s: %w", l.path, err)
-	}
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("fdatasync %s: %w", l.path, err)
 	}
 	l.size = size
 	return nil
@@ -223,9 +228,10 @@ func (l *File) Truncate(size int64) error {
 // it durable with one fdatasync; the committed size then includes it.
 // fault, when not nil, is called at each step (StepWrite ... StepAfterSync).
 //
-// On failure it truncates the file back to the committed end and syncs; if
-// that fails too, broken is true and the error says so: the owner must not
-// append again until it has reopened the log.
+// On failure it rolls the file back to the committed end (Rollback:
+// truncated, unsynced, as Truncate); if that fails too, broken is true and
+// the error says so: the owner must not append again until a Rollback has
+// succeeded (or it has reopened the log).
 func (l *File) Append(data []byte, fault func(step string) error) (broken bool, err error) {
 	step := func(name string) error {
 		if fault == nil {
@@ -235,12 +241,8 @@ func (l *File) Append(data []byte, fault func(step string) error) (broken bool, 
 	}
 	fail := func(op string, err error) (bool, error) {
 		err = fmt.Errorf("%s %s: %w", op, l.path, err)
-		terr := l.f.Truncate(l.size)
-		if terr == nil {
-			terr = l.f.Sync()
-		}
-		if terr != nil {
-			return true, fmt.Errorf("%w; rolling it back failed too (%w), so the log takes no more appends until it is reopened", err, terr)
+		if terr := l.Rollback(fault); terr != nil {
+			return true, fmt.Errorf("%w; rolling it back failed too (%w), so the log takes no appends until a rollback succeeds", err, terr)
 		}
 		return false, err
 	}
@@ -266,6 +268,27 @@ func (l *File) Append(data []byte, fault func(step string) error) (broken bool, 
 	}
 	l.size += int64(len(data))
 	return false, nil
+}
+
+// Rollback cuts the file back to the committed size (unsynced),
+// dropping whatever a failed append left past it; fault is called at
+// StepRollback first. An owner whose append could not be rolled back
+// calls it again before its next append.
+func (l *File) Rollback(fault func(step string) error) error {
+	var err error
+	if fault != nil {
+		err = fault(StepRollback)
+	}
+	if err == nil {
+		// Not synced, as Truncate: the next append's fdatasync makes the
+		// size durable, and until then what a crash can bring back is at
+		// worst a whole commit nobody was told of.
+		err = l.f.Truncate(l.size)
+	}
+	if err != nil {
+		return fmt.Errorf("truncate %s back to %d bytes: %w", l.path, l.size, err)
+	}
+	return nil
 }
 
 // Close closes the file.

@@ -17,6 +17,9 @@ type FS interface {
 	// OpenFile opens name as os.OpenFile does.
 	OpenFile(name string, flag int, perm os.FileMode) (File, error)
 	Rename(oldpath, newpath string) error
+	// Link makes newname a second name of oldname's file (link(2)); it
+	// fails with an error wrapping fs.ErrExist when newname exists.
+	Link(oldname, newname string) error
 	Remove(name string) error
 	Mkdir(name string, perm os.FileMode) error
 	Chmod(name string, mode os.FileMode) error
@@ -60,6 +63,7 @@ func (osFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 }
 
 func (osFS) Rename(oldpath, newpath string) error       { return os.Rename(oldpath, newpath) }
+func (osFS) Link(oldname, newname string) error         { return os.Link(oldname, newname) }
 func (osFS) Remove(name string) error                   { return os.Remove(name) }
 func (osFS) Mkdir(name string, perm os.FileMode) error  { return os.Mkdir(name, perm) }
 func (osFS) Chmod(name string, mode os.FileMode) error  { return os.Chmod(name, mode) }

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -291,8 +293,16 @@ func testCAS(t *testing.T, f Factory) {
 	}
 	_, err := s.Commit(ctx, "c", msg("x"), session.CommitOptions{ExpectGeneration: session.Expect(1)})
 	wantCode(t, err, session.CodeConflict)
-	mustCommit(t, s, "c", msg("a"), session.CommitOptions{ExpectGeneration: session.Expect(0)})
-	mustCommit(t, s, "c", msg("b"), session.CommitOptions{ExpectGeneration: session.Expect(1)})
+	for expect, v := range []string{"a", "b"} {
+		if res := mustCommit(t, s, "c", msg(v), session.CommitOptions{ExpectGeneration: session.Expect(uint64(expect))}); res.Generation != uint64(expect)+1 {
+			t.Fatalf("commit expecting generation %d landed at %d", expect, res.Generation)
+		}
+	}
+	// A writer one generation behind, and one ahead, lose.
+	_, err = s.Commit(ctx, "c", msg("lost"), session.CommitOptions{ExpectGeneration: session.Expect(1)})
+	wantCode(t, err, session.CodeConflict)
+	_, err = s.Commit(ctx, "c", msg("lost"), session.CommitOptions{ExpectGeneration: session.Expect(3)})
+	wantCode(t, err, session.CodeConflict)
 	_, err = s.Commit(ctx, "c", msg("lost"), session.CommitOptions{ExpectGeneration: session.Expect(1)})
 	wantCode(t, err, session.CodeConflict)
 	if !errors.Is(err, session.ErrConflict) {
@@ -300,10 +310,60 @@ func testCAS(t *testing.T, f Factory) {
 	}
 	_, err = s.Commit(ctx, "c", msg("lost"), session.CommitOptions{MustNotExist: true})
 	wantCode(t, err, session.CodeConflict)
+	testCASRace(t, s)
 	s = reopen(t, f, s)
 	st := mustLoad(t, s, "c", 0)
 	if st.Snapshot.Generation != 2 || len(st.Snapshot.Messages) != 2 || string(st.Snapshot.Messages[1]) != `"b"` {
 		t.Fatalf("after conflicts: generation %d, messages %q", st.Snapshot.Generation, st.Snapshot.Messages)
+	}
+	checkCASRace(t, s)
+}
+
+// testCASRace has writers race on session "race", each expecting the
+// generation it last read. Each message names the generation its writer
+// expected, so a winner that was stale shows in the log as well as in its
+// result: every winner must land at exactly its expected generation + 1.
+func testCASRace(t *testing.T, s session.Store) {
+	const writers, tries = 6, 15
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range tries {
+				var cur uint64
+				if sum, err := s.Stat(ctx, "race"); err == nil {
+					cur = sum.Generation
+				}
+				runtime.Gosched() // let others commit: stale writers must occur
+				c := &session.Change{AppendMessages: []session.Value{session.Value(fmt.Sprintf(`{"w":%d,"i":%d,"expected":%d}`, w, i, cur))}}
+				res, err := s.Commit(ctx, "race", c, session.CommitOptions{ExpectGeneration: session.Expect(cur)})
+				switch {
+				case err == nil && res.Generation != cur+1:
+					t.Errorf("commit expecting generation %d landed at %d", cur, res.Generation)
+				case err != nil && session.CodeOf(err) != session.CodeConflict:
+					t.Errorf("commit expecting generation %d: %v", cur, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	checkCASRace(t, s)
+}
+
+// checkCASRace checks that the message of each generation g of "race" was
+// written by a writer that expected g-1.
+func checkCASRace(t *testing.T, s session.Store) {
+	t.Helper()
+	st := mustLoad(t, s, "race", 0)
+	if st.Snapshot.Generation != uint64(len(st.Snapshot.Messages)) {
+		t.Fatalf("race: generation %d with %d messages", st.Snapshot.Generation, len(st.Snapshot.Messages))
+	}
+	for i, m := range st.Snapshot.Messages {
+		var v struct{ Expected uint64 }
+		if err := json.Unmarshal(m, &v); err != nil || v.Expected != uint64(i) {
+			t.Fatalf("race: generation %d holds %s, written by a writer that expected %d", i+1, m, v.Expected)
+		}
 	}
 }
 

@@ -39,6 +39,7 @@ def test_threads_saving(client: cairn.Client) -> None:
                         r = client.save("shared", change={"append_messages": [t]}, expect_generation=g)
                     except cairn.ConflictError:
                         continue
+                    assert r["generation"] == g + 1, (g, r["generation"])
                     with lock:
                         shared.append(r["generation"])
                     break

@@ -1,0 +1,42 @@
+package fsstore
+
+import (
+	"os"
+
+	"github.com/cairn-dev/cairn/internal/recordlog"
+	"github.com/cairn-dev/cairn/session"
+)
+
+// checkLock fails with session.CodeLocked once the store's writer lock is
+// lost (dirlock.Lock.Check): its .cairn, sessions or workflows directory
+// was renamed or removed and another made in its place, where a second
+// writer could lock it. It is called before every write the store
+// acknowledges (so none lands in a directory another writer may own) and
+// after a commit's sync (so none is acknowledged that may have); op names
+// the operation. The check is a few stat calls.
+//
+// The code is locked, not unavailable: the store, not the daemon, lost its
+// claim; unavailable tells a client to reconnect and retry, which would
+// only meet the same refusal, and embedded stores have no daemon at all.
+func (s *Store) checkLock(op string) error {
+	if err := s.lock.Check(); err != nil {
+		return session.Wrap(session.CodeLocked, err, "%s", op)
+	}
+	return nil
+}
+
+// checkLogFile fails when the path of the open log l no longer names the
+// file l appends to (it was removed or replaced under the store): commits
+// appended to it would be acknowledged and then missing after a restart.
+func (s *Store) checkLogFile(l *recordlog.File) error {
+	fi, err := l.Stat()
+	if err != nil {
+		return session.Wrap(session.CodeInternal, err, "fsstore: stat log %s", l.Path())
+	}
+	pi, err := s.fs.Lstat(l.Path())
+	if err != nil || !os.SameFile(fi, pi) {
+		return session.Errorf(session.CodeInternal,
+			"fsstore: log %s was removed or replaced while the store had it open; it takes no commits, which would be lost, until the store is reopened", l.Path())
+	}
+	return nil
+}
