@@ -63,6 +63,8 @@ var (
 	Import         = Spec[ImportParams, ImportResult]{"import"}
 	ExportFile     = Spec[ExportFileRequest, ExportFileResult]{"exportFile"}
 	ImportFile     = Spec[ImportFileRequest, ImportResult]{"importFile"}
+	Verify         = Spec[Empty, session.VerifyReport]{"verify"}
+	Repair         = Spec[session.RepairRequest, session.RepairReport]{"repair"}
 	Changes        = Spec[ChangesParams, ChangeSet]{"changes"}
 	Handoff        = Spec[HandoffRequest, HandoffResult]{"handoff"}
 	RuntimeCheck   = Spec[RuntimeCheckRequest, RuntimeCheckResult]{"runtime.check"}
@@ -98,6 +100,8 @@ var Methods = []Method{
 	Import.Method(),
 	ExportFile.Method(),
 	ImportFile.Method(),
+	Verify.Method(),
+	Repair.Method(),
 	Changes.Method(),
 	Handoff.Method(),
 	RuntimeCheck.Method(),

@@ -223,6 +223,8 @@ var methods = table(
 	forward(api.Import, engine.Served.Import),
 	forward(api.ExportFile, engine.Served.ExportFile),
 	forward(api.ImportFile, engine.Served.ImportFile),
+	forward(api.Verify, engine.Served.Verify),
+	forward(api.Repair, engine.Served.Repair),
 	lib(api.Changes, func(ctx context.Context, in *instance, p api.ChangesParams) (any, error) {
 		if in.client != nil {
 			return in.client.Changes(ctx, p.Since)

@@ -68,6 +68,8 @@ var handlers = routes(
 	backend(api.Import, Backend.Import),
 	backend(api.ExportFile, Backend.ExportFile),
 	backend(api.ImportFile, Backend.ImportFile),
+	backend(api.Verify, Backend.Verify),
+	backend(api.Repair, Backend.Repair),
 	handle(api.Changes, changes),
 	backend(api.Handoff, Backend.Handoff),
 	backend(api.RuntimeCheck, Backend.RuntimeCheck),

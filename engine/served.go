@@ -80,3 +80,13 @@ func deref[R any](r *R, err error) (R, error) {
 	}
 	return *r, nil
 }
+
+// Verify is Engine.Verify for api.Verify.
+func (s Served) Verify(ctx context.Context, _ api.Empty) (session.VerifyReport, error) {
+	return deref(s.Engine.Verify(ctx))
+}
+
+// Repair is Engine.Repair for api.Repair.
+func (s Served) Repair(ctx context.Context, req session.RepairRequest) (session.RepairReport, error) {
+	return deref(s.Engine.Repair(ctx, req))
+}

@@ -24,6 +24,7 @@
 //	  LOCK                  flock'd by that writer too; holds its pid
 //	  sessions/<name>.log   one append-only record log per session
 //	  workflows/<name>.log  one append-only record log per workflow
+//	  quarantine/           damaged logs and trimmed torn tails, kept, never read
 //
 // Each log starts with an 8-byte magic and holds records framed by
 // internal/recordlog as
@@ -38,8 +39,11 @@
 // removed), and the next write succeeds once space is freed, without a
 // reopen. A commit is a run of item records closed by a commit record
 // that carries the generation, the record count and the byte length of the
-// commit; recovery keeps everything up to the last valid commit record and
-// trims the rest. Ids are mapped to file names that cannot escape the store
+// commit; recovery keeps everything up to the last valid commit record. A
+// torn tail after it (no intact commit record follows) is copied to
+// quarantine/ and trimmed; damage with an intact later commit after it is
+// never trimmed: the log is kept as it is and its session is refused with
+// code corrupt until Repair (see damage.go). Ids are mapped to file names that cannot escape the store
 // (see names.go). Loop checkpoints are records in their session's log,
 // written in the same commit as the messages of their turn, so deleting a
 // session deletes them; workflows owned by a session are deleted with it.

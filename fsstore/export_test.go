@@ -22,3 +22,43 @@ func FrameForTest(kind byte, payload []byte, gen uint64) []byte {
 	fb.commit(gen, time.Now())
 	return fb.buf
 }
+
+// CommitsForTest returns, for each complete commit of a session or
+// workflow log, where it starts, where its commit record starts, and where
+// it ends.
+func CommitsForTest(data []byte) (spans [][3]int64) {
+	groups, _, _ := scan(data)
+	start := int64(len(logMagic))
+	for _, g := range groups {
+		recSize := int64(0)
+		recordlog.Scan(data[:g.end], start, func(r recordlog.Record) bool {
+			recSize = r.Size
+			return true
+		})
+		spans = append(spans, [3]int64{start, g.end - recSize, g.end})
+		start = g.end
+	}
+	return spans
+}
+
+// NewerCommitForTest frames one record of kind holding v (CBOR) and a
+// commit record of schema version schema for generation gen: what a newer
+// cairn might append.
+func NewerCommitForTest(schema int, kind byte, v any, gen uint64) []byte {
+	var fb frameBuf
+	fb.begin()
+	fb.add(kind, v)
+	rec := commitRec{Schema: schema, Generation: gen, Time: time.Now().UTC(), Records: fb.recs, Bytes: int64(len(fb.buf) - fb.mark)}
+	fb.add(kindCommit, rec)
+	return fb.buf
+}
+
+// Record kinds, for tests that write logs by hand.
+const (
+	KindCheckpointForTest = kindCheckpoint
+	KindResetForTest      = kindReset
+	LogMagicForTest       = logMagic
+)
+
+// ResetForTest is the reset record that opens a session's log.
+func ResetForTest(id string) any { return resetRec{SessionID: id, CreatedAt: time.Now().UTC()} }

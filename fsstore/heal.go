@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -48,7 +47,7 @@ func (s *Store) healLog(sf *sessionFile) error {
 	if err := l.Rollback(s.faultAt("commit.")); err != nil {
 		return err
 	}
-	if err := atomicfile.SyncDir(s.sessionsDir); err != nil {
+	if err := s.fs.SyncDir(s.sessionsDir); err != nil {
 		return err
 	}
 	t, asm, err := walkIndex(l, sf.size)
@@ -73,7 +72,7 @@ func (s *Store) healWorkflow(wf *workflowFile) error {
 		return nil
 	}
 	path := filepath.Join(s.flowsDir, wf.name)
-	l, err := recordlog.OpenAt(path, wf.size)
+	l, err := recordlog.OpenAtFS(s.fs, path, wf.size)
 	if err == nil {
 		err = l.Rollback(s.faultAt("commit."))
 		l.Close()

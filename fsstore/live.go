@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"errors"
 	"io"
 	"slices"
 	"time"
@@ -22,6 +23,11 @@ type frameReader struct {
 
 func (fr frameReader) frame(it item) (recordlog.Record, error) {
 	rec, err := recordlog.ReadFrame(fr.r, fr.path, it.off(), int(it.fsz))
+	if errors.Is(err, recordlog.ErrDamaged) {
+		// Bytes that checked at Open fail now: bit rot. `cairn verify`
+		// finds every such log and stops serving it.
+		return rec, session.Wrap(session.CodeCorrupt, err, "read session log (run `cairn verify`)")
+	}
 	if err != nil {
 		return rec, session.Wrap(session.CodeInternal, err, "read session log")
 	}

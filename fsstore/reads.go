@@ -355,6 +355,9 @@ func (s *Store) Copy(ctx context.Context, src, dst string, at uint64, then *sess
 }
 
 func (s *Store) copyLocked(df *sessionFile, dst string, fr frameReader, snap *tracker, then *session.Change) (session.CommitResult, error) {
+	if err := df.sickErr(); err != nil {
+		return session.CommitResult{}, err
+	}
 	if err := session.CheckExpect(dst, df.t.gen, session.CommitOptions{MustNotExist: true}); err != nil {
 		return session.CommitResult{}, err
 	}

@@ -119,6 +119,27 @@ type sessionFile struct {
 	broken     error         // set when the file must not be written again
 	gone       bool          // deleted; look the session up again
 	compacting bool
+	sick       *sickness // set for a log the store does not serve (damage.go)
+}
+
+// sickness is why a session's log is not served, and what List and run
+// lookups still say about it.
+type sickness struct {
+	id    string          // the session id, or the file name when it could not be read
+	state string          // StateCorrupt, StateUnsupported or StateUnreadable
+	err   error           // what every call on the session answers
+	runs  map[string]bool // runs named past the part t indexes
+	// at is where the intact data ends (-1: unknown), size the log's size.
+	at, size int64
+}
+
+// sickErr returns the error a call on sf answers when its log is not
+// served, else nil. sf.mu is held.
+func (sf *sessionFile) sickErr() error {
+	if sf.sick == nil {
+		return nil
+	}
+	return sf.sick.err
 }
 
 // workflowFile is one workflow's log and its content. Guarded by mu.
@@ -129,7 +150,8 @@ type workflowFile struct {
 	gen    uint64
 	w      *session.Workflow
 	gone   bool
-	broken error // set when the file must not be written again
+	broken error     // set when the file must not be written again
+	sick   *sickness // set for a log the store does not serve (damage.go)
 }
 
 var _ session.Store = (*Store)(nil)
@@ -260,10 +282,16 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 	var tombstones []string
 	for _, e := range entries {
 		name := e.Name()
-		if e.Type()&os.ModeSymlink != 0 {
-			return nil, session.Errorf(session.CodeInvalidArgument, "%s is a symlink; the store refuses links out of .cairn", filepath.Join(dir, name))
-		}
 		switch {
+		case strings.HasSuffix(name, logSuffix) && !strings.HasPrefix(name, "."):
+			// A log that is not a regular file (a symlink, say) is not
+			// followed: it is recorded as unreadable, and only its own
+			// session or workflow is unavailable.
+			if err := load(name); err != nil {
+				return nil, err
+			}
+		case e.Type()&os.ModeSymlink != 0:
+			s.log.Warn("ignoring symlink in store; the store does not follow links", "path", filepath.Join(dir, name))
 		case strings.HasPrefix(name, tempPrefix):
 			if err := s.fs.Remove(filepath.Join(dir, name)); err != nil {
 				return nil, err
@@ -272,10 +300,6 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 			s.log.Info("removed stale temp file", "path", filepath.Join(dir, name))
 		case strings.HasPrefix(name, deletedPrefix):
 			tombstones = append(tombstones, name)
-		case strings.HasSuffix(name, logSuffix) && e.Type().IsRegular():
-			if err := load(name); err != nil {
-				return nil, err
-			}
 		default:
 			s.log.Warn("ignoring unexpected file in store", "path", filepath.Join(dir, name))
 		}
@@ -286,54 +310,137 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 }
 
 // loadSession indexes one session log for recovery, reading it in bounded
-// chunks: it trims a torn or uncommitted tail, removes a log with no
-// complete commit, and records a log it cannot read in s.unreadable (so one
-// bad log does not take the whole store down). The log is left closed;
-// logFor opens it when it is used.
+// chunks. It trims a torn tail (after keeping its bytes in quarantine/) and
+// moves a log with no intact commit to quarantine/. A log it must not serve
+// (damaged, newer, unopenable: see damage.go) is left exactly as it is and
+// recorded as such, so one bad log does not take the whole store down. The
+// log is left closed; logFor opens it when it is used.
 func (s *Store) loadSession(name string) error {
 	path := filepath.Join(s.sessionsDir, name)
-	unreadable := func(err error) error {
-		s.unreadable[name] = err
-		s.log.Error("log cannot be read; leaving it untouched", "path", path, "error", err)
+	l, err := s.openForRecovery(path)
+	if err != nil {
+		s.sickSession(name, path, nil, StateUnreadable, err, nil)
 		return nil
 	}
-	fi, err := s.fs.Stat(path)
-	if err != nil {
-		return err
-	}
-	l, err := recordlog.OpenAtFS(s.fs, path, fi.Size())
-	if err != nil {
-		return err
-	}
 	defer l.Close()
+	size := l.Size()
 	magic := make([]byte, len(logMagic))
 	if n, _ := l.ReadAt(magic, 0); n < len(magic) || !recordlog.HasMagic(magic, logMagic) {
-		return unreadable(session.Wrap(session.CodeInternal, errBadMagic, "%s", path))
+		s.sickSession(name, path, nil, StateCorrupt, session.Errorf(session.CodeCorrupt,
+			"session log %s does not start as a cairn log (bad magic); it is kept as it is", path), nil)
+		return nil
 	}
-	t, asm, err := walkIndex(l, l.Size())
+	t, asm, err := walkIndex(l, size)
 	if err != nil {
-		return err
+		s.sickSession(name, path, nil, StateUnreadable, session.Wrap(session.CodeInternal, err, "read session log %s", path), nil)
+		return nil
+	}
+	if t.gen > 0 && name != fileName(t.sessionID) {
+		s.sickSession(name, path, nil, StateCorrupt, session.Errorf(session.CodeCorrupt,
+			"%s holds session %q, whose file would be %s; it is kept as it is", path, t.sessionID, fileName(t.sessionID)), nil)
+		return nil
 	}
 	if asm.err != nil {
-		return unreadable(asm.err)
+		state := StateCorrupt
+		if session.CodeOf(asm.err) == session.CodeSchemaUnsupported {
+			state = StateUnsupported
+		}
+		err := session.Wrap(session.CodeOf(asm.err), asm.err, "session log %s at byte %d (generations up to %d read)", path, asm.valid, t.gen)
+		if state == StateCorrupt {
+			err = session.Wrap(session.CodeCorrupt, asm.err, "session log %s holds a record at byte %d that does not decode; it is kept as it is", path, asm.valid)
+		}
+		s.sickSession(name, path, t, state, err, runsIn(l, [][2]int64{{asm.valid, size}})).at = asm.valid
+		return nil
+	}
+	if asm.valid < size {
+		seen, err := commitsAfter(l, asm.valid, size)
+		if err != nil {
+			s.sickSession(name, path, nil, StateUnreadable, session.Wrap(session.CodeInternal, err, "read session log %s", path), nil)
+			return nil
+		}
+		if later := laterCommits(seen, t.gen); len(later) > 0 {
+			id := t.sessionID
+			if id == "" {
+				id = firstResetID(l, size)
+			}
+			if id == "" {
+				id = idFromName(name)
+			}
+			var ranges [][2]int64
+			for _, c := range later {
+				if c.intact {
+					ranges = append(ranges, [2]int64{c.start, c.end})
+				}
+			}
+			s.log.Error("session log is damaged; serving none of it until it is repaired", "path", path, "offset", asm.valid, "size", size)
+			s.sickSession(name, path, t, StateCorrupt, errDamaged("session", id, path, asm.valid, size, t.gen, later), runsIn(l, ranges)).at = asm.valid
+			return nil
+		}
 	}
 	if t.gen == 0 {
 		l.Close()
-		return s.removeEmptyLog(s.sessionsDir, path)
+		dst, err := s.moveToQuarantine(s.sessionsDir, path, name, "no-commit")
+		if err != nil {
+			s.sickSession(name, path, nil, StateCorrupt, session.Wrap(session.CodeCorrupt, err,
+				"session log %s holds no intact commit, and moving it to quarantine failed", path), nil)
+			return nil
+		}
+		s.log.Warn("moved a session log with no intact commit to quarantine", "path", path, "to", dst)
+		return nil
 	}
-	if size := l.Size(); asm.valid < size {
-		s.log.Warn("trimming torn or uncommitted log tail", "path", path, "bytes", size-asm.valid)
-		if err := l.Truncate(asm.valid); err != nil {
-			return err
+	if asm.valid < size {
+		dst, err := s.keepTail(l, name, asm.valid, size)
+		if err == nil {
+			s.log.Warn("trimming torn or uncommitted log tail", "path", path, "bytes", size-asm.valid, "kept_in", dst)
+			err = l.Truncate(asm.valid)
+		}
+		if err != nil {
+			s.sickSession(name, path, t, StateUnreadable, session.Wrap(session.CodeInternal, err,
+				"session log %s ends in a torn tail at byte %d that could not be kept and trimmed", path, asm.valid), nil)
+			return nil
 		}
 		s.trimmed.Add(size - asm.valid)
-	}
-	if name != fileName(t.sessionID) {
-		return session.Errorf(session.CodeInternal, "%s holds session %q, whose file would be %s", name, t.sessionID, fileName(t.sessionID))
 	}
 	t.trim()
 	s.sessions[t.sessionID] = &sessionFile{name: name, path: path, size: asm.valid, t: t}
 	return nil
+}
+
+// openForRecovery opens a log for recovery: a regular file, opened for
+// reading and writing without following a link.
+func (s *Store) openForRecovery(path string) (*recordlog.File, error) {
+	fi, err := s.fs.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s); the store does not follow links or read special files", path, fi.Mode().Type())
+	}
+	return recordlog.OpenAtFS(s.fs, path, fi.Size())
+}
+
+// sickSession records a session log the store will not serve. t indexes
+// what could be read (nil: nothing); runs are the run ids the unread part
+// names. Every call on the session answers err.
+func (s *Store) sickSession(name, path string, t *tracker, state string, err error, runs map[string]bool) *sickness {
+	if t == nil {
+		t = newTracker()
+	}
+	id := t.sessionID
+	if id == "" {
+		id = idFromName(name)
+	}
+	if id == "" {
+		id = name // a hashed name whose id could not be read
+	}
+	s.log.Error("session log not served", "path", path, "state", state, "error", err)
+	sk := &sickness{state: state, err: err, runs: runs, id: id, at: -1, size: -1}
+	if fi, err := s.fs.Lstat(path); err == nil {
+		sk.size = fi.Size()
+	}
+	s.unreadable[name] = err
+	s.sessions[id] = &sessionFile{name: name, path: path, t: t, sick: sk}
+	return sk
 }
 
 // session returns the sessionFile for id, creating a placeholder (not yet
@@ -380,6 +487,10 @@ func (s *Store) lockSession(id string) (*sessionFile, error) {
 			sf.mu.Unlock()
 			continue
 		}
+		if err := sf.sickErr(); err != nil {
+			sf.mu.Unlock()
+			return nil, err
+		}
 		if sf.t.gen == 0 {
 			sf.mu.Unlock()
 			return nil, notFound(id)
@@ -423,6 +534,9 @@ func (s *Store) Commit(ctx context.Context, id string, c *session.Change, opts s
 }
 
 func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts session.CommitOptions) (session.CommitResult, error) {
+	if err := sf.sickErr(); err != nil {
+		return session.CommitResult{}, err
+	}
 	if err := s.healSession(sf); err != nil {
 		return session.CommitResult{}, brokenErr(err, "fsstore.Commit", "session", id)
 	}
@@ -537,7 +651,7 @@ func (s *Store) Load(ctx context.Context, id string, at uint64) (*session.State,
 		return nil, err
 	}
 	if valid != size {
-		return nil, session.Errorf(session.CodeInternal, "fsstore.Load: session %q: log is damaged at offset %d of %d", id, valid, size)
+		return nil, session.Errorf(session.CodeCorrupt, "fsstore.Load: session %q: log is damaged at offset %d of %d (run `cairn verify`)", id, valid, size)
 	}
 	st, err := replayState(groups, at)
 	if err != nil {
@@ -601,7 +715,7 @@ func (s *Store) eachSession(fn func(sf *sessionFile) bool) error {
 	}
 	for _, sf := range all {
 		sf.mu.Lock()
-		stop := !sf.gone && sf.t.gen > 0 && fn(sf)
+		stop := !sf.gone && sf.sick == nil && sf.t.gen > 0 && fn(sf)
 		sf.mu.Unlock()
 		if stop {
 			return nil
@@ -610,13 +724,25 @@ func (s *Store) eachSession(fn func(sf *sessionFile) bool) error {
 	return nil
 }
 
-// List describes every session, ordered by id.
+// List describes every session, ordered by id, those the store does not
+// serve included: their State says why, their Problem what every call on
+// them answers, and the rest describes what could be read.
 func (s *Store) List(ctx context.Context) ([]session.Summary, error) {
+	all, err := s.allSessions()
 	var out []session.Summary
-	err := s.eachSession(func(sf *sessionFile) bool {
-		out = append(out, sf.summaryLocked())
-		return false
-	})
+	for _, sf := range all {
+		sf.mu.Lock()
+		switch {
+		case sf.gone:
+		case sf.sick != nil:
+			sum := sf.summaryLocked()
+			sum.SessionID, sum.State, sum.Problem = sf.sick.id, sf.sick.state, sf.sick.err.Error()
+			out = append(out, sum)
+		case sf.t.gen > 0:
+			out = append(out, sf.summaryLocked())
+		}
+		sf.mu.Unlock()
+	}
 	slices.SortFunc(out, func(a, b session.Summary) int { return strings.Compare(a.SessionID, b.SessionID) })
 	if out == nil {
 		out = []session.Summary{}
@@ -639,9 +765,37 @@ func (s *Store) FindRun(ctx context.Context, runID string) (string, error) {
 		return false
 	})
 	if err == nil && found == "" {
+		err = s.sickRun(runID)
+	}
+	if err == nil && found == "" {
 		err = session.Errorf(session.CodeNotFound, "run %q not found", runID)
 	}
 	return found, err
+}
+
+// sickRun returns, for a run no served session records, the error of a
+// session the store does not serve that names it, else nil: such a run
+// is not unknown, only unreadable.
+func (s *Store) sickRun(runID string) error {
+	all, err := s.allSessions()
+	if err != nil {
+		return err
+	}
+	for _, sf := range all {
+		sf.mu.Lock()
+		var found error
+		if sf.sick != nil && !sf.gone {
+			_, inRuns := sf.t.status[runID]
+			if inRuns || sf.t.ckpts[runID] != nil || sf.sick.runs[runID] {
+				found = session.Wrap(session.CodeOf(sf.sick.err), sf.sick.err, "run %q is recorded in session %q, which is not served", runID, sf.sick.id)
+			}
+		}
+		sf.mu.Unlock()
+		if found != nil {
+			return found
+		}
+	}
+	return nil
 }
 
 // Checkpoint returns the latest loop checkpoint of runID.
@@ -660,6 +814,9 @@ func (s *Store) Checkpoint(ctx context.Context, runID string) (*session.LoopChec
 	})
 	if err == nil {
 		err = rerr
+	}
+	if err == nil && cp == nil {
+		err = s.sickRun(runID)
 	}
 	if err == nil && cp == nil {
 		err = session.Errorf(session.CodeNoCheckpoint, "run %q has no checkpoint", runID)
@@ -686,6 +843,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	sf.mu.Lock()
 	defer sf.mu.Unlock()
+	if sf.sick != nil {
+		return s.deleteSickLocked(sf, id)
+	}
 	if sf.t.gen == 0 {
 		return notFound(id)
 	}
@@ -714,13 +874,38 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// deleteOwnedLocked removes the workflows owned by session id. s.mu is held.
+// deleteSickLocked deletes a session the store does not serve: its log
+// is moved to quarantine/, not removed, since what it holds could not be
+// read. s.mu and sf.mu are held.
+func (s *Store) deleteSickLocked(sf *sessionFile, id string) error {
+	dst, err := s.moveToQuarantine(s.sessionsDir, sf.path, sf.name, "deleted")
+	if err != nil {
+		return session.Wrap(session.CodeInternal, err, "fsstore.Delete: move %s to quarantine", sf.path)
+	}
+	s.log.Warn("deleted a session that was not served; its log is kept in quarantine", "session", id, "to", dst)
+	sf.gone = true
+	delete(s.sessions, id)
+	delete(s.unreadable, sf.name)
+	if err := s.deleteOwnedLocked(id); err != nil {
+		return session.Wrap(session.CodeInternal, err, "fsstore.Delete")
+	}
+	return nil
+}
+
+// deleteOwnedLocked removes the workflows owned by session id; the log of a
+// workflow the store does not serve is moved to quarantine/. s.mu is held.
 func (s *Store) deleteOwnedLocked(id string) error {
 	removed := false
 	for wid, wf := range s.workflows {
 		wf.mu.Lock()
 		if wf.w.SessionID == id && !wf.gone {
-			if err := s.fs.Remove(filepath.Join(s.flowsDir, wf.name)); err != nil && !os.IsNotExist(err) {
+			if wf.sick != nil {
+				if _, err := s.moveToQuarantine(s.flowsDir, filepath.Join(s.flowsDir, wf.name), wf.name, "deleted"); err != nil {
+					wf.mu.Unlock()
+					return err
+				}
+				delete(s.unreadable, wf.name)
+			} else if err := s.fs.Remove(filepath.Join(s.flowsDir, wf.name)); err != nil && !os.IsNotExist(err) {
 				wf.mu.Unlock()
 				return err
 			}

@@ -3,6 +3,7 @@ package fsstore
 import (
 	"context"
 	"errors"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,71 +15,142 @@ import (
 // Workflow logs are small (one record per completed step) and are not
 // compacted: a step recorded again supersedes its earlier record on replay.
 
-// removeEmptyLog removes a log (closed) in dir that holds no complete
-// commit: its creation never finished.
-func (s *Store) removeEmptyLog(dir, path string) error {
-	s.log.Warn("removing log with no complete commit", "path", path)
-	if err := s.fs.Remove(path); err != nil {
-		return err
-	}
-	return s.fs.SyncDir(dir)
-}
-
-// openLog reads a small log whole for recovery, trims a torn tail and
-// returns its commits and committed size, leaving it closed. A log with no
-// complete commit is removed (nil groups). Readability problems are
-// recorded in s.unreadable and reported as nil groups, so one bad log does
-// not take the whole store down.
-func (s *Store) openLog(dir, name string) ([]commitGroup, int64, error) {
-	path := filepath.Join(dir, name)
-	l, data, err := recordlog.OpenFS(s.fs, path)
+// loadWorkflow reads one workflow log whole for recovery (workflow logs are
+// small), as loadSession does a session log: it trims a torn tail (keeping
+// its bytes in quarantine/), moves a log with no intact commit to
+// quarantine/, and records a log it must not serve (damaged, newer,
+// unopenable) without touching it, so one bad log does not take the store
+// down.
+func (s *Store) loadWorkflow(name string) error {
+	path := filepath.Join(s.flowsDir, name)
+	l, err := s.openForRecovery(path)
 	if err != nil {
-		return nil, 0, err
+		s.sickWorkflow(name, path, nil, StateUnreadable, err)
+		return nil
 	}
 	defer l.Close()
-	groups, valid, err := scan(data)
+	size := l.Size()
+	data, err := l.ReadAll()
 	if err != nil {
-		if errors.Is(err, errBadMagic) {
-			err = session.Wrap(session.CodeInternal, err, "%s", path)
-		}
-		s.unreadable[name] = err
-		s.log.Error("log cannot be read; leaving it untouched", "path", path, "error", err)
-		return nil, 0, nil
+		s.sickWorkflow(name, path, nil, StateUnreadable, err)
+		return nil
 	}
-	if len(groups) == 0 {
-		l.Close()
-		return nil, 0, s.removeEmptyLog(dir, path)
-	}
-	if size := l.Size(); valid < size {
-		s.log.Warn("trimming torn or uncommitted log tail", "path", path, "bytes", size-valid)
-		if err := l.Truncate(valid); err != nil {
-			return nil, 0, err
-		}
-		s.trimmed.Add(size - valid)
-	}
-	return groups, valid, nil
-}
-
-func (s *Store) loadWorkflow(name string) error {
-	groups, size, err := s.openLog(s.flowsDir, name)
-	if err != nil || groups == nil {
-		return err
+	owner := firstOwner(data)
+	groups, valid, err := scan(data)
+	switch {
+	case errors.Is(err, errBadMagic):
+		s.sickWorkflow(name, path, owner, StateCorrupt, session.Errorf(session.CodeCorrupt,
+			"workflow log %s does not start as a cairn log (bad magic); it is kept as it is", path))
+		return nil
+	case err != nil:
+		s.sickWorkflow(name, path, owner, StateUnsupported, session.Wrap(session.CodeOf(err), err, "workflow log %s", path))
+		return nil
 	}
 	w := &session.Workflow{SchemaVersion: session.SchemaVersion, Steps: []session.StepRecord{}}
 	for _, g := range groups {
 		for _, r := range g.records {
 			if err := applyWorkflowRecord(w, r); err != nil {
-				s.unreadable[name] = err
-				s.log.Error("workflow log cannot be read; leaving it untouched", "path", filepath.Join(s.flowsDir, name), "error", err)
+				state := StateCorrupt
+				if session.CodeOf(err) == session.CodeSchemaUnsupported {
+					state = StateUnsupported
+				} else {
+					err = session.Wrap(session.CodeCorrupt, err, "workflow log %s", path)
+				}
+				s.sickWorkflow(name, path, owner, state, err)
 				return nil
 			}
 		}
 	}
-	if name != fileName(w.WorkflowID) {
-		return session.Errorf(session.CodeInternal, "%s holds workflow %q, whose file would be %s", name, w.WorkflowID, fileName(w.WorkflowID))
+	var gen uint64
+	if len(groups) > 0 {
+		gen = groups[len(groups)-1].commit.Generation
 	}
-	s.workflows[w.WorkflowID] = &workflowFile{name: name, size: size, gen: groups[len(groups)-1].commit.Generation, w: w}
+	if valid < size {
+		if later := laterCommits(mustCommitsAfter(l, valid, size), gen); len(later) > 0 {
+			id := w.WorkflowID
+			if id == "" {
+				id = idFromName(name)
+			}
+			s.sickWorkflow(name, path, owner, StateCorrupt, errDamaged("workflow", id, path, valid, size, gen, later)).at = valid
+			return nil
+		}
+	}
+	if len(groups) == 0 {
+		l.Close()
+		dst, err := s.moveToQuarantine(s.flowsDir, path, name, "no-commit")
+		if err != nil {
+			s.sickWorkflow(name, path, owner, StateCorrupt, session.Wrap(session.CodeCorrupt, err,
+				"workflow log %s holds no intact commit, and moving it to quarantine failed", path))
+			return nil
+		}
+		s.log.Warn("moved a workflow log with no intact commit to quarantine", "path", path, "to", dst)
+		return nil
+	}
+	if name != fileName(w.WorkflowID) {
+		s.sickWorkflow(name, path, owner, StateCorrupt, session.Errorf(session.CodeCorrupt,
+			"%s holds workflow %q, whose file would be %s; it is kept as it is", path, w.WorkflowID, fileName(w.WorkflowID)))
+		return nil
+	}
+	if valid < size {
+		dst, err := s.keepTail(l, name, valid, size)
+		if err == nil {
+			s.log.Warn("trimming torn or uncommitted log tail", "path", path, "bytes", size-valid, "kept_in", dst)
+			err = l.Truncate(valid)
+		}
+		if err != nil {
+			s.sickWorkflow(name, path, owner, StateUnreadable, session.Wrap(session.CodeInternal, err,
+				"workflow log %s ends in a torn tail at byte %d that could not be kept and trimmed", path, valid))
+			return nil
+		}
+		s.trimmed.Add(size - valid)
+	}
+	s.workflows[w.WorkflowID] = &workflowFile{name: name, size: valid, gen: gen, w: w}
 	return nil
+}
+
+// mustCommitsAfter is commitsAfter for a log already read whole: a read
+// error there is not expected, and counts as no commits found.
+func mustCommitsAfter(r io.ReaderAt, off, size int64) []commitSeen {
+	seen, _ := commitsAfter(r, off, size)
+	return seen
+}
+
+// firstOwner returns the owner record that opens a workflow log, when it
+// is intact (nil otherwise).
+func firstOwner(data []byte) *ownerRec {
+	if !recordlog.HasMagic(data, logMagic) {
+		return nil
+	}
+	var o *ownerRec
+	recordlog.Scan(data, int64(len(logMagic)), func(r recordlog.Record) bool {
+		var rec ownerRec
+		if r.Kind == kindOwner && decMode.Unmarshal(r.Payload, &rec) == nil {
+			o = &rec
+		}
+		return false
+	})
+	return o
+}
+
+// sickWorkflow records a workflow log the store does not serve; every call
+// on the workflow answers err.
+func (s *Store) sickWorkflow(name, path string, owner *ownerRec, state string, err error) *sickness {
+	id := idFromName(name)
+	w := &session.Workflow{SchemaVersion: session.SchemaVersion, WorkflowID: id, Steps: []session.StepRecord{}}
+	if owner != nil {
+		w.WorkflowID, w.SessionID = owner.WorkflowID, owner.SessionID
+	}
+	if w.WorkflowID == "" {
+		w.WorkflowID = name
+	}
+	s.log.Error("workflow log not served", "path", path, "state", state, "error", err)
+	sk := &sickness{id: w.WorkflowID, state: state, err: err, at: -1, size: -1}
+	if fi, err := s.fs.Lstat(path); err == nil {
+		sk.size = fi.Size()
+	}
+	s.unreadable[name] = err
+	s.workflows[w.WorkflowID] = &workflowFile{name: name, w: w, sick: sk}
+	return sk
 }
 
 func applyWorkflowRecord(w *session.Workflow, r recordlog.Record) error {
@@ -138,6 +210,9 @@ func (s *Store) Workflow(ctx context.Context, id string) (*session.Workflow, err
 			continue
 		}
 		defer wf.mu.Unlock()
+		if wf.sick != nil {
+			return nil, wf.sick.err
+		}
 		if wf.gen == 0 {
 			return nil, session.Errorf(session.CodeNotFound, "workflow %q not found", id)
 		}
@@ -158,10 +233,18 @@ func (s *Store) Workflows(ctx context.Context, sessionID string) ([]*session.Wor
 	out := []*session.Workflow{}
 	for _, wf := range s.workflows {
 		wf.mu.Lock()
-		if wf.w.SessionID == sessionID && !wf.gone && wf.gen > 0 {
+		var sick error
+		switch {
+		case wf.w.SessionID != sessionID || wf.gone:
+		case wf.sick != nil:
+			sick = session.Wrap(session.CodeOf(wf.sick.err), wf.sick.err, "session %q owns workflow %q, which is not served", sessionID, wf.sick.id)
+		case wf.gen > 0:
 			out = append(out, session.CloneWorkflow(wf.w))
 		}
 		wf.mu.Unlock()
+		if sick != nil {
+			return nil, sick
+		}
 	}
 	slices.SortFunc(out, func(a, b *session.Workflow) int { return strings.Compare(a.WorkflowID, b.WorkflowID) })
 	return out, nil
@@ -196,6 +279,9 @@ func (s *Store) SaveStep(ctx context.Context, id, sessionID string, step session
 }
 
 func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step session.StepRecord) error {
+	if wf.sick != nil {
+		return wf.sick.err
+	}
 	if err := s.healWorkflow(wf); err != nil {
 		return brokenErr(err, "fsstore.SaveStep", "workflow", id)
 	}
@@ -267,6 +353,15 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id string) error {
 	}
 	wf.mu.Lock()
 	defer wf.mu.Unlock()
+	if wf.sick != nil {
+		if _, err := s.moveToQuarantine(s.flowsDir, filepath.Join(s.flowsDir, wf.name), wf.name, "deleted"); err != nil {
+			return session.Wrap(session.CodeInternal, err, "fsstore.DeleteWorkflow: move %s to quarantine", wf.name)
+		}
+		wf.gone = true
+		delete(s.workflows, id)
+		delete(s.unreadable, wf.name)
+		return nil
+	}
 	if wf.gen == 0 {
 		return session.Errorf(session.CodeNotFound, "workflow %q not found", id)
 	}

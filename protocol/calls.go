@@ -154,6 +154,17 @@ func (c *Client) ExportFile(ctx context.Context, sessionID, path string) (api.Ex
 	return Do(ctx, c, api.ExportFile, api.ExportFileRequest{SessionID: sessionID, Path: path})
 }
 
+// Verify has the daemon check every byte its store keeps.
+func (c *Client) Verify(ctx context.Context) (session.VerifyReport, error) {
+	return Do(ctx, c, api.Verify, api.Empty{})
+}
+
+// Repair has the daemon salvage a damaged session or workflow log (or,
+// without req.Apply, say what it would keep).
+func (c *Client) Repair(ctx context.Context, req session.RepairRequest) (session.RepairReport, error) {
+	return Do(ctx, c, api.Repair, req)
+}
+
 // ImportFile has the daemon import the envelope in the file at path
 // (absolute, on the daemon's machine).
 func (c *Client) ImportFile(ctx context.Context, path string) (api.ImportResult, error) {

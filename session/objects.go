@@ -282,4 +282,12 @@ type Summary struct {
 	// size limit counts.
 	SizeBytes int64 `json:"size_bytes"`
 	LiveBytes int64 `json:"live_bytes"`
+	// State is absent for a session the store serves. Otherwise the
+	// store keeps its data but serves none of it, and State says why:
+	// "corrupt" (damaged bytes with intact commits after them),
+	// "schema_unsupported" (written by a newer cairn) or "unreadable" (the
+	// file cannot be opened). Problem is the error every call on the
+	// session answers; the other fields describe what could be read.
+	State   string `json:"state,omitempty"`
+	Problem string `json:"problem,omitempty"`
 }

@@ -15,11 +15,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/internal/dirlock"
+	"github.com/cairn-dev/cairn/internal/layout"
 	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/internal/vfs"
 	"github.com/cairn-dev/cairn/session"
@@ -186,7 +188,17 @@ func (ms *manifestStore) recover() error {
 		return fmt.Errorf("%s: %w", lp, err)
 	}
 	if valid < len(data) {
-		ms.log.Warn("trimming a torn tail off the manifest log", "file", lp, "kept", valid, "dropped", len(data)-valid)
+		// The tail is kept before it is trimmed: it is most likely a torn
+		// write, but if it was damage, later manifests are in it.
+		q := filepath.Join(filepath.Dir(ms.dir), layout.QuarantineName)
+		kept := filepath.Join(q, fmt.Sprintf("%s.%s.tail-at-%d", filepath.Base(lp), time.Now().UTC().Format("20060102T150405.000000000Z"), valid))
+		if err := ensureDirFS(ms.fs, q); err != nil {
+			return err
+		}
+		if err := atomicfile.WriteFileFS(ms.fs, kept, data[valid:], 0o600); err != nil {
+			return session.FileError(err, kept, "workspace: manifest store")
+		}
+		ms.log.Warn("trimming a torn tail off the manifest log", "file", lp, "kept", valid, "dropped", len(data)-valid, "kept_in", kept)
 		if err := l.Truncate(int64(valid)); err != nil {
 			return err
 		}

@@ -28,6 +28,7 @@ import type {
   LibStatus,
   MessagesResult,
   Methods,
+  RepairReport,
   RestartResult,
   ResumeRunResult,
   ResumeSessionResult,
@@ -39,6 +40,7 @@ import type {
   StepRecord,
   Summary,
   Usage,
+  VerifyReport,
 } from './wire';
 
 export * from './wire';
@@ -69,6 +71,15 @@ export type ChangeArg = Omit<Change, 'append_artifacts' | 'put_artifacts'> & {
 
 /** A Snapshot as save takes it: what the library owns may be left out, artifact data may be bytes. */
 export type SnapshotArg = Partial<Omit<Snapshot, 'artifacts'>> & { artifacts?: ArtifactArg[] };
+
+export interface RepairOptions {
+  /** The session to repair (or give it as the first argument). */
+  sessionId?: string;
+  /** The workflow to repair, instead of a session. */
+  workflowId?: string;
+  /** Write the repair; without it, repair only reports (default false). */
+  apply?: boolean;
+}
 
 export interface SaveOptions {
   /** A whole snapshot; the library fills in what it owns (generation, times). */
@@ -238,6 +249,19 @@ export class Client {
   importFile(path: string): Promise<ImportResult>;
   /** Imports an envelope (object, or its JSON text as a string or bytes) or a bare session. */
   import(envelope: object | string | Uint8Array): Promise<ImportResult>;
+  /**
+   * Reads and checks every record of every log the store keeps (and the
+   * workspace manifests); ok when it finds no problem.
+   */
+  verify(): Promise<VerifyReport>;
+  /**
+   * Salvages a damaged session log (repair('s1', { apply: true })) or
+   * workflow log (repair({ workflowId: 'wf', apply: true })): what it keeps
+   * and what it cannot. Writes nothing unless apply; then the original
+   * bytes are kept in the file `quarantine` names.
+   */
+  repair(sessionId: string, options?: RepairOptions): Promise<RepairReport>;
+  repair(options: RepairOptions & ({ sessionId: string } | { workflowId: string })): Promise<RepairReport>;
   /** What changed in the workspace after the clock `since` (none: everything, fresh_instance true). */
   changes(options?: { since?: string }): Promise<ChangeSet>;
   /** HANDOFF.md for the session's latest generation, and what it lacks. */

@@ -289,6 +289,7 @@ function need(v, what) {
 
 const RESUME_OPTIONS = ['messagesTail', 'artifacts', 'traces', 'drift', 'processes'];
 const MESSAGES_OPTIONS = ['tail', 'from', 'to', 'sinceGeneration', 'limit', 'maxBytes'];
+const REPAIR_OPTIONS = ['sessionId', 'workflowId', 'apply'];
 const RUN_EVENTS_OPTIONS = ['sessionId', 'from', 'sinceGeneration', 'limit', 'maxBytes'];
 
 // The wire name of each query option.
@@ -602,6 +603,39 @@ class Client {
     if (typeof envelope === 'string') req = `{"envelope":${envelope}}`;
     else req = JSON.stringify({ envelope });
     return invoke(this, 'import', req);
+  }
+
+  /**
+   * Reads and checks every record of every log the store keeps (and the
+   * workspace manifests): what it checked, each damaged or unreadable file
+   * (problems; ok when none) and the files quarantine holds.
+   */
+  verify() {
+    return this._call('verify', undefined);
+  }
+
+  /**
+   * Salvages the damaged log of a session (repair('s1', { apply: true })) or
+   * of a workflow (repair({ workflowId: 'wf', apply: true })): keeps what
+   * can be proven intact and says what it cannot keep (lost). Without
+   * apply it writes nothing; with it, the original bytes are kept in the
+   * file the answer's quarantine names.
+   */
+  repair(target, options = {}) {
+    if (target !== null && typeof target === 'object') {
+      options = target;
+      target = undefined;
+    }
+    let { sessionId, workflowId, apply } = only(options, REPAIR_OPTIONS, 'repair');
+    if (target !== undefined && target !== null) {
+      if (sessionId !== undefined) throw new TypeError('repair: the session id is given twice');
+      sessionId = target;
+    }
+    const p = {};
+    if (sessionId !== undefined && sessionId !== null) p.session_id = need(sessionId, 'sessionId');
+    if (workflowId !== undefined && workflowId !== null) p.workflow_id = need(workflowId, 'workflowId');
+    if (apply) p.apply = true;
+    return this._call('repair', p);
   }
 
   /**

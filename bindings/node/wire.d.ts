@@ -394,6 +394,17 @@ export interface PreviewState {
   url: string;
 }
 
+export interface Problem {
+  generation: number;
+  id: string;
+  kind: string;
+  message: string;
+  offset: number;
+  path: string;
+  size: number;
+  state: string;
+}
+
 export interface Process {
   command: string[];
   cwd?: string;
@@ -407,6 +418,26 @@ export interface ProcessState {
   detail?: string;
   name: string;
   state: "not_running" | "healthy" | "unhealthy" | "unknown";
+}
+
+export interface RepairReport {
+  applied: boolean;
+  generation: number;
+  id: string;
+  kept_bytes: number;
+  kind: string;
+  lost: string[];
+  lost_bytes: number;
+  path: string;
+  quarantine: string;
+  state: string;
+  steps?: string[];
+}
+
+export interface RepairRequest {
+  apply?: boolean;
+  session_id?: string;
+  workflow_id?: string;
 }
 
 export interface Restart {
@@ -673,9 +704,11 @@ export interface Summary {
   generation: number;
   live_bytes: number;
   message_count: number;
+  problem?: string;
   runs?: { [key: string]: number };
   session_id: string;
   size_bytes: number;
+  state?: string;
   trace_count: number;
   /** Format: date-time. */
   updated_at: string;
@@ -702,6 +735,16 @@ export interface Verification {
   id: string;
   run_id?: string;
   summary?: string;
+}
+
+export interface VerifyReport {
+  bytes: number;
+  manifests: number;
+  ok: boolean;
+  problems: Problem[];
+  quarantine: string[];
+  sessions: number;
+  workflows: number;
 }
 
 export interface Workflow {
@@ -760,6 +803,8 @@ export interface Methods {
   import: { params: ImportParams; result: ImportResult };
   exportFile: { params: ExportFileRequest; result: ExportFileResult };
   importFile: { params: ImportFileRequest; result: ImportResult };
+  verify: { params: Empty; result: VerifyReport };
+  repair: { params: RepairRequest; result: RepairReport };
   changes: { params: ChangesParams; result: ChangeSet };
   handoff: { params: HandoffRequest; result: HandoffResult };
   "runtime.check": { params: RuntimeCheckRequest; result: RuntimeCheckResult };

@@ -55,6 +55,13 @@ commands:
                    -o FILE: write it to FILE instead (replaced when complete);
                    either way cairnd writes it page by page as it reads
   import FILE      import a session from a JSON envelope (FILE "-": stdin)
+  verify           read and check every record of every session, workflow
+                   and manifest file; list what is damaged and what is kept
+                   in .cairn/quarantine (exit 1 if anything is damaged)
+  repair ID        salvage a damaged session: print what it keeps and what
+                   it cannot, then write it only if you answer y (or pass
+                   --yes); the original bytes are kept in .cairn/quarantine
+                   --workflow: ID is a workflow, not a session
   version          print the versions of cairn, cairnd and the protocol
 
 flags (anywhere on the line):
@@ -66,7 +73,9 @@ flags (anywhere on the line):
 exit status:
   0  success
   1  failure (daemon unreachable, I/O error, conflict, invalid input,
-     an incomplete handoff under --check, a restart that failed, ...)
+     an incomplete handoff under --check, a restart that failed, a
+     damaged session or file found by ls or verify, a repair not
+     confirmed, ...)
   2  usage error (unknown command, missing or extra argument, bad flag)
   3  not found (no such session; "daemon status": no daemon running)
 `
@@ -98,6 +107,9 @@ type env struct {
 
 	// Flag of export.
 	output string
+
+	// Flags of repair.
+	yes, workflow bool
 }
 
 // Main runs the command line args (without the program name) and returns
@@ -124,7 +136,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "cairn: %v\n(see cairn --help)\n", err)
 		return ExitUsage
-	case errors.Is(err, errIncomplete):
+	case errors.Is(err, errIncomplete), errors.Is(err, errDamageFound):
 		return ExitFailure
 	case errors.Is(err, errNoDaemonRunning):
 		fmt.Fprintf(stderr, "cairn: %v\n", err)
@@ -170,12 +182,17 @@ func (e *env) parse(args []string) (pos []string, help bool, err error) {
 			if hasVal {
 				e.json = val == "true" || val == "1"
 			}
-		case "write", "check":
+		case "write", "check", "yes", "y", "workflow":
 			on := !hasVal || val == "true" || val == "1"
-			if name == "write" {
+			switch name {
+			case "write":
 				e.write = on
-			} else {
+			case "check":
 				e.check = on
+			case "workflow":
+				e.workflow = on
+			default:
+				e.yes = on
 			}
 		case "restart", "timeout":
 			if val, err = value(); err != nil {
@@ -257,6 +274,9 @@ func (e *env) run(pos []string) error {
 	if e.output != "" && cmd != "export" {
 		return fmt.Errorf("%w: -o goes with export", errUsage)
 	}
+	if (e.yes || e.workflow) && cmd != "repair" {
+		return fmt.Errorf("%w: --yes and --workflow go with repair", errUsage)
+	}
 	switch cmd {
 	case "messages", "artifacts":
 		if err := want(1, "one session ID"); err != nil {
@@ -318,6 +338,16 @@ func (e *env) run(pos []string) error {
 			return err
 		}
 		return e.version()
+	case "verify":
+		if err := want(0, ""); err != nil {
+			return err
+		}
+		return e.verify()
+	case "repair":
+		if err := want(1, "one session ID (or, with --workflow, one workflow ID)"); err != nil {
+			return err
+		}
+		return e.repair(args[0])
 	case "help":
 		fmt.Fprint(e.stdout, Usage)
 		return nil

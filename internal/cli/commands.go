@@ -118,9 +118,17 @@ func (e *env) ls() error {
 		return err
 	}
 	if e.json {
-		return e.printJSON(map[string]any{"sessions": nonNil(list)})
+		if err := e.printJSON(map[string]any{"sessions": nonNil(list)}); err != nil {
+			return err
+		}
+	} else {
+		renderList(e.stdout, list)
 	}
-	renderList(e.stdout, list)
+	for _, s := range list {
+		if s.State != "" {
+			return errDamageFound
+		}
+	}
 	return nil
 }
 

@@ -26,11 +26,23 @@ func renderList(w io.Writer, list []session.Summary) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tGEN\tMESSAGES\tRUNS\tCHECKPOINTS\tUPDATED")
+	fmt.Fprintln(tw, "SESSION\tSTATE\tGEN\tMESSAGES\tRUNS\tCHECKPOINTS\tUPDATED")
+	var sick []session.Summary
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\n", s.SessionID, s.Generation, s.MessageCount, runCounts(s.Runs), s.Checkpoints, fmtTime(s.UpdatedAt))
+		state := "ok"
+		if s.State != "" {
+			state = s.State
+			sick = append(sick, s)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\t%s\n", s.SessionID, state, s.Generation, s.MessageCount, runCounts(s.Runs), s.Checkpoints, fmtTime(s.UpdatedAt))
 	}
 	tw.Flush()
+	if len(sick) > 0 {
+		fmt.Fprintf(w, "\n%d session(s) not served (GEN is the last generation that reads back intact):\n", len(sick))
+		for _, s := range sick {
+			fmt.Fprintf(w, "  %s: %s\n", s.SessionID, s.Problem)
+		}
+	}
 }
 
 func runCounts(m map[string]int) string {

@@ -8,6 +8,7 @@
 //	  sessions/             one record log per session (fsstore)
 //	  workflows/            one record log per workflow (fsstore)
 //	  manifests/            workspace manifests and their own LOCK (workspace)
+//	  quarantine/           damaged logs and trimmed tails, kept, never read (fsstore)
 //	  .cookie-*             Sync cookies, created and removed at once (workspace)
 //	  cairnd.sock           the daemon's socket (daemon, protocol)
 //	  cairnd.addr           the socket's path when the default one is too long
@@ -25,11 +26,12 @@ const (
 	// Dir is the workspace's cairn directory, relative to the workspace.
 	Dir = ".cairn"
 
-	GitignoreName = ".gitignore"
-	LockName      = "LOCK"
-	SessionsName  = "sessions"
-	WorkflowsName = "workflows"
-	ManifestsName = "manifests"
+	GitignoreName  = ".gitignore"
+	LockName       = "LOCK"
+	SessionsName   = "sessions"
+	WorkflowsName  = "workflows"
+	ManifestsName  = "manifests"
+	QuarantineName = "quarantine"
 	// CookiePrefix starts the name of every Sync cookie file in Dir.
 	CookiePrefix  = ".cookie-"
 	SocketName    = "cairnd.sock"
@@ -55,6 +57,10 @@ func Workflows(workspace string) string { return in(workspace, WorkflowsName) }
 
 // Manifests returns <workspace>/.cairn/manifests.
 func Manifests(workspace string) string { return in(workspace, ManifestsName) }
+
+// Quarantine returns <workspace>/.cairn/quarantine, where the session
+// store keeps the bytes of damaged logs it will not read.
+func Quarantine(workspace string) string { return in(workspace, QuarantineName) }
 
 // Socket returns <workspace>/.cairn/cairnd.sock, the daemon's default
 // socket path.

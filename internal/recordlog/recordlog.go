@@ -403,3 +403,24 @@ func OpenReaderAtFS(fsys vfs.FS, path string, size int64) (*Reader, error) {
 
 // ReadAt reads from the content; see os.File.ReadAt.
 func (r *Reader) ReadAt(p []byte, off int64) (int, error) { return r.f.ReadAt(p, off) }
+
+// FrameAt parses the frame at the start of b, which must hold it whole:
+// ok is false unless its length fits in b and its checksum holds. Damage
+// scans use it to find intact frames past a damaged one.
+func FrameAt(b []byte, off int64) (rec Record, ok bool) {
+	if len(b) < HeaderSize {
+		return Record{}, false
+	}
+	n, crc, kind := header(b)
+	if n > MaxPayload || int64(len(b))-HeaderSize < n {
+		return Record{}, false
+	}
+	payload := b[HeaderSize : HeaderSize+n]
+	if checksum(kind, payload) != crc {
+		return Record{}, false
+	}
+	return Record{Kind: kind, Payload: payload, Size: HeaderSize + n, End: off + HeaderSize + n}, true
+}
+
+// Stat describes the file the reader reads.
+func (r *Reader) Stat() (os.FileInfo, error) { return r.f.Stat() }

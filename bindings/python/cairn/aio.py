@@ -38,6 +38,7 @@ from .types import (
     ImportResult,
     LibStatus,
     MessagesResult,
+    RepairReport,
     RestartResult,
     ResumeRunResult,
     ResumeSessionResult,
@@ -49,6 +50,7 @@ from .types import (
     StepSpec,
     Summary,
     Usage,
+    VerifyReport,
 )
 
 __all__ = ["AsyncClient", "AsyncSubscription", "connect", "Step"]
@@ -216,6 +218,18 @@ class AsyncClient:
 
     async def import_file(self, path: PathLike) -> ImportResult:
         return await self._run(self.sync.import_file, path)
+
+    async def verify(self) -> VerifyReport:
+        return await self._run(self.sync.verify)
+
+    async def repair(
+        self,
+        session_id: Optional[str] = None,
+        *,
+        workflow_id: Optional[str] = None,
+        apply: bool = False,
+    ) -> RepairReport:
+        return await self._run(self.sync.repair, session_id, workflow_id=workflow_id, apply=apply)
 
     async def handoff(self, session_id: str) -> HandoffResult:
         return await self._run(self.sync.handoff, session_id)

@@ -47,6 +47,7 @@ from .types import (
     ImportResult,
     LibStatus,
     MessagesResult,
+    RepairReport,
     RestartResult,
     ResumeRunResult,
     ResumeSessionResult,
@@ -59,6 +60,7 @@ from .types import (
     StepSpec,
     Summary,
     Usage,
+    VerifyReport,
 )
 
 __all__ = ["Client", "Subscription", "Step", "StepLike", "connect", "version", "open_handles"]
@@ -447,6 +449,28 @@ class Client:
         """Imports the envelope in the file ``path`` (as :meth:`export_file`
         writes it), read where the engine runs."""
         return self._call(b"importFile", _dumps({"path": os.path.abspath(os.fspath(path))}))  # type: ignore[no-any-return]
+
+    # -- verify and repair -------------------------------------------------
+
+    def verify(self) -> VerifyReport:
+        """Reads and checks every record of every log the store keeps (and
+        the workspace manifests): what it checked, each damaged or unreadable
+        file (``problems``; ``ok`` when none) and what quarantine holds."""
+        return self._call(b"verify", None)  # type: ignore[no-any-return]
+
+    def repair(
+        self,
+        session_id: Optional[str] = None,
+        *,
+        workflow_id: Optional[str] = None,
+        apply: bool = False,
+    ) -> RepairReport:
+        """Salvages the damaged log of one session (or, with ``workflow_id``,
+        one workflow): keeps what can be proven intact and says what it
+        cannot keep (``lost``). Writes nothing unless ``apply``; with it, the
+        original bytes are kept in ``quarantine``. Name one of the two ids."""
+        req = _params({}, session_id=session_id, workflow_id=workflow_id, apply=apply or None)
+        return self._call(b"repair", req)  # type: ignore[no-any-return]
 
     def handoff(self, session_id: str) -> HandoffResult:
         """HANDOFF.md (``markdown``) rendered from the session's latest

@@ -80,6 +80,11 @@ __all__ = [
     "ImportParams",
     "ImportResult",
     "Envelope",
+    # verify and repair
+    "Problem",
+    "VerifyReport",
+    "RepairRequest",
+    "RepairReport",
     # runs and workflows
     "BeginRunRequest",
     "BeginRunResult",
@@ -435,6 +440,11 @@ class _SummaryBase(TypedDict):
 
 class Summary(_SummaryBase, total=False):
     runs: Dict[str, int]  # count by status
+    #: Absent for a session the store serves; otherwise why it serves none
+    #: of its data: "corrupt", "schema_unsupported" or "unreadable".
+    state: str
+    #: The error every call on a damaged session answers.
+    problem: str
 
 
 class Capabilities(TypedDict):
@@ -750,6 +760,64 @@ class ImportParams(TypedDict):
 class ImportResult(TypedDict):
     session_id: str
     generation: int
+
+
+# -- verify and repair --------------------------------------------------------
+
+
+class Problem(TypedDict):
+    """One file ``verify`` found that is not served, or does not check."""
+
+    kind: str  # "session", "workflow" or "manifest"
+    id: str  # the session or workflow id ("" when unknown)
+    path: str
+    state: str  # "corrupt", "schema_unsupported" or "unreadable"
+    offset: int  # where the intact data ends (-1 when unknown)
+    size: int  # the file's size
+    generation: int  # the last generation that reads back intact
+    message: str
+
+
+class VerifyReport(TypedDict):
+    """What ``verify`` checked (logs, manifests, bytes) and found; ``ok``
+    when there are no problems. ``quarantine`` lists the files kept aside
+    (damaged logs a repair moved, trimmed torn tails): kept, not problems."""
+
+    ok: bool
+    sessions: int
+    workflows: int
+    manifests: int
+    bytes: int
+    problems: List[Problem]
+    quarantine: List[str]
+
+
+class RepairRequest(TypedDict, total=False):
+    """One of ``session_id`` and ``workflow_id``; ``apply`` writes the
+    repair (without it nothing is written)."""
+
+    session_id: str
+    workflow_id: str
+    apply: bool
+
+
+class _RepairReportBase(TypedDict):
+    kind: str  # "session" or "workflow"
+    id: str
+    path: str
+    state: str  # the state before the repair
+    applied: bool
+    generation: int  # the generation kept (a workflow: the commits kept)
+    kept_bytes: int
+    lost_bytes: int
+    lost: List[str]  # what could not be kept and why, one line each
+    quarantine: str  # where the original bytes are kept (after apply), or will be
+
+
+class RepairReport(_RepairReportBase, total=False):
+    """What ``repair`` keeps of a damaged log and what it cannot keep."""
+
+    steps: List[str]  # a workflow's steps the repaired log records as done
 
 
 # -- runs and workflows -----------------------------------------------------

@@ -574,6 +574,23 @@ impl Client {
         )
     }
 
+    /// Reads and checks every record of every log the store keeps (and the
+    /// workspace manifests): what it checked, each damaged or unreadable
+    /// file (`problems`; `ok` when none) and what quarantine holds.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        self.invoke(c"verify", &Empty {})
+    }
+
+    /// Salvages the damaged log of one session or workflow
+    /// ([`RepairRequest::session`], [`RepairRequest::workflow`]): keeps
+    /// what can be proven intact and says what it cannot keep (`lost`).
+    /// It writes nothing unless the request is applied
+    /// ([`RepairRequest::apply`]); then the original bytes are kept in the
+    /// file `quarantine` names.
+    pub fn repair(&self, req: &RepairRequest<'_>) -> Result<RepairReport> {
+        self.invoke(c"repair", req)
+    }
+
     /// Renders HANDOFF.md from the session's latest generation and lists
     /// what the handoff lacks. It prints only what the session proves.
     pub fn handoff(&self, session_id: &str) -> Result<HandoffResult> {

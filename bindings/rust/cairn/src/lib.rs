@@ -31,6 +31,11 @@
 //! through a file, with its runs' loop checkpoints and the workflows it
 //! owns ([`Envelope`]), so a run resumes in another workspace.
 //!
+//! [`Client::verify`] checks every record of every log the store keeps;
+//! [`Client::repair`] salvages a damaged one ([`RepairRequest`]). A damaged
+//! session stays listed, with [`Summary::state`] saying why it is not
+//! served.
+//!
 //! The raw C ABI is the `cairn-sys` crate (re-exported as [`sys`]); its
 //! build script links `libcairn.so` from `$CAIRN_LIB_DIR`, else from the
 //! repository's `build/` directory (`make lib`).

@@ -524,6 +524,26 @@ pub struct Summary {
     /// and what the store's session size limit counts.
     #[serde(default)]
     pub live_bytes: i64,
+    /// `None` for a session the store serves. Otherwise the store keeps
+    /// its data but serves none of it, and this says why: "corrupt",
+    /// "schema_unsupported" or "unreadable" (see [`session_state`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// The error every call on a damaged session answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+/// The states of a session (or workflow) the store keeps but does not
+/// serve ([`Summary::state`], [`Problem::state`], [`RepairReport::state`]).
+pub mod session_state {
+    /// Damaged bytes with intact commits after them: `cairn repair` keeps
+    /// what is intact.
+    pub const CORRUPT: &str = "corrupt";
+    /// Written by a newer cairn.
+    pub const SCHEMA_UNSUPPORTED: &str = "schema_unsupported";
+    /// The file cannot be opened (permissions, an immutable flag, a link).
+    pub const UNREADABLE: &str = "unreadable";
 }
 
 /// Workspace files changed since a generation was saved. `tracked` false
@@ -1099,6 +1119,120 @@ pub struct ExportFileResult {
     pub path: String,
     pub bytes: u64,
     pub generation: u64,
+}
+
+/// One file `verify` found that is not served, or does not check.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Problem {
+    /// "session", "workflow" or "manifest".
+    pub kind: String,
+    /// The session or workflow id ("" when unknown).
+    pub id: String,
+    pub path: String,
+    /// "corrupt", "schema_unsupported" or "unreadable" ([`session_state`]).
+    pub state: String,
+    /// Where the intact data ends (-1 when unknown).
+    pub offset: i64,
+    /// The file's size.
+    pub size: i64,
+    /// The last generation (for a workflow, the last commit) that reads
+    /// back intact.
+    pub generation: u64,
+    pub message: String,
+}
+
+/// The result of `verify`: what it checked and what it found. `ok` is true
+/// when there are no problems; files kept in quarantine are listed but are
+/// not problems.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct VerifyReport {
+    pub ok: bool,
+    /// Session logs checked.
+    pub sessions: u64,
+    /// Workflow logs checked.
+    pub workflows: u64,
+    /// Manifest files checked.
+    pub manifests: u64,
+    /// Bytes read and checked.
+    pub bytes: u64,
+    #[serde(deserialize_with = "nullable")]
+    pub problems: Vec<Problem>,
+    /// The files in the store's quarantine folder: damaged logs a repair
+    /// moved aside, trimmed torn tails.
+    #[serde(deserialize_with = "nullable")]
+    pub quarantine: Vec<String>,
+}
+
+/// The params of `repair`: one session or one workflow, and whether to
+/// write the repair (`RepairRequest::session("s1").apply(true)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RepairRequest<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<Cow<'a, str>>,
+    /// Write the repair. Without it, `repair` only says what it would keep
+    /// and what it could not, and writes nothing.
+    #[serde(skip_serializing_if = "is_false")]
+    pub apply: bool,
+}
+
+impl<'a> RepairRequest<'a> {
+    /// Repairs the session `session_id` (a plan until [`apply`](Self::apply)).
+    pub fn session(session_id: impl Into<Cow<'a, str>>) -> RepairRequest<'a> {
+        RepairRequest {
+            session_id: Some(session_id.into()),
+            ..Default::default()
+        }
+    }
+
+    /// Repairs the workflow `workflow_id` (a plan until [`apply`](Self::apply)).
+    pub fn workflow(workflow_id: impl Into<Cow<'a, str>>) -> RepairRequest<'a> {
+        RepairRequest {
+            workflow_id: Some(workflow_id.into()),
+            ..Default::default()
+        }
+    }
+
+    /// Whether to write the repair (false: only report).
+    pub fn apply(mut self, apply: bool) -> RepairRequest<'a> {
+        self.apply = apply;
+        self
+    }
+}
+
+/// The result of `repair`: what it keeps of a damaged log and what it
+/// cannot keep.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RepairReport {
+    /// "session" or "workflow".
+    pub kind: String,
+    pub id: String,
+    pub path: String,
+    /// The state before the repair ([`session_state`]).
+    pub state: String,
+    /// Whether the repair was written.
+    pub applied: bool,
+    /// The generation the repaired session is at (for a workflow, the
+    /// number of commits kept); 0 when nothing can be kept and the log is
+    /// only moved aside.
+    pub generation: u64,
+    /// What the repaired log holds of the original.
+    pub kept_bytes: u64,
+    /// What it cannot hold.
+    pub lost_bytes: u64,
+    /// What could not be kept and why, one line each.
+    #[serde(deserialize_with = "nullable")]
+    pub lost: Vec<String>,
+    /// For a workflow, the steps the repaired log records as done.
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<String>,
+    /// Where the original bytes are kept (after apply), or will be.
+    pub quarantine: String,
 }
 
 /// The params of `importFile`: the absolute path of an envelope (or a

@@ -140,6 +140,10 @@ const TYPES: &[(&str, RoundTrip)] = types![
     ExportFileRequest,
     ExportFileResult,
     ImportFileRequest,
+    Problem,
+    VerifyReport,
+    RepairRequest,
+    RepairReport,
     Envelope,
     Workflow,
     ChangesParams,
@@ -330,6 +334,10 @@ const METHODS: &[(&str, Call)] = &[
     }),
     ("importFile", |c| {
         c.import_file("/nonexistent/nope.json").map(drop)
+    }),
+    ("verify", |c| c.verify().map(drop)),
+    ("repair", |c| {
+        c.repair(&RepairRequest::session("m")).map(drop)
     }),
     ("changes", |c| c.changes(None).map(drop)),
     ("handoff", |c| c.handoff("m").map(drop)),
