@@ -231,18 +231,30 @@ func (s *Store) copyToQuarantine(r io.ReaderAt, name string, off, size int64, wh
 	return dst, nil
 }
 
-// moveToQuarantine renames the log at path (in dir) into quarantine/ and
-// syncs both directories, so it is out of the store's way and kept.
-func (s *Store) moveToQuarantine(dir, path, name, what string) (string, error) {
+// moveToQuarantine moves the log at path (in dir) into quarantine/ and
+// syncs quarantine/, so it is kept; with syncFrom it also syncs dir, so it
+// is out of the store's way for good (a delete). Recovery does not need
+// that: if the old name comes back after a crash, the next recovery moves
+// it aside again.
+func (s *Store) moveToQuarantine(dir, path, name, what string, syncFrom bool) (string, error) {
 	if err := s.ensureDir(layout.Quarantine(s.root)); err != nil {
 		return "", err
 	}
 	dst := s.quarantineName(name, what)
-	if err := s.fs.Rename(path, dst); err != nil {
+	// A link, made durable, then the old name's removal: a rename across
+	// directories could lose the file if the removal reached the disk and
+	// the new name did not.
+	if err := s.fs.Link(path, dst); err != nil {
 		return "", err
 	}
 	if err := s.fs.SyncDir(layout.Quarantine(s.root)); err != nil {
 		return dst, err
+	}
+	if err := s.fs.Remove(path); err != nil {
+		return dst, err
+	}
+	if !syncFrom {
+		return dst, nil
 	}
 	return dst, s.fs.SyncDir(dir)
 }

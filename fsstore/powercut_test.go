@@ -1,6 +1,7 @@
 package fsstore_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -237,7 +238,11 @@ func runPowerCut(t *testing.T, disabled string, randomCuts int, stopAtFirst bool
 	if !grabbed {
 		t.Fatal("the workload never reached the delete's workflow removal")
 	}
-	tearAndLitter(t, filepath.Join(grab, ".cairn", "sessions"))
+	tornLog := litter(t, filepath.Join(grab, ".cairn", "sessions"))
+	tail := []byte{200, 0, 0, 0, 1, 2, 3, 4, 5, 'p', 'a', 'r', 't'}
+	fi, err := os.Stat(filepath.Join(grab, ".cairn", "sessions", tornLog))
+	must(t, err)
+	preTear := fi.Size() // nothing else writes that log before the tear
 	probe := filepath.Join(t.TempDir(), "probe")
 	must(t, os.CopyFS(probe, os.DirFS(grab)))
 	before, err := pcRead(probe)
@@ -250,13 +255,45 @@ func runPowerCut(t *testing.T, disabled string, randomCuts int, stopAtFirst bool
 	must(t, err)
 	cfs.Disable(disabled)
 	opts.FS = cfs
-	rec = crashfs.NewRecorder(cfs, t.TempDir(), 15, pcRead, live)
+	// Recovery never destroys what it moves aside: in every image, the
+	// torn tail is in its log or whole in quarantine, and so is the log
+	// with no intact commit; nothing in quarantine is partial.
+	keptRead := func(img string) (crashfs.World, error) {
+		if err := pcKept(img, tornLog, tail, preTear); err != nil {
+			return nil, err
+		}
+		return pcRead(img)
+	}
+	rec = crashfs.NewRecorder(cfs, t.TempDir(), 15, keptRead, live)
 	rec.RandomCuts, rec.StopAtFirst = randomCuts, stopAtFirst
 	rec.SetCur(before)
 	step("recover", func() (err error) { s, err = fsstore.Open(root, opts); return err })
 	saveStep("w4", "a", "one")
-	c("b", &session.Change{AppendMessages: []session.Value{pcMsg(13)}})
+	c("e", &session.Change{AppendMessages: []session.Value{pcMsg(13)}})
+	// A torn tail, recovered by an Open of its own: the only quarantine
+	// write of that recovery, so no other sync stands in for its own.
+	step("close, tear "+tornLog, func() error {
+		if err := s.Close(); err != nil {
+			return err
+		}
+		s = nil
+		f, err := cfs.OpenFile(filepath.Join(root, ".cairn", "sessions", tornLog), os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		if _, err := f.WriteAt(tail, fi.Size()); err != nil {
+			return err
+		}
+		return f.Sync()
+	})
+	step("reopen after the tear", func() (err error) { s, err = fsstore.Open(root, opts); return err })
 	c("b", &session.Change{AppendMessages: []session.Value{pcMsg(14)}})
+	c("b", &session.Change{AppendMessages: []session.Value{pcMsg(15)}})
 	rec.Final()
 	must(t, s.Close())
 	for _, site := range cfs.Sites() {
@@ -267,25 +304,67 @@ func runPowerCut(t *testing.T, disabled string, randomCuts int, stopAtFirst bool
 	return sites, append(failures, rec.Failures()...), cuts + rec.Cuts
 }
 
-// tearAndLitter gives the session log in dir a torn tail (a frame header
-// promising more bytes than follow) and leaves a stale temp file beside
-// it, as a crash in the middle of an append and of a create would.
-func tearAndLitter(t *testing.T, dir string) {
+// pcNoCommit is a session log with no intact commit, which recovery moves
+// to quarantine.
+const pcNoCommit = fsstore.LogMagicForTest + "\x05\x00\x00\x00junk"
+
+// pcKept checks, in the image img as the cut left it, that what recovery
+// moves aside is never lost: once the log tornLog has grown past preTear
+// (the tail was added, or trimmed and later commits appended), tail is at
+// its end or is a whole file in quarantine; pcNoCommit is still in
+// sessions/ or is; and every file in quarantine is one of them, whole.
+func pcKept(img, tornLog string, tail []byte, preTear int64) error {
+	sessions, q := filepath.Join(img, ".cairn", "sessions"), filepath.Join(img, ".cairn", "quarantine")
+	kept := map[string]bool{}
+	entries, err := os.ReadDir(q)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), atomicfile.TempPrefix) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(q, e.Name()))
+		if err != nil {
+			return err
+		}
+		if string(data) != string(tail) && string(data) != pcNoCommit {
+			return fmt.Errorf("quarantine holds %s, which is not whole (%d bytes)", e.Name(), len(data))
+		}
+		kept[string(data)] = true
+	}
+	logData, err := os.ReadFile(filepath.Join(sessions, tornLog))
+	if err != nil {
+		return err
+	}
+	if int64(len(logData)) > preTear && !kept[string(tail)] && !bytes.HasSuffix(logData, tail) {
+		return fmt.Errorf("the torn tail of %s was trimmed but is not in quarantine", tornLog)
+	}
+	if _, err := os.Stat(filepath.Join(sessions, "s-nocommit.log")); errors.Is(err, os.ErrNotExist) && !kept[pcNoCommit] {
+		return fmt.Errorf("the log with no intact commit left sessions/ but is not in quarantine")
+	}
+	return nil
+}
+
+// litter leaves in dir a stale temp file, as a crash in the middle of a
+// create would, and a log with no intact commit. It returns the name of a
+// session log there, for a later tear.
+func litter(t *testing.T, dir string) (name string) {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
 	must(t, err)
-	torn := false
 	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".log") && !strings.HasPrefix(e.Name(), ".") && !strings.HasPrefix(e.Name(), "deleted") {
-			must(t, appendBytes(filepath.Join(dir, e.Name()), []byte{200, 0, 0, 0, 1, 2, 3, 4, 5, 'p', 'a', 'r', 't'}))
-			torn = true
+		if strings.HasSuffix(e.Name(), ".log") && !strings.HasPrefix(e.Name(), ".") {
+			name = e.Name()
 			break
 		}
 	}
-	if !torn {
-		t.Fatalf("no session log in %s to tear", dir)
+	if name == "" {
+		t.Fatalf("no session log in %s", dir)
 	}
 	must(t, os.WriteFile(filepath.Join(dir, atomicfile.TempPrefix+"stale"), []byte("half"), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "s-nocommit.log"), []byte(pcNoCommit), 0o600))
+	return name
 }
 
 // commit is one acknowledged commit, as an operation of rec.

@@ -379,7 +379,7 @@ func (s *Store) loadSession(name string) error {
 	}
 	if t.gen == 0 {
 		l.Close()
-		dst, err := s.moveToQuarantine(s.sessionsDir, path, name, "no-commit")
+		dst, err := s.moveToQuarantine(s.sessionsDir, path, name, "no-commit", false)
 		if err != nil {
 			s.sickSession(name, path, nil, StateCorrupt, session.Wrap(session.CodeCorrupt, err,
 				"session log %s holds no intact commit, and moving it to quarantine failed", path), nil)
@@ -878,7 +878,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // is moved to quarantine/, not removed, since what it holds could not be
 // read. s.mu and sf.mu are held.
 func (s *Store) deleteSickLocked(sf *sessionFile, id string) error {
-	dst, err := s.moveToQuarantine(s.sessionsDir, sf.path, sf.name, "deleted")
+	dst, err := s.moveToQuarantine(s.sessionsDir, sf.path, sf.name, "deleted", true)
 	if err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.Delete: move %s to quarantine", sf.path)
 	}
@@ -900,7 +900,7 @@ func (s *Store) deleteOwnedLocked(id string) error {
 		wf.mu.Lock()
 		if wf.w.SessionID == id && !wf.gone {
 			if wf.sick != nil {
-				if _, err := s.moveToQuarantine(s.flowsDir, filepath.Join(s.flowsDir, wf.name), wf.name, "deleted"); err != nil {
+				if _, err := s.moveToQuarantine(s.flowsDir, filepath.Join(s.flowsDir, wf.name), wf.name, "deleted", true); err != nil {
 					wf.mu.Unlock()
 					return err
 				}

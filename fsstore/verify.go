@@ -296,7 +296,7 @@ func (s *Store) repairSession(id string, apply bool) (*session.RepairReport, err
 	}
 	name := sf.name
 	if gen == 0 {
-		q, err := s.moveToQuarantine(s.sessionsDir, sf.path, name, "damaged")
+		q, err := s.moveToQuarantine(s.sessionsDir, sf.path, name, "damaged", true)
 		if err != nil {
 			return nil, session.Wrap(session.CodeInternal, err, "repair: move %s to quarantine", sf.path)
 		}
@@ -401,7 +401,7 @@ func (s *Store) repairWorkflow(id string, apply bool) (*session.RepairReport, er
 		return rep, nil
 	}
 	if plan.commits == 0 {
-		q, err := s.moveToQuarantine(s.flowsDir, path, wf.name, "damaged")
+		q, err := s.moveToQuarantine(s.flowsDir, path, wf.name, "damaged", true)
 		if err != nil {
 			return nil, session.Wrap(session.CodeInternal, err, "repair: move %s to quarantine", path)
 		}

@@ -77,7 +77,7 @@ func (s *Store) loadWorkflow(name string) error {
 	}
 	if len(groups) == 0 {
 		l.Close()
-		dst, err := s.moveToQuarantine(s.flowsDir, path, name, "no-commit")
+		dst, err := s.moveToQuarantine(s.flowsDir, path, name, "no-commit", false)
 		if err != nil {
 			s.sickWorkflow(name, path, owner, StateCorrupt, session.Wrap(session.CodeCorrupt, err,
 				"workflow log %s holds no intact commit, and moving it to quarantine failed", path))
@@ -354,7 +354,7 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id string) error {
 	wf.mu.Lock()
 	defer wf.mu.Unlock()
 	if wf.sick != nil {
-		if _, err := s.moveToQuarantine(s.flowsDir, filepath.Join(s.flowsDir, wf.name), wf.name, "deleted"); err != nil {
+		if _, err := s.moveToQuarantine(s.flowsDir, filepath.Join(s.flowsDir, wf.name), wf.name, "deleted", true); err != nil {
 			return session.Wrap(session.CodeInternal, err, "fsstore.DeleteWorkflow: move %s to quarantine", wf.name)
 		}
 		wf.gone = true
