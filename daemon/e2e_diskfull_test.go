@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/internal/layout"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -38,20 +39,14 @@ type daemonDisk struct {
 }
 
 func newDaemonDisk(t *testing.T) *daemonDisk {
-	dir := t.TempDir()
-	err := errors.New(diskFullEnv + "=rlimit")
+	dir, err := "", errors.New(diskFullEnv+"=rlimit")
 	if os.Getenv(diskFullEnv) != "rlimit" {
-		err = syscall.Mount("cairn-diskfull", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size=2m,mode=0700")
+		dir, err = testkit.MountTmpfs(t, "2m")
 	}
 	if err != nil {
 		t.Logf("small disk: RLIMIT_FSIZE of cairnd (cannot mount a tmpfs: %v)", err)
-		return &daemonDisk{dir: dir, kind: "rlimit"}
+		return &daemonDisk{dir: t.TempDir(), kind: "rlimit"}
 	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
 	t.Log("small disk: 2 MiB tmpfs")
 	return &daemonDisk{dir: dir, filler: filepath.Join(dir, "filler"), kind: "tmpfs"}
 }
@@ -83,22 +78,7 @@ func (d *daemonDisk) full(t *testing.T) {
 		}
 		return
 	}
-	f, err := os.OpenFile(d.filler, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, chunk := range []int{64 << 10, 4 << 10, 1} {
-		buf := make([]byte, chunk)
-		for {
-			if _, err := f.Write(buf); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatalf("filling the disk: %v", err)
-				}
-				break
-			}
-		}
-	}
+	testkit.FillUp(t, d.filler)
 }
 
 func (d *daemonDisk) free(t *testing.T) {

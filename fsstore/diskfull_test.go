@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/internal/layout"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -41,39 +42,19 @@ type smallDisk interface {
 type tmpfsDisk struct{ dir, filler string }
 
 func mountTmpfs(t *testing.T) (*tmpfsDisk, error) {
-	dir := t.TempDir()
-	if err := syscall.Mount("cairn-diskfull", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size=2m,mode=0700"); err != nil {
+	dir, err := testkit.MountTmpfs(t, "2m")
+	if err != nil {
 		return nil, err
 	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
 	return &tmpfsDisk{dir: dir, filler: filepath.Join(dir, "filler")}, nil
 }
 
 // fillUp appends to the filler until the file system refuses even one
-// byte.
+// byte, and returns the filler's size.
 func (d *tmpfsDisk) fillUp(t *testing.T) int64 {
 	t.Helper()
-	f, err := os.OpenFile(d.filler, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, chunk := range []int{64 << 10, 4 << 10, 1} {
-		buf := make([]byte, chunk)
-		for {
-			if _, err := f.Write(buf); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatalf("filling the disk: %v", err)
-				}
-				break
-			}
-		}
-	}
-	fi, err := f.Stat()
+	testkit.FillUp(t, d.filler)
+	fi, err := os.Stat(d.filler)
 	if err != nil {
 		t.Fatal(err)
 	}

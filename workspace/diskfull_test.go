@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
@@ -23,15 +22,10 @@ import (
 // file and leave no temp file; once space is freed the same tracker
 // records again.
 func TestManifestDiskFull(t *testing.T) {
-	dir := t.TempDir()
-	if err := syscall.Mount("cairn-diskfull", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size=2m,mode=0700"); err != nil {
+	dir, err := testkit.MountTmpfs(t, "2m")
+	if err != nil {
 		t.Skipf("cannot mount a tmpfs (%v); TestDiskFull in fsstore covers the classification under RLIMIT_FSIZE", err)
 	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
 	old := rebaseMinOps
 	rebaseMinOps = 256 // so editing every file writes a new base
 	t.Cleanup(func() { rebaseMinOps = old })
@@ -45,20 +39,7 @@ func TestManifestDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	filler := filepath.Join(dir, "filler")
-	fill := func() {
-		f, err := os.OpenFile(filler, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		for _, chunk := range []int{64 << 10, 4 << 10, 1} {
-			for buf := make([]byte, chunk); ; {
-				if _, err := f.Write(buf); err != nil {
-					break
-				}
-			}
-		}
-	}
+	fill := func() { testkit.FillUp(t, filler) }
 	manifests := layout.Manifests(root)
 	for _, tc := range []struct {
 		name  string
