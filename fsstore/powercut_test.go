@@ -397,21 +397,5 @@ func TestPowerCut(t *testing.T) {
 // turn, and requires some power cut to lose or half-show something: every
 // sync is needed for the guarantees.
 func TestPowerCutMutation(t *testing.T) {
-	sites, failures, _ := runPowerCut(t, "", 0, true)
-	if len(failures) > 0 {
-		t.Fatalf("the workload fails with every sync in place: %s", failures[0])
-	}
-	for _, site := range sites {
-		if site == "(test code)" {
-			continue
-		}
-		t.Run(site, func(t *testing.T) {
-			_, failures, cuts := runPowerCut(t, site, 1, true)
-			if len(failures) == 0 {
-				t.Errorf("with this sync removed, none of %d power cuts loses or half-shows anything: no check needs it", cuts)
-				return
-			}
-			t.Logf("caught: %s", failures[0])
-		})
-	}
+	crashfs.Mutate(t, runPowerCut)
 }

@@ -464,7 +464,7 @@ func Caller() string {
 		parts = []string{parts[0], parts[len(parts)-1]}
 	}
 	if len(parts) == 0 {
-		return "(test code)"
+		return testCode
 	}
 	return strings.Join(parts, " < ")
 }
@@ -644,3 +644,6 @@ func (c *FS) fileImage(n *inode, mode Mode, rng *rand.Rand) []byte {
 	}
 	return data
 }
+
+// testCode is the site of a sync made by the test itself, not by cairn.
+const testCode = "(test code)"

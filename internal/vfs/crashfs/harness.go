@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 )
 
 // World describes a store's observable content, key by key (a session's
@@ -199,4 +200,36 @@ func mergeKeys(a, b World) map[string]bool {
 		m[k] = true
 	}
 	return m
+}
+
+// Workload runs a power-cut workload with the sync site disabled turned
+// into a no-op ("" for none), randomCuts random images per sync besides
+// the synced-only one, stopping at the first failed check when
+// stopAtFirst; it returns the sync sites reached, the failed checks and
+// how many images it checked.
+type Workload func(t *testing.T, disabled string, randomCuts int, stopAtFirst bool) (sites, failures []string, cuts int)
+
+// Mutate is the mutation test of a workload: it must pass with every sync
+// in place, and with each sync site it reaches disabled in turn, some
+// power cut must lose or half-show something, so every sync is one the
+// checks need.
+func Mutate(t *testing.T, run Workload) {
+	t.Helper()
+	sites, failures, _ := run(t, "", 0, true)
+	if len(failures) > 0 {
+		t.Fatalf("the workload fails with every sync in place: %s", failures[0])
+	}
+	for _, site := range sites {
+		if site == testCode {
+			continue
+		}
+		t.Run(site, func(t *testing.T) {
+			_, failures, cuts := run(t, site, 1, true)
+			if len(failures) == 0 {
+				t.Errorf("with this sync removed, none of %d power cuts loses or half-shows anything: no check needs it", cuts)
+				return
+			}
+			t.Logf("caught: %s", failures[0])
+		})
+	}
 }
