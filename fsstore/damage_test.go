@@ -388,3 +388,60 @@ func TestDamagedWorkflowLog(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyFindsDamageSinceOpen: bit rot in a log the store has open is
+// found by Verify, which stops serving that session (and only it); a
+// repair then puts the intact prefix back in service without a reopen.
+func TestVerifyFindsDamageSinceOpen(t *testing.T) {
+	dir := t.TempDir()
+	s, err := fsstore.Open(dir, fsstore.Options{CompactMinBytes: 1 << 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := 1; i <= 10; i++ {
+		must(t, second(s.Commit(bg, "k", &session.Change{
+			AppendMessages: []session.Value{message(i)},
+			UpsertRuns:     []session.Run{{RunID: "run", Status: session.RunRunning, ToolCallsCount: int64(i)}},
+			Handoff:        handoffFor(i),
+			Checkpoint:     ckptFor(i),
+		}, session.CommitOptions{})))
+	}
+	must(t, second(s.Commit(bg, "other", &session.Change{AppendMessages: []session.Value{message(1)}}, session.CommitOptions{})))
+	if rep, err := s.Verify(bg); err != nil || !rep.OK || rep.Sessions != 2 {
+		t.Fatalf("verify of a healthy store: %v %+v", err, rep)
+	}
+	log := filepath.Join(dir, ".cairn", "sessions", "s-k.log")
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := fsstore.CommitsForTest(data)
+	must(t, flip(log, (spans[4][0]+spans[4][1])/2)) // inside commit 5
+
+	rep, err := s.Verify(bg)
+	if err != nil || rep.OK || len(rep.Problems) != 1 || rep.Problems[0].ID != "k" || rep.Problems[0].Generation != 4 {
+		t.Fatalf("verify after bit rot: %v %+v", err, rep)
+	}
+	if _, err := s.Load(bg, "k", 0); session.CodeOf(err) != session.CodeCorrupt {
+		t.Fatalf("load of the rotten session: %v, want corrupt", err)
+	}
+	must(t, second(s.Commit(bg, "other", &session.Change{AppendMessages: []session.Value{message(2)}}, session.CommitOptions{})))
+	done, err := s.Repair(bg, session.RepairRequest{SessionID: "k", Apply: true})
+	if err != nil || done.Generation != 4 {
+		t.Fatalf("repair: %v %+v", err, done)
+	}
+	res, err := s.Commit(bg, "k", &session.Change{
+		AppendMessages: []session.Value{message(5)},
+		UpsertRuns:     []session.Run{{RunID: "run", Status: session.RunRunning, ToolCallsCount: 5}},
+		Handoff:        handoffFor(5),
+		Checkpoint:     ckptFor(5),
+	}, session.CommitOptions{})
+	if err != nil || res.Generation != 5 {
+		t.Fatalf("commit after repair: %+v %v", res, err)
+	}
+	must(t, s.Close())
+	if got := checkSession(t, dir, 5); got != 5 {
+		t.Fatalf("reopened at %d, want 5", got)
+	}
+}

@@ -295,6 +295,9 @@ func (s *Store) repairSession(id string, apply bool) (*session.RepairReport, err
 		return rep, nil
 	}
 	name := sf.name
+	// A log found damaged after Open (Verify) may still be open: the
+	// repaired one replaces it.
+	s.closeLog(sf)
 	if gen == 0 {
 		q, err := s.moveToQuarantine(s.sessionsDir, sf.path, name, "damaged", true)
 		if err != nil {
