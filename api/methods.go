@@ -63,7 +63,7 @@ var (
 	Import         = Spec[ImportParams, ImportResult]{"import"}
 	ExportFile     = Spec[ExportFileRequest, ExportFileResult]{"exportFile"}
 	ImportFile     = Spec[ImportFileRequest, ImportResult]{"importFile"}
-	Verify         = Spec[Empty, session.VerifyReport]{"verify"}
+	Verify         = Spec[session.VerifyRequest, session.VerifyReport]{"verify"}
 	Repair         = Spec[session.RepairRequest, session.RepairReport]{"repair"}
 	Changes        = Spec[ChangesParams, ChangeSet]{"changes"}
 	Handoff        = Spec[HandoffRequest, HandoffResult]{"handoff"}

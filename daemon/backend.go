@@ -37,7 +37,7 @@ type Backend interface {
 	Import(ctx context.Context, p api.ImportParams) (api.ImportResult, error)
 	ExportFile(ctx context.Context, req api.ExportFileRequest) (api.ExportFileResult, error)
 	ImportFile(ctx context.Context, req api.ImportFileRequest) (api.ImportResult, error)
-	Verify(ctx context.Context, _ api.Empty) (session.VerifyReport, error)
+	Verify(ctx context.Context, req session.VerifyRequest) (session.VerifyReport, error)
 	Repair(ctx context.Context, req session.RepairRequest) (session.RepairReport, error)
 	Handoff(ctx context.Context, req api.HandoffRequest) (api.HandoffResult, error)
 	RuntimeCheck(ctx context.Context, req api.RuntimeCheckRequest) (api.RuntimeCheckResult, error)

@@ -9,17 +9,29 @@ import (
 // Verify checks every byte the store keeps, when it keeps any
 // (session.Checker): every record of every session and workflow log. A
 // store that keeps nothing on disk has nothing to check and reports so.
-func (e *Engine) Verify(ctx context.Context) (*session.VerifyReport, error) {
+// With req.Secrets it also scans the content of every session the store
+// serves for credential-shaped strings (session.ScanSecrets) and reports
+// where they are; it changes nothing.
+func (e *Engine) Verify(ctx context.Context, req session.VerifyRequest) (*session.VerifyReport, error) {
 	if err := e.check(); err != nil {
 		return nil, err
 	}
-	c, ok := e.store.(session.Checker)
-	if !ok {
-		return &session.VerifyReport{OK: true, Problems: []session.Problem{}, Quarantine: []string{}}, nil
+	rep := &session.VerifyReport{OK: true, Problems: []session.Problem{}, Quarantine: []string{}}
+	if c, ok := e.store.(session.Checker); ok {
+		var err error
+		if rep, err = c.Verify(ctx); err != nil {
+			return nil, wrapStore("Verify", err)
+		}
 	}
-	rep, err := c.Verify(ctx)
-	if err != nil {
-		return nil, wrapStore("Verify", err)
+	if req.Secrets {
+		scan, err := e.scanSecrets(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rep.Secrets = scan
+	}
+	if _, ok := e.store.(session.Checker); !ok {
+		return rep, nil
 	}
 	if v, ok := e.ws.(ManifestVerifier); ok {
 		n, bytes, problems := v.VerifyManifests()
@@ -63,4 +75,24 @@ func (e *Engine) Repair(ctx context.Context, req session.RepairRequest) (*sessio
 		return nil, wrapStore("Repair", err)
 	}
 	return rep, nil
+}
+
+// scanSecrets scans every session the store serves (a damaged one is
+// verify's problem, not the scan's).
+func (e *Engine) scanSecrets(ctx context.Context) (*session.SecretScan, error) {
+	list, err := e.store.List(ctx)
+	if err != nil {
+		return nil, wrapStore("Verify", err)
+	}
+	ids := make([]string, 0, len(list))
+	for _, s := range list {
+		if s.State == "" {
+			ids = append(ids, s.SessionID)
+		}
+	}
+	scan, err := session.ScanSecrets(ctx, e.store, ids)
+	if err != nil {
+		return nil, wrapStore("Verify", err)
+	}
+	return scan, nil
 }

@@ -83,17 +83,20 @@
 //
 // # Secret hygiene
 //
-// Keys named api_key, apikey, authorization, password, secret or token (in
-// any case, '-' read as '_') are dropped from a session's agent and
-// metadata maps before they reach the store, on every path that writes a
-// session: Save (snapshot or delta), Fork and Import (an imported document
-// is scrubbed too). Recorded processes keep environment variable names
-// only: an env_keys entry holding "NAME=value" is rejected as
-// invalid_argument, and its value is redacted from the error message. The
+// What the secret rules (session/secrets.go) name — credential-named keys
+// and credential-shaped values, at any depth — is dropped from a session's
+// agent, metadata and artifact metadata before it reaches the store, on
+// every path that writes a session: Save (snapshot or delta), Fork (which
+// also drops what an older session's agent and metadata hold against
+// today's rules) and Import (an imported document is scrubbed too).
+// Verify with VerifyRequest.Secrets reports credential-shaped strings in
+// content, which it never changes. Recorded processes keep environment
+// variable names only: an env_keys entry holding "NAME=value" is rejected
+// as invalid_argument, and its value is redacted from the error message. The
 // rule lives in session.Normalize; the engine only guarantees that nothing
 // reaches the store without passing through it. Messages, trace data and
-// loop state are opaque: cairn does not look inside them, so a host must
-// not put secrets there.
+// loop state are opaque: cairn does not change them, so a host must not
+// put secrets there.
 //
 // # Errors
 //

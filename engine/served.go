@@ -82,8 +82,8 @@ func deref[R any](r *R, err error) (R, error) {
 }
 
 // Verify is Engine.Verify for api.Verify.
-func (s Served) Verify(ctx context.Context, _ api.Empty) (session.VerifyReport, error) {
-	return deref(s.Engine.Verify(ctx))
+func (s Served) Verify(ctx context.Context, req session.VerifyRequest) (session.VerifyReport, error) {
+	return deref(s.Engine.Verify(ctx, req))
 }
 
 // Repair is Engine.Repair for api.Repair.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"maps"
 
@@ -238,8 +239,9 @@ func (e *Engine) Fork(ctx context.Context, req api.ForkRequest) (api.ForkResult,
 				return api.ForkResult{}, wrapStore("Fork", err)
 			}
 			at, runs = req.AtGeneration, old.Snapshot.Runs
+			head = old
 		}
-		var then *session.Change
+		then := scrubCopy(head.Snapshot)
 		for _, r := range runs {
 			if r.Status == session.RunRunning {
 				if then == nil {
@@ -284,6 +286,7 @@ func cloneChange(c *session.Change) *session.Change {
 	}
 	out.AppendTraces = append([]session.Trace(nil), c.AppendTraces...)
 	out.AppendArtifacts = append([]session.Artifact(nil), c.AppendArtifacts...)
+	out.PutArtifacts = append([]session.Artifact(nil), c.PutArtifacts...)
 	out.UpsertRuns = append([]session.Run(nil), c.UpsertRuns...)
 	out.DropCheckpoints = append([]string(nil), c.DropCheckpoints...)
 	if c.Checkpoint != nil {
@@ -291,4 +294,38 @@ func cloneChange(c *session.Change) *session.Change {
 		out.Checkpoint = &cp
 	}
 	return &out
+}
+
+// scrubCopy returns the delta that brings a copy of s under the secret
+// rules (session/secrets.go), or nil when s is already under them. A
+// session written before the rules grew holds values they now drop; a
+// fork does not copy them. Artifact metadata is copied as it is stored.
+func scrubCopy(s *session.Snapshot) *session.Change {
+	var c *session.Change
+	if s.Agent != nil {
+		agent := maps.Clone(s.Agent)
+		session.ScrubMap(agent, false)
+		if !maps.EqualFunc(agent, s.Agent, func(a, b session.Value) bool { return bytes.Equal(a, b) }) {
+			c = &session.Change{Agent: agent}
+		}
+	}
+	meta := maps.Clone(s.Metadata)
+	session.ScrubMap(meta, false)
+	for k, v := range s.Metadata {
+		w, kept := meta[k]
+		if kept && bytes.Equal(w, v) {
+			continue
+		}
+		if c == nil {
+			c = &session.Change{}
+		}
+		if c.Metadata == nil {
+			c.Metadata = map[string]session.Value{}
+		}
+		if !kept {
+			w = session.Value("null")
+		}
+		c.Metadata[k] = w
+	}
+	return c
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
@@ -95,6 +96,9 @@ func TestSecretKeysNeverStored(t *testing.T) {
 	secrets := map[string]session.Value{
 		"api_key": session.Value(`"sk-secret-1"`), "ApiKey": session.Value(`"sk-secret-2"`), "Authorization": session.Value(`"Bearer secret-3"`),
 		"PASSWORD": session.Value(`"hunter2-secret-4"`), "secret": session.Value(`"secret-5"`), "Token": session.Value(`{"v":"secret-6"}`), "api-key": session.Value(`"secret-7"`),
+		"OPENAI_API_KEY": session.Value(`"secret-8"`), "github_token": session.Value(`"secret-9"`), "aws_secret_access_key": session.Value(`"secret-10"`),
+		"Auth-Token": session.Value(`"secret-11"`), "credentials": session.Value(`{"user":"u","pass":"secret-12"}`),
+		"note": session.Value(`"deploy with ghp_4Nq8Lx2Vm9Wz7Kp1Rt3Ys6Bd0Fg5Jh2Ca8Ue4O"`),
 	}
 	withKeep := func() map[string]session.Value {
 		m := map[string]session.Value{"keep": session.Value(`"yes"`)}
@@ -148,6 +152,49 @@ func TestSecretKeysNeverStored(t *testing.T) {
 					if bytes.Contains(exp, v) {
 						t.Fatalf("export contains secret value %s", v)
 					}
+				}
+			})
+		}
+	})
+}
+
+// TestForkDropsOldSecrets forks a session whose maps hold values the
+// secret rules drop (as a session written before the rules grew does):
+// the fork does not copy them, at the latest generation or an earlier one.
+func TestForkDropsOldSecrets(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f storeFactory) {
+		for _, at := range []uint64{0, 1} {
+			t.Run(fmt.Sprint("at ", at), func(t *testing.T) {
+				st := openStore(t, f)
+				e := engine.New(st, engine.Options{})
+				t.Cleanup(func() { _ = e.Close() })
+				old := &session.Snapshot{
+					Agent:    map[string]session.Value{"model": session.Value(`"m-1"`), "OPENAI_API_KEY": session.Value(`"old-secret-1"`)},
+					Metadata: map[string]session.Value{"ticket": session.Value(`7`), "github_token": session.Value(`"old-secret-2"`), "cfg": session.Value(`{"a":1,"access_token":"old-secret-3"}`)},
+				}
+				// Normalized: true writes it as an older cairn did, unscrubbed.
+				if _, err := st.Commit(testkit.Context(t), "src", &session.Change{Replace: old}, session.CommitOptions{Normalized: true}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := st.Commit(testkit.Context(t), "src", &session.Change{AppendMessages: msgs(`"m"`)}, session.CommitOptions{Normalized: true}); err != nil {
+					t.Fatal(err)
+				}
+				_, err := e.Fork(testkit.Context(t), api.ForkRequest{SessionID: "src", NewID: "dst", AtGeneration: at})
+				noErr(t, err)
+				exp, err := e.Export(testkit.Context(t), "dst")
+				noErr(t, err)
+				for _, v := range []string{"old-secret-1", "old-secret-2", "old-secret-3"} {
+					if bytes.Contains(exp, []byte(v)) {
+						t.Errorf("fork holds %s", v)
+					}
+				}
+				res, err := e.ResumeSession(testkit.Context(t), "dst")
+				noErr(t, err)
+				if got := mustJSON(t, res.Snapshot.Agent); got != `{"model":"m-1"}` {
+					t.Errorf("fork agent = %s", got)
+				}
+				if got := mustJSON(t, res.Snapshot.Metadata); got != `{"cfg":{"a":1},"ticket":7}` {
+					t.Errorf("fork metadata = %s", got)
 				}
 			})
 		}

@@ -154,9 +154,10 @@ func (c *Client) ExportFile(ctx context.Context, sessionID, path string) (api.Ex
 	return Do(ctx, c, api.ExportFile, api.ExportFileRequest{SessionID: sessionID, Path: path})
 }
 
-// Verify has the daemon check every byte its store keeps.
-func (c *Client) Verify(ctx context.Context) (session.VerifyReport, error) {
-	return Do(ctx, c, api.Verify, api.Empty{})
+// Verify has the daemon check every byte its store keeps (and, with
+// req.Secrets, scan session content for credential-shaped strings).
+func (c *Client) Verify(ctx context.Context, req session.VerifyRequest) (session.VerifyReport, error) {
+	return Do(ctx, c, api.Verify, req)
 }
 
 // Repair has the daemon salvage a damaged session or workflow log (or,

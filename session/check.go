@@ -25,6 +25,10 @@ type VerifyReport struct {
 	// Quarantine lists the files in the store's quarantine folder:
 	// damaged logs a repair or a delete moved aside, trimmed torn tails.
 	Quarantine []string `json:"quarantine"`
+	// Secrets is the content scan, when verify was asked for it
+	// (VerifyRequest.Secrets). What it finds is not damage: OK does not
+	// count it.
+	Secrets *SecretScan `json:"secrets,omitempty"`
 }
 
 // Problem is one file Verify found that is not served, or does not check.

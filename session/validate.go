@@ -43,30 +43,9 @@ func CheckSchema(what string, v int) error {
 	return nil
 }
 
-// secretKeys are agent and metadata keys that are dropped before anything
-// reaches storage, compared case-insensitively with '-' read as '_'.
-var secretKeys = map[string]bool{
-	"api_key": true, "apikey": true, "authorization": true,
-	"password": true, "secret": true, "token": true,
-}
-
-// IsSecretKey reports whether an agent or metadata key is one whose value is
-// never stored.
-func IsSecretKey(k string) bool {
-	return secretKeys[strings.ReplaceAll(strings.ToLower(k), "-", "_")]
-}
-
-func scrub(m map[string]Value) {
-	for k := range m {
-		if IsSecretKey(k) {
-			delete(m, k)
-		}
-	}
-}
-
 // Normalize validates c and puts it in canonical form, in place: times in
-// UTC, artifact digests and sizes filled in, secret-named keys dropped from
-// agent and metadata. It returns ErrSchemaUnsupported for a future schema and
+// UTC, artifact digests and sizes filled in, what the secret rules drop
+// (secrets.go) cut out of agent, metadata and artifact metadata. It returns ErrSchemaUnsupported for a future schema and
 // ErrInvalidArgument for anything else it rejects; in both cases nothing must
 // be written.
 func Normalize(c *Change) error {
@@ -161,8 +140,8 @@ func checkUnique(kind string, ids []string) error {
 }
 
 func normalizeDelta(c *Change) error {
-	scrub(c.Agent)
-	scrub(c.Metadata)
+	ScrubMap(c.Agent, false)
+	ScrubMap(c.Metadata, true)
 	for k, v := range c.Agent {
 		if err := checkValue("agent."+k, v, true); err != nil {
 			return err
@@ -282,6 +261,11 @@ func normalizeDelta(c *Change) error {
 func normalizeArtifact(a *Artifact) error {
 	if err := checkValue(fmt.Sprintf("artifact %q metadata", a.ID), a.Metadata, false); err != nil {
 		return err
+	}
+	if out, drop := ScrubValue(a.Metadata); drop {
+		a.Metadata = nil
+	} else if out != nil {
+		a.Metadata = out
 	}
 	if a.Data == nil {
 		return nil

@@ -41,6 +41,7 @@ import type {
   Summary,
   Usage,
   VerifyReport,
+  VerifyRequest,
 } from './wire';
 
 export * from './wire';
@@ -251,9 +252,12 @@ export class Client {
   import(envelope: object | string | Uint8Array): Promise<ImportResult>;
   /**
    * Reads and checks every record of every log the store keeps (and the
-   * workspace manifests); ok when it finds no problem.
+   * workspace manifests); ok when it finds no problem. With
+   * { secrets: true }, also scans every session's content for
+   * credential-shaped strings and lists where each is (report.secrets),
+   * redacted; nothing is changed.
    */
-  verify(): Promise<VerifyReport>;
+  verify(options?: VerifyRequest): Promise<VerifyReport>;
   /**
    * Salvages a damaged session log (repair('s1', { apply: true })) or
    * workflow log (repair({ workflowId: 'wf', apply: true })): what it keeps

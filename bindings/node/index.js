@@ -608,10 +608,13 @@ class Client {
   /**
    * Reads and checks every record of every log the store keeps (and the
    * workspace manifests): what it checked, each damaged or unreadable file
-   * (problems; ok when none) and the files quarantine holds.
+   * (problems; ok when none) and the files quarantine holds. With
+   * { secrets: true }, also scans every session's content for
+   * credential-shaped strings and lists where each is (secrets), redacted;
+   * nothing is changed.
    */
-  verify() {
-    return this._call('verify', undefined);
+  verify(options) {
+    return this._call('verify', options && options.secrets ? { secrets: true } : undefined);
   }
 
   /**

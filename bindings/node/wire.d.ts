@@ -613,6 +613,26 @@ export interface SaveResult {
   generation: number;
 }
 
+export interface SecretFinding {
+  id?: string;
+  index: number;
+  offset: number;
+  redacted: string;
+  rule: string;
+  session_id: string;
+  where: string;
+}
+
+export interface SecretScan {
+  artifacts: number;
+  bytes: number;
+  findings: SecretFinding[];
+  found: number;
+  messages: number;
+  sessions: number;
+  traces: number;
+}
+
 export interface SessionCommittedData {
   generation: number;
   session_id: string;
@@ -743,8 +763,13 @@ export interface VerifyReport {
   ok: boolean;
   problems: Problem[];
   quarantine: string[];
+  secrets?: SecretScan | null;
   sessions: number;
   workflows: number;
+}
+
+export interface VerifyRequest {
+  secrets?: boolean;
 }
 
 export interface Workflow {
@@ -803,7 +828,7 @@ export interface Methods {
   import: { params: ImportParams; result: ImportResult };
   exportFile: { params: ExportFileRequest; result: ExportFileResult };
   importFile: { params: ImportFileRequest; result: ImportResult };
-  verify: { params: Empty; result: VerifyReport };
+  verify: { params: VerifyRequest; result: VerifyReport };
   repair: { params: RepairRequest; result: RepairReport };
   changes: { params: ChangesParams; result: ChangeSet };
   handoff: { params: HandoffRequest; result: HandoffResult };

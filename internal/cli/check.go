@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/cairn-dev/cairn/session"
@@ -19,7 +20,7 @@ func (e *env) verify() error {
 		return err
 	}
 	defer c.Close()
-	rep, err := c.Verify(e.ctx)
+	rep, err := c.Verify(e.ctx, session.VerifyRequest{Secrets: e.secrets})
 	if err != nil {
 		return err
 	}
@@ -55,11 +56,41 @@ func (e *env) verify() error {
 		} else {
 			fmt.Fprintf(w, "\n%d problem(s) found\n", len(rep.Problems))
 		}
+		if rep.Secrets != nil {
+			renderSecrets(w, rep.Secrets)
+		}
 	}
 	if !rep.OK {
 		return errDamageFound
 	}
+	if rep.Secrets != nil && rep.Secrets.Found > 0 {
+		return errDamageFound
+	}
 	return nil
+}
+
+func renderSecrets(w io.Writer, s *session.SecretScan) {
+	fmt.Fprintf(w, "\nscanned %d session(s) for secrets: %d message(s), %d trace(s), %d artifact(s), %d bytes\n", s.Sessions, s.Messages, s.Traces, s.Artifacts, s.Bytes)
+	for _, f := range s.Findings {
+		at := f.Where
+		switch f.Where {
+		case "message", "trace":
+			at = fmt.Sprintf("%s %d", f.Where, f.Index)
+		case "artifact", "artifact_metadata":
+			at = fmt.Sprintf("%s %q", strings.ReplaceAll(f.Where, "_", " "), f.ID)
+		case "agent", "metadata":
+			at = fmt.Sprintf("%s key %q", f.Where, f.ID)
+		}
+		fmt.Fprintf(w, "  %s: %s, byte %d: %s %s\n", f.SessionID, at, f.Offset, f.Rule, f.Redacted)
+	}
+	if n := s.Found - int64(len(s.Findings)); n > 0 {
+		fmt.Fprintf(w, "  ... and %d more\n", n)
+	}
+	if s.Found == 0 {
+		fmt.Fprintln(w, "no secrets found")
+	} else {
+		fmt.Fprintf(w, "%d secret(s) found; cairn changes no content: remove them with your host, and rotate them\n", s.Found)
+	}
 }
 
 func (e *env) repair(id string) error {

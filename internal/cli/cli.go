@@ -58,6 +58,9 @@ commands:
   verify           read and check every record of every session, workflow
                    and manifest file; list what is damaged and what is kept
                    in .cairn/quarantine (exit 1 if anything is damaged)
+                   --secrets: also scan message, trace and artifact content
+                   for credential-shaped strings and list where they are
+                   (redacted; nothing is changed; exit 1 if any is found)
   repair ID        salvage a damaged session: print what it keeps and what
                    it cannot, then write it only if you answer y (or pass
                    --yes); the original bytes are kept in .cairn/quarantine
@@ -74,7 +77,8 @@ exit status:
   0  success
   1  failure (daemon unreachable, I/O error, conflict, invalid input,
      an incomplete handoff under --check, a restart that failed, a
-     damaged session or file found by ls or verify, a repair not
+     damaged session or file found by ls or verify, a secret found by
+     verify --secrets, a repair not
      confirmed, ...)
   2  usage error (unknown command, missing or extra argument, bad flag)
   3  not found (no such session; "daemon status": no daemon running)
@@ -110,6 +114,9 @@ type env struct {
 
 	// Flags of repair.
 	yes, workflow bool
+
+	// Flag of verify.
+	secrets bool
 }
 
 // Main runs the command line args (without the program name) and returns
@@ -182,9 +189,11 @@ func (e *env) parse(args []string) (pos []string, help bool, err error) {
 			if hasVal {
 				e.json = val == "true" || val == "1"
 			}
-		case "write", "check", "yes", "y", "workflow":
+		case "write", "check", "yes", "y", "workflow", "secrets":
 			on := !hasVal || val == "true" || val == "1"
 			switch name {
+			case "secrets":
+				e.secrets = on
 			case "write":
 				e.write = on
 			case "check":
@@ -276,6 +285,9 @@ func (e *env) run(pos []string) error {
 	}
 	if (e.yes || e.workflow) && cmd != "repair" {
 		return fmt.Errorf("%w: --yes and --workflow go with repair", errUsage)
+	}
+	if e.secrets && cmd != "verify" {
+		return fmt.Errorf("%w: --secrets goes with verify", errUsage)
 	}
 	switch cmd {
 	case "messages", "artifacts":

@@ -140,3 +140,16 @@ test('repair names one log, and a healthy one has nothing to repair', async (t) 
   assert.throws(() => c.repair('s', { aply: true }), TypeError);
   assert.equal((await c.verify()).ok, true);
 });
+
+test('verify({ secrets: true }) lists where content holds a credential, redacted', async (t) => {
+  const ws = tmpWorkspace(t);
+  const c = await open(t, ws, 'embedded');
+  const tok = 'ghp_4Nq8Lx2Vm9Wz7Kp1Rt3Ys6Bd0Fg5Jh2Ca8Ue4O';
+  await c.save('s', { change: { append_messages: ['hi', { role: 'user', content: `token ${tok}` }] } });
+  assert.equal((await c.verify()).secrets, undefined);
+  const rep = await c.verify({ secrets: true });
+  assert.equal(rep.secrets.found, 1);
+  const f = rep.secrets.findings[0];
+  assert.deepEqual([f.session_id, f.where, f.index, f.rule, f.redacted], ['s', 'message', 1, 'github_token', 'ghp_…']);
+  assert.ok(!JSON.stringify(rep).includes(tok));
+});

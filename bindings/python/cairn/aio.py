@@ -219,8 +219,8 @@ class AsyncClient:
     async def import_file(self, path: PathLike) -> ImportResult:
         return await self._run(self.sync.import_file, path)
 
-    async def verify(self) -> VerifyReport:
-        return await self._run(self.sync.verify)
+    async def verify(self, *, secrets: bool = False) -> VerifyReport:
+        return await self._run(self.sync.verify, secrets=secrets)
 
     async def repair(
         self,

@@ -452,11 +452,14 @@ class Client:
 
     # -- verify and repair -------------------------------------------------
 
-    def verify(self) -> VerifyReport:
+    def verify(self, *, secrets: bool = False) -> VerifyReport:
         """Reads and checks every record of every log the store keeps (and
         the workspace manifests): what it checked, each damaged or unreadable
-        file (``problems``; ``ok`` when none) and what quarantine holds."""
-        return self._call(b"verify", None)  # type: ignore[no-any-return]
+        file (``problems``; ``ok`` when none) and what quarantine holds.
+        With ``secrets``, also scans every session's content for
+        credential-shaped strings and says where each is (``secrets``),
+        redacted; nothing is changed."""
+        return self._call(b"verify", _dumps({"secrets": True}) if secrets else None)  # type: ignore[no-any-return]
 
     def repair(
         self,

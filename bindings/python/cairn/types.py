@@ -83,6 +83,9 @@ __all__ = [
     # verify and repair
     "Problem",
     "VerifyReport",
+    "VerifyRequest",
+    "SecretScan",
+    "SecretFinding",
     "RepairRequest",
     "RepairReport",
     # runs and workflows
@@ -778,11 +781,43 @@ class Problem(TypedDict):
     message: str
 
 
-class VerifyReport(TypedDict):
-    """What ``verify`` checked (logs, manifests, bytes) and found; ``ok``
-    when there are no problems. ``quarantine`` lists the files kept aside
-    (damaged logs a repair moved, trimmed torn tails): kept, not problems."""
+class VerifyRequest(TypedDict, total=False):
+    """The params of ``verify``: ``secrets`` also scans session content for
+    credential-shaped strings."""
 
+    secrets: bool
+
+
+class _SecretFindingBase(TypedDict):
+    session_id: str
+    where: str  # "message", "trace", "artifact", "artifact_metadata", "agent" or "metadata"
+    index: int  # the message's or trace's index (-1 otherwise)
+    offset: int  # where it starts, in bytes, in that item
+    rule: str  # the credential format, or "secret_key_name"
+    redacted: str  # at most its first 4 characters and "…", never the secret
+
+
+class SecretFinding(_SecretFindingBase, total=False):
+    """One credential-shaped string ``verify`` with ``secrets`` found."""
+
+    id: str  # the artifact's id, or the agent or metadata key
+
+
+class SecretScan(TypedDict):
+    """What ``verify`` with ``secrets`` scanned and found (content is never
+    changed). ``found`` counts every finding; ``findings`` lists the first
+    1000."""
+
+    sessions: int
+    messages: int
+    artifacts: int
+    traces: int
+    bytes: int
+    found: int
+    findings: List[SecretFinding]
+
+
+class _VerifyReportBase(TypedDict):
     ok: bool
     sessions: int
     workflows: int
@@ -790,6 +825,15 @@ class VerifyReport(TypedDict):
     bytes: int
     problems: List[Problem]
     quarantine: List[str]
+
+
+class VerifyReport(_VerifyReportBase, total=False):
+    """What ``verify`` checked (logs, manifests, bytes) and found; ``ok``
+    when there are no problems. ``quarantine`` lists the files kept aside
+    (damaged logs a repair moved, trimmed torn tails): kept, not problems.
+    ``secrets`` is there when asked for; its findings are not problems."""
+
+    secrets: Optional[SecretScan]
 
 
 class RepairRequest(TypedDict, total=False):

@@ -154,3 +154,23 @@ def test_async_verify_and_repair(workspace: str) -> None:
             await c.close()
 
     asyncio.run(asyncio.wait_for(go(), timeout=60))
+
+
+def test_verify_secrets(embedded: cairn.Client) -> None:
+    """verify(secrets=True) lists where content holds a credential, redacted,
+    and changes nothing; verify() alone does not scan."""
+    tok = "ghp_4Nq8Lx2Vm9Wz7Kp1Rt3Ys6Bd0Fg5Jh2Ca8Ue4O"
+    m = {"role": "user", "content": "token " + tok}
+    embedded.save("s", change={"append_messages": ["hi", m], "metadata": {"github_token": "x-plain", "ticket": 7}})
+    assert "secrets" not in embedded.verify()
+    rep = embedded.verify(secrets=True)
+    assert not check(rep, types.VerifyReport, "verify")
+    scan = rep["secrets"]
+    assert scan["found"] == 1 and scan["messages"] == 2
+    f = scan["findings"][0]
+    assert (f["session_id"], f["where"], f["index"], f["rule"], f["redacted"]) == ("s", "message", 1, "github_token", "ghp_…")
+    assert tok not in str(rep)
+    # The credential-named metadata key was never stored; the message is kept.
+    res = embedded.resume_session("s")
+    assert res["snapshot"]["metadata"] == {"ticket": 7}
+    assert res["snapshot"]["messages"][1] == m

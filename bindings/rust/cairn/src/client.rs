@@ -581,6 +581,14 @@ impl Client {
         self.invoke(c"verify", &Empty {})
     }
 
+    /// [`verify`](Self::verify) with params: `VerifyRequest { secrets:
+    /// true }` also scans every session's content for credential-shaped
+    /// strings and lists where each is (`secrets`), redacted; nothing is
+    /// changed.
+    pub fn verify_with(&self, req: &VerifyRequest) -> Result<VerifyReport> {
+        self.invoke(c"verify", req)
+    }
+
     /// Salvages the damaged log of one session or workflow
     /// ([`RepairRequest::session`], [`RepairRequest::workflow`]): keeps
     /// what can be proven intact and says what it cannot keep (`lost`).

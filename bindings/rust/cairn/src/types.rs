@@ -1163,6 +1163,58 @@ pub struct VerifyReport {
     /// moved aside, trimmed torn tails.
     #[serde(deserialize_with = "nullable")]
     pub quarantine: Vec<String>,
+    /// The content scan, when `verify` was asked for it
+    /// ([`VerifyRequest::secrets`]). Its findings are not problems.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<SecretScan>,
+}
+
+/// The params of `verify`: `secrets` also scans every session's content
+/// for credential-shaped strings (`VerifyRequest { secrets: true }`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct VerifyRequest {
+    #[serde(skip_serializing_if = "is_false")]
+    pub secrets: bool,
+}
+
+/// What `verify` with `secrets` scanned and found. Content is never
+/// changed. `found` counts every finding; `findings` lists the first 1000.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SecretScan {
+    /// Sessions scanned (those the store serves).
+    pub sessions: u64,
+    pub messages: u64,
+    pub artifacts: u64,
+    pub traces: u64,
+    /// Content bytes scanned.
+    pub bytes: u64,
+    pub found: u64,
+    #[serde(deserialize_with = "nullable")]
+    pub findings: Vec<SecretFinding>,
+}
+
+/// One credential-shaped string, by where it is, never by what it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SecretFinding {
+    pub session_id: String,
+    /// "message", "trace", "artifact", "artifact_metadata", "agent" or
+    /// "metadata".
+    #[serde(rename = "where")]
+    pub where_: String,
+    /// The message's or trace's index (-1 otherwise).
+    pub index: i64,
+    /// The artifact's id, or the agent or metadata key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Where it starts, in bytes, in that item.
+    pub offset: u64,
+    /// The credential format, or "secret_key_name".
+    pub rule: String,
+    /// At most its first 4 characters and "…", never the secret.
+    pub redacted: String,
 }
 
 /// The params of `repair`: one session or one workflow, and whether to
