@@ -81,6 +81,11 @@ const char *cairn_version(void);
  *                  process over <workspace>/.cairn. Embedded mode takes the
  *                  workspace's store lock, so no daemon can serve that
  *                  workspace meanwhile (CAIRN_E_LOCKED names the holder).
+ *                  In daemon mode, a workspace another process holds
+ *                  embedded fails at once with CAIRN_E_LOCKED naming its
+ *                  pid (no daemon is started); a daemon that goes away
+ *                  during the handshake is dialed again, and one started,
+ *                  before CAIRN_E_UNAVAILABLE.
  *   "daemon":      path of the cairnd executable to start (default: the
  *                  CAIRN_DAEMON variable, then next to libcairn, then PATH)
  *   "auto_start":  false to fail with CAIRN_E_UNAVAILABLE instead of

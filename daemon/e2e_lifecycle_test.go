@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/api"
-	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -102,18 +101,22 @@ func TestE2EKill9DuringCommits(t *testing.T) {
 }
 
 // TestE2EAutoStartAfterHolderExits: when the daemon Connect starts finds
-// the workspace taken (here by the test's own store) and exits, and the
-// holder then lets go, Connect starts another daemon within its window.
+// the workspace taken by a daemon on its way out (here a cairnd frozen
+// with SIGSTOP, its socket gone, and killed 400 ms later) and exits,
+// Connect starts another once the holder is gone, within its window. (A
+// holder that is not a cairnd fails Connect at once instead:
+// protocol.TestConnectEmbeddedHolder.)
 func TestE2EAutoStartAfterHolderExits(t *testing.T) {
 	ws := workspace(t)
-	holder, err := fsstore.Open(ws, fsstore.Options{})
-	if err != nil {
+	holder := startCairnd(t, ws, "--no-track-files")
+	if err := holder.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		time.Sleep(400 * time.Millisecond)
-		holder.Close()
-	}()
+	if err := os.Remove(holder.sock); err != nil {
+		t.Fatal(err)
+	}
+	kill := time.AfterFunc(400*time.Millisecond, func() { _ = holder.cmd.Process.Kill() })
+	t.Cleanup(func() { kill.Stop() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := protocol.Connect(ctx, ws, nil)

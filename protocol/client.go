@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"runtime"
@@ -67,8 +68,10 @@ type Client struct {
 }
 
 // Dial connects to the daemon listening at socketPath, without auto-start.
-// It fails with an error wrapping ErrNoDaemon when nothing listens there.
-// A Client made by Dial does not reconnect.
+// It fails with an error wrapping ErrNoDaemon when nothing listens there,
+// and with one wrapping ErrUnavailable when the daemon went away during
+// the handshake (or answered 503); Dial does not retry. A Client made by
+// Dial does not reconnect.
 func Dial(ctx context.Context, socketPath string, opts *Options) (*Client, error) {
 	c := &Client{socket: socketPath}
 	if opts != nil {
@@ -147,13 +150,19 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		},
 		DisableKeepAlives: true,
 	}}
-	ws, _, err := websocket.Dial(ctx, "ws://cairnd/", &websocket.DialOptions{
+	ws, resp, err := websocket.Dial(ctx, "ws://cairnd/", &websocket.DialOptions{
 		HTTPClient:   hc,
 		Subprotocols: []string{Subprotocol},
 	})
 	if err != nil {
-		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+		switch {
+		case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
 			return nil, fmt.Errorf("%w at %s: %w", ErrNoDaemon, path, err)
+		case ctx.Err() != nil:
+		case resp != nil && resp.StatusCode == http.StatusServiceUnavailable:
+			return nil, fmt.Errorf("protocol.Dial %s: the daemon refused the connection (503: stopping, or at its connection limit): %w: %w", path, ErrUnavailable, err)
+		case goingAway(err):
+			return nil, fmt.Errorf("protocol.Dial %s: the daemon went away during the handshake: %w: %w", path, ErrUnavailable, err)
 		}
 		return nil, fmt.Errorf("protocol.Dial %s: %w", path, err)
 	}
@@ -165,6 +174,9 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	var h api.HelloResult
 	if err := cn.call(ctx, api.Hello.Name, api.HelloParams{ProtocolVersion: api.ProtocolVersion, Client: c.opts.ClientName}, &h); err != nil {
 		cn.close(ErrClosed)
+		if errors.Is(err, ErrConnectionLost) {
+			return nil, fmt.Errorf("protocol.Dial %s: hello: the daemon went away: %w: %w", path, ErrUnavailable, err)
+		}
 		return nil, fmt.Errorf("protocol.Dial %s: hello: %w", path, err)
 	}
 	cn.hello = h
@@ -174,6 +186,15 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		cn.maxSize = l
 	}
 	return cn, nil
+}
+
+// goingAway reports whether a handshake error is what a daemon that is
+// exiting causes: the connection was made, then closed or reset before the
+// answer (SIGKILL, or a shutdown racing the upgrade). A live daemon always
+// answers the upgrade, so such a failure is worth another try.
+func goingAway(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED)
 }
 
 // Call sends one request and decodes its result into result (which may be

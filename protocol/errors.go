@@ -78,7 +78,8 @@ func (e *RemoteError) HolderPID() int {
 }
 
 // CodeOf reports the wire code of err: the code of a RemoteError, the
-// protocol code of a protocol sentinel, else session.CodeOf(err).
+// protocol code of a protocol sentinel (ErrNoDaemon and ErrConnectionLost
+// are unavailable: no daemon answered), else session.CodeOf(err).
 func CodeOf(err error) session.Code {
 	var re *RemoteError
 	switch {
@@ -90,7 +91,7 @@ func CodeOf(err error) session.Code {
 		return api.CodeBadRequest
 	case errors.Is(err, ErrMethodNotFound):
 		return api.CodeMethodNotFound
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrNoDaemon), errors.Is(err, ErrConnectionLost):
 		return api.CodeUnavailable
 	}
 	return session.CodeOf(err)

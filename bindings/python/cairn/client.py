@@ -767,7 +767,9 @@ def connect(
     (``daemon``: the executable; default ``$CAIRN_DAEMON``, then next to
     libcairn, then ``PATH``; ``daemon_args`` e.g. ``["--idle-timeout=30s"]``)
     unless ``auto_start`` is False, in which case a missing daemon raises
-    :class:`~cairn.UnavailableError`. ``embedded=True`` runs the engine in this
+    :class:`~cairn.UnavailableError`; when another process holds the workspace
+    in embedded mode it raises :class:`~cairn.LockedError` naming that pid at
+    once. ``embedded=True`` runs the engine in this
     process and takes the workspace's store lock
     (:class:`~cairn.LockedError` when a daemon or another process holds it).
     """

@@ -6,6 +6,7 @@ import errno
 import os
 import pickle
 import subprocess
+import sys
 import tempfile
 import time
 from typing import Iterator, List
@@ -189,6 +190,37 @@ def test_locked_embedded_vs_daemon(workspace: str, daemons: List[int]) -> None:
             cairn.connect(workspace, embedded=True)
         assert ei.value.code == "locked"
         assert str(daemons[0]) in ei.value.message
+
+
+def test_locked_daemon_mode_vs_embedded_process(workspace: str) -> None:
+    # Another process holds the workspace in embedded mode: a daemon-mode
+    # connect fails at once with its pid, without starting a daemon. (It
+    # used to start one, which exited, and wait out the 5 s start timeout;
+    # the bound asserted is that wait, not a measured speed.)
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, cairn\n"
+         "c = cairn.connect(sys.argv[1], embedded=True)\n"
+         "print('held', flush=True)\n"
+         "sys.stdin.read()\n"
+         "c.close()\n",
+         workspace],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(cairn.__file__)))})
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        start = time.monotonic()
+        with pytest.raises(cairn.LockedError) as ei:
+            cairn.connect(workspace, daemon=DAEMON)
+        took = time.monotonic() - start
+        assert ei.value.code == "locked"
+        assert f"pid {holder.pid}" in ei.value.message and "embedded mode" in ei.value.message
+        assert took < 5.0, f"failed after {took:.1f}s, not before the 5 s start timeout"
+        assert not os.path.exists(os.path.join(workspace, ".cairn", "cairnd.log"))
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
 
 
 def test_locked_two_embedded_processes(workspace: str) -> None:

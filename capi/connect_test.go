@@ -1,0 +1,73 @@
+//go:build cgo
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/layout"
+)
+
+// TestOpenHandshakeCutIsUnavailable: a daemon-mode cairn_open whose daemon
+// cuts every handshake (as one being killed does) fails with unavailable,
+// CAIRN_E_UNAVAILABLE, after the client's retries, not with internal.
+func TestOpenHandshakeCutIsUnavailable(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.MkdirAll(layout.StateDir(ws), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", layout.Socket(ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			cn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = cn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			r := bufio.NewReader(cn)
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil || line == "\r\n" {
+					break
+				}
+			}
+			cn.Close()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+	})
+	_, err = openHandle(fmt.Sprintf(`{"workspace":%q,"auto_start":false}`, ws))
+	if codeOf(err) != "unavailable" || setError(err, nil) != codes["unavailable"] {
+		t.Fatalf("cairn_open against a daemon that cuts every handshake: %v (code %s, rc %d), want unavailable", err, codeOf(err), setError(err, nil))
+	}
+}
+
+// TestOpenDaemonModeEmbeddedHolder: a daemon-mode cairn_open of a workspace
+// this process holds in embedded mode fails at once with locked,
+// CAIRN_E_LOCKED, naming the holder's pid, and starts no daemon.
+func TestOpenDaemonModeEmbeddedHolder(t *testing.T) {
+	ws := t.TempDir()
+	h, err := openHandle(fmt.Sprintf(`{"workspace":%q,"embedded":true}`, ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = closeHandle(h) })
+	_, err = openHandle(fmt.Sprintf(`{"workspace":%q,"daemon":"/nonexistent/cairnd"}`, ws))
+	if codeOf(err) != "locked" || setError(err, nil) != codes["locked"] || !strings.Contains(messageOf(err), "pid "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("daemon-mode cairn_open of a workspace held embedded: %v (code %s), want locked naming pid %d", err, codeOf(err), os.Getpid())
+	}
+}
