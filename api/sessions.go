@@ -35,7 +35,9 @@ type SaveResult struct {
 // is "unknown", never "no changes".
 type Drift struct {
 	Tracked bool `json:"tracked"`
-	// Reason says why drift is not tracked, when it is not.
+	// Reason says why drift is not tracked, when it is not; when it is,
+	// a Reason says the lists may hold more than changes since the save
+	// (the generation's manifest was inexact: files.inexact).
 	Reason   string   `json:"reason,omitempty"`
 	Added    []string `json:"added"`
 	Modified []string `json:"modified"`

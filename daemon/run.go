@@ -41,6 +41,9 @@ type RunOptions struct {
 	Store fsstore.Options
 	// NoWorkspaceTracking turns the workspace tracker off.
 	NoWorkspaceTracking bool
+	// WatchLimit is workspace.Options.WatchLimit: tests set it (cairnd's
+	// hidden --test-watch-limit) to force the polling fallback.
+	WatchLimit int
 }
 
 // Run serves a workspace until ctx ends (graceful shutdown, then nil), the
@@ -81,7 +84,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 	var files *workspace.Tracker
 	eopts := engine.Options{Logger: log.Named("engine"), Root: ws, MaxReplyBytes: opts.MaxMessageSize}
 	if !opts.NoWorkspaceTracking {
-		tr, terr := workspace.Open(ws, workspace.Options{Logger: log.Named("workspace")})
+		tr, terr := workspace.Open(ws, workspace.Options{Logger: log.Named("workspace"), WatchLimit: opts.WatchLimit})
 		if terr != nil {
 			log.Warn("workspace tracking is off: the tracker could not start", "error", terr)
 		} else {

@@ -45,8 +45,15 @@ func (e *Engine) drift(ctx context.Context, from *session.ManifestRef) api.Drift
 	if err != nil {
 		return untracked("the manifest of this generation cannot be compared: " + err.Error())
 	}
-	return api.Drift{Tracked: true, Added: nonNil(added), Modified: nonNil(modified), Deleted: nonNil(deleted)}
+	d := api.Drift{Tracked: true, Added: nonNil(added), Modified: nonNil(modified), Deleted: nonNil(deleted)}
+	if from.Inexact {
+		d.Reason = inexactDrift
+	}
+	return d
 }
+
+// inexactDrift is the Reason of a drift measured from an inexact manifest.
+const inexactDrift = "the manifest of this generation was recorded while the workspace tracker was polling (inotify watch limit reached); files changed shortly before the save may be listed too"
 
 // touched lists every path of d once, sorted.
 func touched(d api.Drift) []string {

@@ -209,10 +209,15 @@ type Preview struct {
 }
 
 // ManifestRef points at the workspace manifest recorded with a generation.
+// Inexact is set when the manifest was taken from an index that may lag
+// the tree (the tracker was polling, past the inotify watch limit): a
+// change made shortly before the commit may be missing from it, and is
+// then reported as drift on resume.
 type ManifestRef struct {
 	ID      string `json:"id,omitempty"`
 	Clock   string `json:"clock,omitempty"`
 	Entries int64  `json:"entries,omitempty"`
+	Inexact bool   `json:"inexact,omitempty"`
 }
 
 // LoopCheckpoint is the boundary after a completed tool turn of a run. It is

@@ -18,9 +18,17 @@ import (
 // current clock. The first call after Open compares the whole tree with the
 // newest stored manifest, reusing its hashes where (size, mtime, ctime)
 // still match; the very first manifest of a workspace hashes every file.
+//
+// In the polling fallback it does not sync: waiting for a pass over a large
+// tree would hold the commit for as long as the walk takes. It records the
+// index as it stands, which lags the tree by at most one pass, and sets
+// Inexact in the reference.
 func (t *Tracker) RecordManifest(ctx context.Context) (session.ManifestRef, error) {
-	if err := t.Sync(ctx); err != nil {
-		return session.ManifestRef{}, fmt.Errorf("workspace.RecordManifest: %w", err)
+	inexact := t.polling()
+	if !inexact {
+		if err := t.Sync(ctx); err != nil {
+			return session.ManifestRef{}, fmt.Errorf("workspace.RecordManifest: %w", err)
+		}
 	}
 	t.mmu.Lock()
 	defer t.mmu.Unlock()
@@ -108,7 +116,7 @@ func (t *Tracker) RecordManifest(ctx context.Context) (session.ManifestRef, erro
 		prev = nil
 	}
 	if len(ops) == 0 && t.ms.last > 0 {
-		return session.ManifestRef{ID: t.ms.ref(t.ms.last), Clock: clock, Entries: int64(entries)}, nil
+		return session.ManifestRef{ID: t.ms.ref(t.ms.last), Clock: clock, Entries: int64(entries), Inexact: inexact}, nil
 	}
 	slices.SortFunc(ops, func(a, b mop) int { return strings.Compare(a.path, b.path) })
 	seq, err := t.ms.record(ops, entries, prev)
@@ -116,7 +124,7 @@ func (t *Tracker) RecordManifest(ctx context.Context) (session.ManifestRef, erro
 		restore()
 		return session.ManifestRef{}, fmt.Errorf("workspace.RecordManifest: %w", err)
 	}
-	return session.ManifestRef{ID: t.ms.ref(seq), Clock: clock, Entries: int64(entries)}, nil
+	return session.ManifestRef{ID: t.ms.ref(seq), Clock: clock, Entries: int64(entries), Inexact: inexact}, nil
 }
 
 // reuseHashes takes a manifest's hash for every item whose stat still
@@ -149,7 +157,8 @@ func (d FileDiff) Empty() bool { return len(d.Added)+len(d.Modified)+len(d.Delet
 // Diff compares the manifest from with the manifest to, or with the tree as
 // it is now when to is nil. "Now" is exact even if no tracker was running
 // since from was recorded (the daemon was down): the index was rebuilt by a
-// full scan at Open and kept current since, Diff syncs first, and every
+// full scan at Open and kept current since, Diff syncs first (in polling
+// mode an unthrottled pass over the tree, walked without the lock), and every
 // file whose (size, mtime, ctime) differs from its record in from (or whose
 // record was racy) is read and hashed again.
 //

@@ -9,8 +9,9 @@
 //     lazily and cached by (size, mtime, ctime)) matches the tree after
 //     Sync: every change made before Sync was called is in it. In watching
 //     mode Sync creates a cookie file in .cairn/ and waits for its inotify
-//     event (one inotify instance delivers events in order); in polling
-//     mode, or if the cookie is not seen in time, it rescans.
+//     event (one inotify instance delivers events in order); if the cookie
+//     is not seen in time, it rescans; in polling mode it waits for a pass
+//     that starts after it was called.
 //   - Watching is recursive: a directory that appears gets its watch before
 //     it is read, so names created before the watch existed are found by
 //     the read and later ones by events (mkdir -p a/b/c && touch a/b/c/f is
@@ -20,9 +21,20 @@
 //   - On an inotify queue overflow (fsnotify.ErrEventOverflow) the tree is
 //     rescanned and the overflow counted. When inotify watches run out
 //     (ENOSPC from inotify_add_watch) or inotify is unavailable, the
-//     tracker polls every Options.PollInterval instead and Status names the
-//     limit to raise (fs.inotify.max_user_watches, or
-//     fs.inotify.max_user_instances).
+//     tracker polls instead and Status names the limit to raise
+//     (fs.inotify.max_user_watches, or fs.inotify.max_user_instances).
+//   - Polling never holds the tracker lock across a walk: a pass reads 64
+//     directories without it, then applies them under it in one hold. Its
+//     CPU budget: a background pass starts at most every
+//     Options.PollInterval and works at most Options.PollDuty (10%) of
+//     wall time, sleeping after each slice nine times as long as the slice
+//     took, so an idle tracker costs at most about a tenth of one core
+//     whatever the tree's size; the index then lags the tree by up to one
+//     pass. RecordManifest does not wait for a pass: in polling mode its
+//     reference has Inexact set. Sync, Changes and Diff against the tree
+//     run an unthrottled pass of their own (still without the lock), so
+//     drift stays exact. The walk checks the stop signal before every
+//     directory, so Close returns within one directory's read.
 //   - Symlinks are recorded as links with their target string and never
 //     followed: scans and hashing go through an os.Root of the workspace,
 //     which refuses to resolve a path out of it, and a link is never

@@ -10,8 +10,15 @@ import (
 
 // Defaults for Options fields left zero.
 const (
-	// DefaultPollInterval is how often the polling fallback rescans the tree.
+	// DefaultPollInterval is how often the polling fallback starts a pass
+	// over the tree (a pass that runs longer starts the next one when it
+	// ends).
 	DefaultPollInterval = 2 * time.Second
+	// DefaultPollDuty is the share of wall time the polling fallback's scan
+	// may work: after each slice of directories it sleeps nine times as
+	// long as the slice took, so an idle tracker over any tree costs at
+	// most about a tenth of one core.
+	DefaultPollDuty = 0.10
 	// DefaultCookieTimeout bounds how long Sync waits for its cookie event
 	// before it falls back to a full rescan.
 	DefaultCookieTimeout = 5 * time.Second
@@ -36,8 +43,14 @@ type Options struct {
 	// debug detail. Nil discards them.
 	Logger hclog.Logger
 
-	// PollInterval is the rescan period of the polling fallback.
+	// PollInterval is the period of the polling fallback's passes.
 	PollInterval time.Duration
+
+	// PollDuty, in (0, 1], bounds the share of wall time the polling
+	// fallback's background scan works (see DefaultPollDuty). Scans that
+	// a caller waits for (Sync, Changes, Diff against the tree) are not
+	// throttled.
+	PollDuty float64
 
 	// CookieTimeout bounds how long Sync waits for its cookie event.
 	CookieTimeout time.Duration
@@ -54,12 +67,17 @@ type Options struct {
 	// WatchLimit, when positive, makes the tracker behave as if the kernel
 	// refused more than WatchLimit directory watches with ENOSPC
 	// (fs.inotify.max_user_watches exhausted). It exists so tests can
-	// trigger the polling fallback; leave it zero in production.
+	// trigger the polling fallback without changing the sysctl (cairnd's
+	// hidden --test-watch-limit flag sets it); leave it zero in production.
 	WatchLimit int
 
 	// HashWorkers bounds the goroutines hashing files in parallel for
 	// RecordManifest and Diff; zero means GOMAXPROCS.
 	HashWorkers int
+
+	// pollHook, when set (tests only), is called by the polling fallback
+	// before each directory it reads, outside the lock.
+	pollHook func(rel string)
 
 	// FS is the file system the manifest store's files are reached
 	// through, its lock excepted. Nil means vfs.OS; power-cut tests pass
@@ -73,6 +91,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = DefaultPollInterval
+	}
+	if o.PollDuty <= 0 || o.PollDuty > 1 {
+		o.PollDuty = DefaultPollDuty
 	}
 	if o.CookieTimeout <= 0 {
 		o.CookieTimeout = DefaultCookieTimeout

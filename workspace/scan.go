@@ -23,19 +23,40 @@ type scanned struct {
 // and recurses into subdirectories: new ones always, existing ones when
 // full. In watching mode it adds d's watch before reading the directory, so
 // a name created afterwards is reported by an event and one created before
-// is read here: nothing falls between the two.
+// is read here: nothing falls between the two. It holds the lock for the
+// whole subtree, so it serves Open, watching mode and new directories named
+// by events; the polling fallback walks without the lock (poll.go).
 func (t *Tracker) scanDirLocked(d *dirNode, dr *os.Root, full bool) error {
 	if t.watcher != nil {
 		t.watchLocked(d)
 	}
-	f, err := dr.Open(".")
+	items, err := readDirItems(dr, d.path, &t.match)
 	if err != nil {
 		return err
+	}
+	t.reconcileLocked(d, items, func(sub *dirNode, name string, isNew bool) {
+		if !isNew && !full {
+			return
+		}
+		if err := t.scanSubdirLocked(d, sub, dr, name); err != nil {
+			t.log.Debug("scan subdirectory", "path", sub.path, "error", err)
+		}
+	})
+	return nil
+}
+
+// readDirItems reads the directory dr (the workspace path rel) and lstats
+// each name in it, leaving out what m ignores. It touches no tracker state,
+// so the polling fallback calls it without the lock.
+func readDirItems(dr *os.Root, rel string, m *matcher) ([]scanned, error) {
+	f, err := dr.Open(".")
+	if err != nil {
+		return nil, err
 	}
 	names, err := f.Readdirnames(-1)
 	f.Close()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sort.Strings(names)
 	items := make([]scanned, 0, len(names))
@@ -45,8 +66,7 @@ func (t *Tracker) scanDirLocked(d *dirNode, dr *os.Root, full bool) error {
 			continue // removed since it was listed; its event (if any) will say so
 		}
 		st := statOf(fi)
-		rel := join(d.path, name)
-		if t.match.ignored(rel, st.mode.IsDir()) {
+		if m.ignored(join(rel, name), st.mode.IsDir()) {
 			continue
 		}
 		it := scanned{name: name, st: st}
@@ -56,6 +76,13 @@ func (t *Tracker) scanDirLocked(d *dirNode, dr *os.Root, full bool) error {
 		}
 		items = append(items, it)
 	}
+	return items, nil
+}
+
+// reconcileLocked makes d's entries match items (one directory's sorted
+// contents) and calls visit, in order, for every subdirectory, with isNew
+// set when it has just entered the index.
+func (t *Tracker) reconcileLocked(d *dirNode, items []scanned, visit func(sub *dirNode, name string, isNew bool)) {
 	// Names gone from the directory (or now ignored) go first.
 	for i := len(d.entries) - 1; i >= 0; i-- {
 		name := d.entries[i].name
@@ -79,14 +106,8 @@ func (t *Tracker) scanDirLocked(d *dirNode, dr *os.Root, full bool) error {
 			sub = &dirNode{path: rel}
 			t.dirs[rel] = sub
 		}
-		if !isNew && !full {
-			continue
-		}
-		if err := t.scanSubdirLocked(d, sub, dr, it.name); err != nil {
-			t.log.Debug("scan subdirectory", "path", rel, "error", err)
-		}
+		visit(sub, it.name, isNew)
 	}
-	return nil
 }
 
 // scanSubdirLocked opens name under dr and scans it as sub; if it cannot be
@@ -107,9 +128,10 @@ func (t *Tracker) scanSubdirLocked(parent, sub *dirNode, dr *os.Root, name strin
 	return nil
 }
 
-// fullRescan reconciles the whole tree with the disk (after an overflow, in
-// polling mode, for Sync without cookies) and releases the Sync calls that
-// were waiting when it began.
+// fullRescan reconciles the whole tree with the disk in watching mode
+// (after an overflow, for Sync without cookies) and releases the Sync
+// calls that were waiting when it began. The polling fallback never calls
+// it: its passes walk without the lock (poll.go).
 func (t *Tracker) fullRescan(reason string) {
 	t.mu.Lock()
 	start := t.cookieSeq

@@ -215,7 +215,9 @@ func (t *Tracker) Root() string { return t.root }
 // in the index. In watching mode it creates a unique cookie file in .cairn/
 // and waits for its event (inotify delivers one instance's events in
 // order, so every earlier change has been read by then); if the cookie is
-// not seen within CookieTimeout, or in polling mode, it rescans instead.
+// not seen within CookieTimeout it rescans instead. In polling mode it waits
+// for an unthrottled pass that starts after the call (poll.go), which holds
+// the lock only to apply each slice of directories.
 func (t *Tracker) Sync(ctx context.Context) error {
 	t.mu.Lock()
 	if t.closed {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -19,7 +18,8 @@ import (
 const (
 	// ModeWatching means inotify watches cover every indexed directory.
 	ModeWatching = "watching"
-	// ModePolling means the tracker rescans the tree every PollInterval.
+	// ModePolling means the tracker walks the tree in throttled passes
+	// (see poll.go), at most one starting every PollInterval.
 	ModePolling = "polling"
 )
 
@@ -127,15 +127,12 @@ func (t *Tracker) rel(name string) (string, bool) {
 const maxBatch = 16384
 
 // run is the tracker's one event loop: it reads fsnotify events and errors,
-// applies them in batches, rescans on overflow and on request, and polls
-// when watching is impossible. It owns t.watcher.
+// applies them in batches, rescans on overflow and on request, and, once
+// watching is impossible, hands over to the polling fallback (poll) for
+// good. It owns t.watcher.
 func (t *Tracker) run() {
 	defer close(t.done)
-	var ticker *time.Ticker
 	defer func() {
-		if ticker != nil {
-			ticker.Stop()
-		}
 		t.mu.Lock()
 		w := t.watcher
 		t.watcher = nil
@@ -149,25 +146,18 @@ func (t *Tracker) run() {
 		w, rescan := t.watcher, t.needRescan
 		t.needRescan = false
 		t.mu.Unlock()
-		if rescan {
-			t.fullRescan("fallback or ignore rules changed")
-			continue
+		if w == nil {
+			t.poll(rescan)
+			return
 		}
-		var evC chan fsnotify.Event
-		var errC chan error
-		var pollC <-chan time.Time
-		if w != nil {
-			evC, errC = w.Events, w.Errors
-		} else {
-			if ticker == nil {
-				ticker = time.NewTicker(t.opts.PollInterval)
-			}
-			pollC = ticker.C
+		if rescan {
+			t.fullRescan("ignore rules changed")
+			continue
 		}
 		select {
 		case <-t.closing:
 			return
-		case ev, ok := <-evC:
+		case ev, ok := <-w.Events:
 			if !ok {
 				t.lostWatcher(w)
 				continue
@@ -176,7 +166,7 @@ func (t *Tracker) run() {
 		drain:
 			for n := 0; n < maxBatch; n++ {
 				select {
-				case ev, ok := <-evC:
+				case ev, ok := <-w.Events:
 					if !ok {
 						break drain
 					}
@@ -186,7 +176,7 @@ func (t *Tracker) run() {
 				}
 			}
 			t.applyBatch()
-		case err, ok := <-errC:
+		case err, ok := <-w.Errors:
 			if !ok {
 				t.lostWatcher(w)
 				continue
@@ -203,8 +193,6 @@ func (t *Tracker) run() {
 			t.applyBatch()
 			t.fullRescan(req.reason)
 			close(req.done)
-		case <-pollC:
-			t.fullRescan("poll")
 		}
 	}
 }

@@ -345,6 +345,7 @@ export interface ManifestRef {
   clock?: string;
   entries?: number;
   id?: string;
+  inexact?: boolean;
 }
 
 export interface MessagesRequest {

@@ -33,7 +33,7 @@ flags:
 
 func main() {
 	fs := flag.NewFlagSet("cairnd", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), usage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usage); printVisibleDefaults(fs) }
 	ws := fs.String("workspace", "", "workspace `dir` to serve (default: the current directory)")
 	level := fs.String("log-level", "", "log level: trace, debug, info, warn, error (default: $CAIRN_LOG_LEVEL, else info)")
 	idle := fs.Duration("idle-timeout", 0, "exit after no client has been connected for this `duration` (0: never)")
@@ -43,6 +43,9 @@ func main() {
 	maxSession := fs.Int64("max-session-bytes", fsstore.DefaultMaxSessionBytes, "largest a session's live data may grow, in `bytes`: a save past it fails with too_large (edits that shrink a session are always taken)")
 	noTrack := fs.Bool("no-track-files", false, "do not watch the workspace tree (drift is then reported as not tracked)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	// Hidden, for tests: forces the polling fallback past a watch budget
+	// without changing fs.inotify.max_user_watches.
+	watchLimit := fs.Int(hiddenWatchLimit, 0, "behave as if inotify refused more than this many directory watches (tests only)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
@@ -87,6 +90,7 @@ func main() {
 		Store:           fsstore.Options{MaxSessionBytes: *maxSession},
 
 		NoWorkspaceTracking: *noTrack,
+		WatchLimit:          *watchLimit,
 	})
 	switch {
 	case errors.Is(err, daemon.ErrAlreadyRunning):
@@ -96,4 +100,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "cairnd:", err)
 		os.Exit(1)
 	}
+}
+
+// hiddenWatchLimit names the test-only flag that usage leaves out.
+const hiddenWatchLimit = "test-watch-limit"
+
+// printVisibleDefaults prints the flags' defaults, leaving out the hidden
+// test-only flag.
+func printVisibleDefaults(fs *flag.FlagSet) {
+	visible := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	visible.SetOutput(fs.Output())
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name != hiddenWatchLimit {
+			visible.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	visible.PrintDefaults()
 }

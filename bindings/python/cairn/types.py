@@ -325,6 +325,7 @@ class ManifestRef(TypedDict, total=False):
     id: str
     clock: str
     entries: int
+    inexact: bool
 
 
 class _SnapshotBase(TypedDict):

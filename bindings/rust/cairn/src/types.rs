@@ -428,6 +428,11 @@ pub struct ManifestRef {
     pub clock: String,
     #[serde(skip_serializing_if = "is_zero_i64")]
     pub entries: i64,
+    /// Set when the manifest was taken while the tracker was polling (past
+    /// the inotify watch limit): it may miss changes made shortly before
+    /// the commit.
+    #[serde(skip_serializing_if = "is_false")]
+    pub inexact: bool,
 }
 
 /// The boundary after a completed tool turn of a run (as stored; found in
