@@ -90,22 +90,23 @@ func TestE2EBadInput(t *testing.T) {
 		msg    []byte
 		code   string
 		withID bool
+		text   string // in the error message: what refused it
 	}{
-		{"garbage", websocket.MessageBinary, []byte("GET / HTTP/1.1\r\n\r\n\x00\xff"), "bad_request", false},
-		{"truncated CBOR", websocket.MessageBinary, statusReq[:len(statusReq)-3], "bad_request", false},
-		{"deep nesting", websocket.MessageBinary, deepRequest(200), "bad_request", false},
-		{"unknown method", websocket.MessageBinary, mustReq(7, "dropTables", nil), "method_not_found", true},
-		{"wrong param types", websocket.MessageBinary, mustReq(8, api.Save.Name, map[string]any{"session_id": 12, "change": "x"}), "bad_request", true},
-		{"text message", websocket.MessageText, []byte(`{"id":1,"method":"status"}`), "bad_request", false},
-		{"empty message", websocket.MessageBinary, nil, "bad_request", false},
+		{"garbage", websocket.MessageBinary, []byte("GET / HTTP/1.1\r\n\r\n\x00\xff"), "bad_request", false, ""},
+		{"truncated CBOR", websocket.MessageBinary, statusReq[:len(statusReq)-3], "bad_request", false, "truncated"},
+		{"deep nesting", websocket.MessageBinary, deepRequest(200), "bad_request", true, "nesting deeper"},
+		{"unknown method", websocket.MessageBinary, mustReq(7, "dropTables", nil), "method_not_found", true, ""},
+		{"wrong param types", websocket.MessageBinary, mustReq(8, api.Save.Name, map[string]any{"session_id": 12, "change": "x"}), "bad_request", true, "wrong type"},
+		{"text message", websocket.MessageText, []byte(`{"id":1,"method":"status"}`), "bad_request", false, ""},
+		{"empty message", websocket.MessageBinary, nil, "bad_request", false, ""},
 	}
 	for _, tc := range cases {
 		if err := ws.Write(ctx, tc.typ, tc.msg); err != nil {
 			t.Fatalf("%s: write: %v", tc.name, err)
 		}
 		r := answer(t, ctx, ws)
-		if r.Error == nil || r.Error.Code != tc.code || (r.ID != nil) != tc.withID {
-			t.Fatalf("%s: answer %+v (error %+v), want code %s, id present %v", tc.name, r, r.Error, tc.code, tc.withID)
+		if r.Error == nil || r.Error.Code != tc.code || (r.ID != nil) != tc.withID || !strings.Contains(r.Error.Message, tc.text) {
+			t.Fatalf("%s: answer %+v (error %+v), want code %s (%q), id present %v", tc.name, r, r.Error, tc.code, tc.text, tc.withID)
 		}
 		if err := ws.Write(ctx, websocket.MessageBinary, statusReq); err != nil {
 			t.Fatalf("%s: connection unusable: %v", tc.name, err)
@@ -113,6 +114,15 @@ func TestE2EBadInput(t *testing.T) {
 		if r := answer(t, ctx, ws); r.Error != nil || r.ID == nil || *r.ID != 9 {
 			t.Fatalf("%s: status afterwards: %+v", tc.name, r)
 		}
+	}
+
+	// The deep request within the nesting limit is served: nothing else
+	// in it was refused above.
+	if err := ws.Write(ctx, websocket.MessageBinary, deepRequest(10)); err != nil {
+		t.Fatal(err)
+	}
+	if r := answer(t, ctx, ws); r.Error != nil || r.ID == nil || *r.ID != 3 {
+		t.Fatalf("deep request within the limit: %+v (error %+v)", r, r.Error)
 	}
 
 	// Over the limit: the connection is closed with 1009.
@@ -131,10 +141,14 @@ func TestE2EBadInput(t *testing.T) {
 			t.Fatalf("subprotocol %v: %v %v", sp, resp, err)
 		}
 	}
-	// An Origin header: HTTP 403.
-	_, resp, err := rawDial(ctx, p.sock, []string{protocol.Subprotocol}, http.Header{"Origin": {"http://evil.example"}})
+	// An Origin header naming the Host, which the WebSocket library would
+	// let through: cairnd's own 403 (TestE2EWireOrigin tries more).
+	_, resp, err := rawDial(ctx, p.sock, []string{protocol.Subprotocol}, http.Header{"Origin": {"http://cairnd"}})
 	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("origin: %v %v", resp, err)
+	}
+	if body, _ := io.ReadAll(resp.Body); !strings.Contains(string(body), "cairnd: requests with an Origin header are refused") {
+		t.Fatalf("origin: refused with %q, not by cairnd", body)
 	}
 	// Not HTTP at all: the connection is closed, the daemon goes on.
 	nc, err := net.Dial("unix", p.sock)
@@ -183,9 +197,10 @@ func mustReq(id uint64, method string, params any) []byte {
 	return b
 }
 
-// deepRequest is a status request without an id whose params nest n arrays.
+// deepRequest is a status request with id 3 whose params hold, under a key
+// status ignores, n nested arrays: only the nesting can refuse it.
 func deepRequest(n int) []byte {
-	b := []byte{0xa2, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x66, 's', 't', 'a', 't', 'u', 's', 0x66, 'p', 'a', 'r', 'a', 'm', 's'}
+	b := []byte{0xa3, 0x62, 'i', 'd', 0x03, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x66, 's', 't', 'a', 't', 'u', 's', 0x66, 'p', 'a', 'r', 'a', 'm', 's', 0xa1, 0x61, 'x'}
 	b = append(b, bytes.Repeat([]byte{0x81}, n)...)
 	return append(b, 0x00)
 }
