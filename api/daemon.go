@@ -27,7 +27,10 @@ type HelloResult struct {
 type HelloCapabilities struct {
 	Store   session.Capabilities `json:"store"`
 	Methods []string             `json:"methods"`
-	Events  []string             `json:"events"`
+	// Events lists every event that can be pushed: from the daemon,
+	// events.dropped included (api.EventNames); embedded, only those a
+	// subscriber may name, as dropped events are counted instead.
+	Events []string `json:"events"`
 }
 
 // Limits are the limits a daemon enforces (protocol/PROTOCOL.md §4).

@@ -104,6 +104,16 @@ var Events = []EventSpec{
 	{EventDropped, reflect.TypeFor[DroppedData]()},
 }
 
+// EventNames lists every event a daemon pushes, in the order of Events:
+// hello's capabilities.events.
+func EventNames() []string {
+	out := make([]string, len(Events))
+	for i, e := range Events {
+		out[i] = e.Name
+	}
+	return out
+}
+
 // SubscribableEvents lists the events a subscriber may name: every event
 // but events.dropped, which is always delivered.
 func SubscribableEvents() []string {

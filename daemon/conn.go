@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -159,7 +160,7 @@ func (c *wsConn) readLoop() error {
 			switch {
 			case c.isShed():
 				return errShed
-			case errors.Is(err, websocket.ErrMessageTooBig):
+			case errors.Is(err, websocket.ErrMessageTooBig), c.fc != nil && c.fc.isTooBig():
 				c.log.Warn("closed connection: message over the size limit", "limit", c.s.cfg.MaxMessageSize)
 			case c.fc != nil && c.fc.isStalled():
 				c.log.Warn("closing connection: a frame stalled", "frame_timeout", c.s.cfg.FrameTimeout)
@@ -181,14 +182,17 @@ func (c *wsConn) isShed() bool {
 }
 
 // closeStatus is the close status serve sends once the reader has ended:
-// 0 (none; the connection just closes) unless the answer budget shed the
-// connection or a frame stalled.
+// 0 (none; the connection just closes, or the library already sent one)
+// unless the answer budget shed the connection, a frame stalled, or a frame
+// header declared a message over the size limit.
 func (c *wsConn) closeStatus() (websocket.StatusCode, string) {
 	switch {
 	case c.isShed():
 		return CloseAnswerBudget, ReasonAnswerBudget
 	case c.fc != nil && c.fc.isStalled():
 		return CloseFrameTimeout, ReasonFrameTimeout
+	case c.fc != nil && c.fc.isTooBig():
+		return websocket.StatusMessageTooBig, fmt.Sprintf("cairnd: message over the size limit of %d bytes", c.s.cfg.MaxMessageSize)
 	}
 	return 0, ""
 }
@@ -274,7 +278,7 @@ func (c *wsConn) fail(id *uint64, method string, err error, message string, coun
 		we.Message = message
 	}
 	if protocol.CodeOf(err) == api.CodeMethodNotFound {
-		we.Data = map[string]any{"method": truncate(method, 64)}
+		we.Data = map[string]any{"method": truncate(method, maxEchoedMethod)}
 	}
 	if we.Code == string(session.CodeInternal) {
 		c.log.Error("request failed", "method", truncate(method, 64), "error", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -111,7 +112,7 @@ func hello(_ context.Context, c *wsConn, p api.HelloParams) (api.HelloResult, er
 		Capabilities: api.HelloCapabilities{
 			Store:   s.cfg.Backend.Capabilities(),
 			Methods: api.MethodNames(),
-			Events:  api.SubscribableEvents(),
+			Events:  api.EventNames(),
 		},
 		Limits: protocol.DefaultLimits(s.cfg.MaxMessageSize),
 	}, nil
@@ -126,10 +127,15 @@ func subscribe(add bool) func(context.Context, *wsConn, api.SubscribeParams) (ap
 	}
 }
 
-// truncate shortens client-supplied text before it reaches a log or message.
+// truncate shortens client-supplied text before it reaches a log or
+// message: to at most n bytes, cut at a character boundary so that valid
+// UTF-8 stays valid, followed by "…".
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }
@@ -137,7 +143,11 @@ func truncate(s string, n int) string {
 // uptime is time since start in milliseconds.
 func uptime(start time.Time) int64 { return time.Since(start).Milliseconds() }
 
+// maxEchoedMethod is how many bytes of an unknown method's name its
+// method_not_found answer echoes (PROTOCOL.md §7).
+const maxEchoedMethod = 64
+
 // methodNotFound is the error for an unknown method.
 func methodNotFound(method string) error {
-	return fmt.Errorf("%w: no method %q", protocol.ErrMethodNotFound, truncate(method, 64))
+	return fmt.Errorf("%w: no method %q", protocol.ErrMethodNotFound, truncate(method, maxEchoedMethod))
 }

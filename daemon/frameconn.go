@@ -3,6 +3,7 @@ package daemon
 import (
 	"bufio"
 	"errors"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +14,10 @@ import (
 // errReadsShut is what a frameConn's reads return once shutReads was called.
 var errReadsShut = errors.New("daemon: reads shut on this connection")
 
+// errTooBig is what a frameConn's reads return once a frame header declared
+// a message over the size limit.
+var errTooBig = errors.New("daemon: a frame header declares a message over the size limit")
+
 // frameConn is the socket under one protocol connection, from the upgrade
 // on. It follows the WebSocket framing of the bytes it hands the WebSocket
 // library (frameCursor), so it knows when a frame has started to arrive and
@@ -20,6 +25,13 @@ var errReadsShut = errors.New("daemon: reads shut on this connection")
 // starts, and a sender that stalls mid-frame for that long fails the read
 // (stalled reports it). Between frames reads have no deadline: an idle
 // connection stays open.
+//
+// It also checks each data frame's declared length as soon as the frame's
+// header is complete: when the message's frames so far declare more than
+// the size limit, it hands the library the header and nothing more, and
+// every later read fails (tooBig reports it). The payload is never read, so
+// the connection is closed with 1009 at once, not after the library's read
+// limit has counted the message's bytes in.
 //
 // The library reads under its own read lock, so Read is never called
 // concurrently; mu orders Read's deadline against shutReads.
@@ -32,6 +44,7 @@ type frameConn struct {
 	shut     bool       // shutReads was called
 	deadline bool       // a read deadline is set
 	stalled  bool       // a read failed on the frame deadline
+	tooBig   bool       // a frame header declared a message over the limit
 }
 
 // Read reads from the socket with the frame deadline when a frame is
@@ -41,6 +54,10 @@ func (f *frameConn) Read(p []byte) (int, error) {
 	if f.shut {
 		f.mu.Unlock()
 		return 0, errReadsShut
+	}
+	if f.tooBig {
+		f.mu.Unlock()
+		return 0, errTooBig
 	}
 	switch {
 	case f.cur.inFrame():
@@ -52,7 +69,13 @@ func (f *frameConn) Read(p []byte) (int, error) {
 	}
 	f.mu.Unlock()
 	n, err := f.Conn.Read(p)
-	f.cur.advance(p[:n])
+	if k := f.cur.advance(p[:n]); f.cur.over {
+		// What came after the header is the refused payload: drop it.
+		f.mu.Lock()
+		f.tooBig = true
+		f.mu.Unlock()
+		return k, nil
+	}
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		f.mu.Lock()
 		if f.shut {
@@ -74,6 +97,13 @@ func (f *frameConn) shutReads() {
 	_ = f.Conn.SetReadDeadline(time.Unix(1, 0))
 }
 
+// isTooBig reports whether a frame header declared a message over the limit.
+func (f *frameConn) isTooBig() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tooBig
+}
+
 // isStalled reports whether a read failed because a frame stalled.
 func (f *frameConn) isStalled() bool {
 	f.mu.Lock()
@@ -84,32 +114,43 @@ func (f *frameConn) isStalled() bool {
 // frameCursor follows the frame boundaries of a WebSocket byte stream
 // (RFC 6455 §5.2): a 2-byte header start, 0, 2 or 8 bytes of extended
 // payload length, 4 bytes of mask key when the mask bit is set, then the
-// payload. It reads only the header bytes; payload is skipped in bulk.
+// payload. It reads only the header bytes; payload is skipped in bulk. With
+// a limit, it adds up the declared payload of each data message's frames
+// (control frames do not count) and stops at a header that takes the
+// message over the limit.
 type frameCursor struct {
-	have int    // header bytes of the current frame seen so far
-	ext  int    // its extended payload length bytes: 0, 2 or 8
-	hlen int    // its header's full length, once the second byte is seen
-	plen uint64 // the payload length being read from the header
-	left uint64 // payload bytes of the current frame still to come
+	have  int    // header bytes of the current frame seen so far
+	ext   int    // its extended payload length bytes: 0, 2 or 8
+	hlen  int    // its header's full length, once the second byte is seen
+	op    byte   // its opcode
+	plen  uint64 // the payload length being read from the header
+	left  uint64 // payload bytes of the current frame still to come
+	limit uint64 // the largest message; 0: none
+	msg   uint64 // payload declared by the current data message's frames
+	over  bool   // a header took a message over limit; the cursor stopped
 }
 
 // inFrame reports whether a frame has started and not ended.
 func (c *frameCursor) inFrame() bool { return c.have > 0 || c.left > 0 }
 
-// advance moves the cursor over b.
-func (c *frameCursor) advance(b []byte) {
-	for len(b) > 0 {
+// advance moves the cursor over b and returns how many bytes of b it took:
+// all of them, unless a header in b takes a message over the limit; then
+// it stops just after that header, and over is set.
+func (c *frameCursor) advance(b []byte) int {
+	n := 0
+	for n < len(b) && !c.over {
 		if c.left > 0 {
-			k := min(uint64(len(b)), c.left)
+			k := min(uint64(len(b)-n), c.left)
 			c.left -= k
-			b = b[k:]
+			n += int(k)
 			continue
 		}
-		x := b[0]
-		b = b[1:]
+		x := b[n]
+		n++
 		c.have++
 		switch {
 		case c.have == 1: // FIN, RSV and opcode: no length in it
+			c.op = x & 0x0f
 		case c.have == 2:
 			c.ext, c.plen = 0, uint64(x&0x7f)
 			switch c.plen {
@@ -126,8 +167,25 @@ func (c *frameCursor) advance(b []byte) {
 			c.plen = c.plen<<8 | uint64(x)
 		}
 		if c.have >= 2 && c.have == c.hlen {
+			c.count()
 			c.left, c.have, c.ext, c.hlen, c.plen = c.plen, 0, 0, 0, 0
 		}
+	}
+	return n
+}
+
+// count adds a complete header's payload length to its message's.
+func (c *frameCursor) count() {
+	switch c.op {
+	case 0x1, 0x2: // text, binary: a new message
+		c.msg = c.plen
+	case 0x0: // continuation
+		c.msg += min(c.plen, math.MaxUint64-c.msg)
+	default: // control frames are not part of a message
+		return
+	}
+	if c.limit > 0 && c.msg > c.limit {
+		c.over = true
 	}
 }
 
@@ -139,6 +197,7 @@ func (c *frameCursor) advance(b []byte) {
 type hijackTap struct {
 	http.ResponseWriter
 	timeout time.Duration
+	limit   int64      // the message size limit
 	fc      *frameConn // set by Hijack
 }
 
@@ -153,9 +212,13 @@ func (h *hijackTap) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	h.fc = &frameConn{Conn: conn, timeout: h.timeout}
+	h.fc.cur.limit = uint64(max(h.limit, 0))
 	if n := brw.Reader.Buffered(); n > 0 {
+		// These reach the library before anything read through h.fc: an
+		// oversized header among them fails the first read of h.fc.
 		early, _ := brw.Reader.Peek(n)
 		h.fc.cur.advance(early)
+		h.fc.tooBig = h.fc.cur.over
 	}
 	return h.fc, brw, nil
 }

@@ -70,3 +70,62 @@ func TestFrameCursor(t *testing.T) {
 		}
 	})
 }
+
+// TestFrameCursorLimit: with a limit, the cursor stops just after the
+// header that takes a data message over it, wherever the reads split the
+// stream: a single frame or the frames of a fragmented message, with a
+// control frame between them not counted; a message of exactly the limit
+// passes.
+func TestFrameCursorLimit(t *testing.T) {
+	const limit = 1000
+	frame := func(fin bool, op byte, n int) []byte {
+		b := wsFrame(n, true)
+		b[0] = op
+		if fin {
+			b[0] |= 0x80
+		}
+		return b
+	}
+	cat := func(parts ...[]byte) []byte {
+		var b []byte
+		for _, p := range parts {
+			b = append(b, p...)
+		}
+		return b
+	}
+	hdr := func(b []byte, n int) int { return len(b) - n } // where a frame's header ends
+	over1 := frame(true, 2, limit+1)
+	tests := []struct {
+		name   string
+		stream []byte
+		stop   int // bytes taken; -1: all, never over
+	}{
+		{"exactly the limit", frame(true, 2, limit), -1},
+		{"one byte over", over1, hdr(over1, limit+1)},
+		{"two messages of the limit", cat(frame(true, 2, limit), frame(true, 1, limit)), -1},
+		{"fragments of the limit", cat(frame(false, 2, 600), frame(true, 9, 100), frame(true, 0, 400)), -1},
+		{"fragments over the limit", cat(frame(false, 2, 600), frame(true, 9, 100), frame(true, 0, 401)), len(cat(frame(false, 2, 600), frame(true, 9, 100))) + hdr(frame(true, 0, 401), 401)},
+		{"after a message of the limit", cat(frame(true, 2, limit), over1), len(frame(true, 2, limit)) + hdr(over1, limit+1)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(3, 4))
+			for range 100 {
+				c := frameCursor{limit: limit}
+				took := 0
+				for at := 0; at < len(tc.stream) && !c.over; {
+					n := min(1+r.IntN(300), len(tc.stream)-at)
+					took += c.advance(tc.stream[at : at+n])
+					at += n
+				}
+				want := tc.stop
+				if want < 0 {
+					want = len(tc.stream)
+				}
+				if took != want || c.over != (tc.stop >= 0) {
+					t.Fatalf("took %d bytes, over %v; want %d, over %v", took, c.over, want, tc.stop >= 0)
+				}
+			}
+		})
+	}
+}

@@ -99,6 +99,7 @@ type Server struct {
 
 	mu       sync.Mutex // guards the fields below
 	conns    map[*wsConn]struct{}
+	upgrades int // upgrades admitted (reserveConn) and not yet added or given up
 	stopping bool
 	inFlight int           // requests started and not yet answered
 	drained  chan struct{} // closed when stopping and inFlight == 0
@@ -247,21 +248,23 @@ func (s *Server) resetIdleLocked() {
 	s.idle.Reset(s.cfg.IdleTimeout)
 }
 
-// Shutdown stops the server gracefully: it stops accepting connections,
-// answers new requests with "unavailable", waits for the requests in
-// flight, then closes every connection with status 1001 (going away). When
-// ctx ends first, it closes whatever is left at once and returns ctx's
-// error. It is safe to call more than once and concurrently with Close.
+// Shutdown stops the server gracefully: it answers new requests with
+// "unavailable" and waits for the requests in flight, then closes the
+// listener and every connection with status 1001 (going away). While the
+// requests drain the listener stays open, so /healthz answers 503
+// "stopping" and upgrades are refused with 503. When ctx ends first, it
+// closes whatever is left at once and returns ctx's error. It is safe to
+// call more than once and concurrently with Close.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.beginStop()
-	// No new connections; hijacked WebSocket connections are ours to close.
-	herr := s.httpSrv.Shutdown(ctx)
 	select {
 	case <-s.drained:
 	case <-ctx.Done():
 		s.Close()
 		return fmt.Errorf("daemon.Shutdown: waiting for requests in flight: %w", ctx.Err())
 	}
+	// No new connections; hijacked WebSocket connections are ours to close.
+	herr := s.httpSrv.Shutdown(ctx)
 	s.mu.Lock()
 	conns := make([]*wsConn, 0, len(s.conns))
 	for c := range s.conns {
@@ -352,11 +355,34 @@ func (s *Server) endRequest() {
 	}
 }
 
-// addConn registers a connection; false when stopping or full.
+// reserveConn admits an upgrade before its 101 is written: the upgrade
+// counts against MaxConnections from now until addConn or unreserveConn,
+// so a burst of upgrades cannot pass the limit. False when stopping or
+// full.
+func (s *Server) reserveConn() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping || len(s.conns)+s.upgrades >= protocol.MaxConnections {
+		return false
+	}
+	s.upgrades++
+	return true
+}
+
+// unreserveConn gives up an upgrade reserveConn admitted.
+func (s *Server) unreserveConn() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.upgrades--
+}
+
+// addConn registers the connection of an upgrade reserveConn admitted;
+// false when the server started stopping meanwhile.
 func (s *Server) addConn(c *wsConn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopping || len(s.conns) >= protocol.MaxConnections {
+	s.upgrades--
+	if s.stopping {
 		return false
 	}
 	s.conns[c] = struct{}{}
@@ -414,8 +440,11 @@ func (s *Server) filesStatus() *api.FilesStatus {
 
 // ServeHTTP serves /healthz and the WebSocket upgrade.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, origin := r.Header["Origin"]
 	switch {
-	case r.Header.Get("Origin") != "":
+	case origin:
+		// Any Origin, an empty one included: only a browser sends one, and
+		// coder/websocket's own check lets an empty or same-host one pass.
 		s.log.Warn("refused request with an Origin header", "path", truncate(r.URL.Path, 64))
 		http.Error(w, "cairnd: requests with an Origin header are refused", http.StatusForbidden)
 	case r.URL.Path == "/healthz" && r.Method == http.MethodGet:
@@ -456,22 +485,20 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cairnd: the WebSocket subprotocol "+protocol.Subprotocol+" is required", http.StatusBadRequest)
 		return
 	}
-	s.mu.Lock()
-	full := s.stopping || len(s.conns) >= protocol.MaxConnections
-	s.mu.Unlock()
-	if full {
+	if !s.reserveConn() {
 		http.Error(w, "cairnd: not accepting connections", http.StatusServiceUnavailable)
 		return
 	}
-	tap := &hijackTap{ResponseWriter: w, timeout: s.cfg.FrameTimeout}
+	tap := &hijackTap{ResponseWriter: w, timeout: s.cfg.FrameTimeout, limit: s.cfg.MaxMessageSize}
 	ws, err := websocket.Accept(tap, r, &websocket.AcceptOptions{Subprotocols: []string{protocol.Subprotocol}})
 	if err != nil {
+		s.unreserveConn()
 		s.log.Warn("websocket upgrade failed", "error", err)
 		return
 	}
 	c := newWSConn(s, ws, tap.fc)
 	if !s.addConn(c) {
-		ws.Close(websocket.StatusTryAgainLater, "cairnd: not accepting connections")
+		ws.Close(websocket.StatusGoingAway, "cairnd shutting down")
 		return
 	}
 	c.serve()

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/internal/atomicfile"
@@ -503,6 +504,11 @@ type imported struct {
 
 // decodeExport reads an envelope or a bare session object.
 func decodeExport(doc []byte) (*imported, error) {
+	// encoding/json would turn invalid UTF-8 in a string into U+FFFD:
+	// refuse it rather than store something other than what was exported.
+	if !utf8.Valid(doc) {
+		return nil, session.Errorf(session.CodeInvalidArgument, "import: the document is not UTF-8")
+	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &top); err != nil || top == nil {
 		return nil, session.Errorf(session.CodeInvalidArgument, "import: the document is not a JSON object")

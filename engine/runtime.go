@@ -78,6 +78,9 @@ func (e *Engine) RuntimeRestart(ctx context.Context, req api.RuntimeRestartReque
 	if err != nil {
 		return api.RestartResult{}, err
 	}
+	if req.Name == "" {
+		return api.RestartResult{}, session.Errorf(session.CodeInvalidArgument, "runtime.restart: no process name")
+	}
 	if e.root == "" {
 		return api.RestartResult{}, session.Errorf(session.CodeInvalidArgument, "this engine has no workspace directory to restart processes in")
 	}

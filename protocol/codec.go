@@ -161,30 +161,43 @@ type requestMsg struct {
 	Params any    `cbor:"params"`
 }
 
-// idOnly recovers the id of a request whose other fields are broken.
-type idOnly struct {
-	ID *uint64 `cbor:"id"`
+// request is what DecodeRequest decodes: Method is nil when the key is
+// missing, which is bad_request, and "" when it is empty, which names no
+// method (method_not_found).
+type request struct {
+	ID     *uint64         `cbor:"id"`
+	Method *string         `cbor:"method"`
+	Params cbor.RawMessage `cbor:"params,omitempty"`
 }
 
 // DecodeRequest decodes an untrusted request message. On failure it returns
 // an error wrapping ErrBadRequest and, when the id could still be read, a
-// Request carrying it (so the answer can name it).
+// Request carrying it (so the answer can name it): a message refused for a
+// decode limit, a duplicate key, an indefinite length, a tag or invalid
+// UTF-8 still names its id when it is well-formed CBOR (see scanRequest).
+// Every text string of the message must be UTF-8, those of keys it ignores
+// included.
 func DecodeRequest(msg []byte) (*Request, error) {
-	var r Request
+	var r request
 	if err := Unmarshal(msg, &r); err != nil {
-		var only idOnly
-		if decMode.Unmarshal(msg, &only) == nil && only.ID != nil {
-			return &Request{ID: only.ID}, err
+		if id := scanRequest(msg).id; id != nil {
+			return &Request{ID: id}, err
 		}
 		return nil, err
 	}
+	req := &Request{ID: r.ID, Params: r.Params}
 	switch {
+	case scanRequest(msg).badText:
+		// The decoder checked only what it decoded into strings so far;
+		// params and unknown keys must be UTF-8 too.
+		return req, fmt.Errorf("%w: a text string is not valid UTF-8", ErrBadRequest)
 	case r.ID == nil:
-		return &r, fmt.Errorf("%w: the request has no uint id", ErrBadRequest)
-	case r.Method == "":
-		return &r, fmt.Errorf("%w: the request has no method", ErrBadRequest)
+		return req, fmt.Errorf("%w: the request has no uint id", ErrBadRequest)
+	case r.Method == nil:
+		return req, fmt.Errorf("%w: the request has no method", ErrBadRequest)
 	}
-	return &r, nil
+	req.Method = *r.Method
+	return req, nil
 }
 
 // DecodeParams decodes a request's params into v. Absent or null params

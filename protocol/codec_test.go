@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fxamacker/cbor/v2"
+
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -43,12 +45,35 @@ var decodeCases = []struct {
 	{"no id", []byte{0xa1, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x64, 'l', 'i', 's', 't'}, "no uint id", false},
 	{"negative id", []byte{0xa2, 0x62, 'i', 'd', 0x20, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x64, 'l', 'i', 's', 't'}, "wrong type", false},
 	{"no method", []byte{0xa1, 0x62, 'i', 'd', 0x01}, "no method", true},
-	{"deep nesting", requestWith("list", nested(MaxNestedLevels+5)), "nesting deeper", false},
-	{"duplicate key", []byte{0xa3, 0x62, 'i', 'd', 0x01, 0x62, 'i', 'd', 0x02, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x64, 'l', 'i', 's', 't'}, "duplicate map key", false},
-	{"indefinite map", []byte{0xbf, 0x62, 'i', 'd', 0x01, 0xff}, "indefinite", false},
-	{"tag", requestWith("list", []byte{0xc1, 0x00}), "tags", false},
+	{"empty method", []byte{0xa2, 0x62, 'i', 'd', 0x07, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x60}, "", true},
+	{"null method", []byte{0xa2, 0x62, 'i', 'd', 0x07, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0xf6}, "no method", true},
+	// Refused for a rule of the decoder, yet well-formed: the id is read.
+	{"deep nesting", requestWith("list", nested(MaxNestedLevels+5)), "nesting deeper", true},
+	{"very deep nesting", requestWith("list", nested(100000)), "nesting deeper", false}, // past scanMaxLevels
+	{"deep nesting before the id", append(append([]byte{0xa3, 0x66, 'p', 'a', 'r', 'a', 'm', 's'}, nested(MaxNestedLevels+5)...), 0x62, 'i', 'd', 0x05, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x64, 'l', 'i', 's', 't'), "nesting deeper", true},
+	{"long array", requestWith("list", append([]byte{0x9a, 0x00, 0x10, 0x00, 0x01}, make([]byte, MaxArrayElements+1)...)), "array longer", true},
+	{"big map", requestWith("list", bigMap(MaxMapPairs+1)), "map larger", true},
+	{"duplicate key", []byte{0xa3, 0x62, 'i', 'd', 0x01, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x64, 'l', 'i', 's', 't', 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x64, 'l', 'i', 's', 't'}, "duplicate map key", true},
+	{"duplicate id", []byte{0xa3, 0x62, 'i', 'd', 0x01, 0x62, 'i', 'd', 0x02, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x64, 'l', 'i', 's', 't'}, "duplicate map key", false},
+	{"indefinite map", []byte{0xbf, 0x62, 'i', 'd', 0x01, 0xff}, "indefinite", true},
+	{"indefinite string", requestWith("list", []byte{0xa1, 0x61, 'k', 0x7f, 0x61, 'a', 0x61, 'b', 0xff}), "indefinite", true},
+	{"unterminated indefinite array", requestWith("list", []byte{0x9f, 0x00}), "bad_request", false},
+	{"tag", requestWith("list", []byte{0xc1, 0x00}), "tags", true},
+	{"tagged id", []byte{0xa2, 0x62, 'i', 'd', 0xc1, 0x01, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x64, 'l', 'i', 's', 't'}, "tags", false},
+	{"reserved additional information", requestWith("list", []byte{0x1c}), "bad_request", false},
 	{"invalid utf8", []byte{0xa2, 0x62, 'i', 'd', 0x01, 0x66, 'm', 'e', 't', 'h', 'o', 'd', 0x62, 0xff, 0xfe}, "bad_request", true},
+	{"invalid utf8 in an unknown param", requestWith("list", []byte{0xa1, 0x61, 'x', 0x62, 0xff, 0xfe}), "not valid UTF-8", true},
+	{"invalid utf8 in a key", requestWith("list", []byte{0xa1, 0x61, 0xff, 0x00}), "not valid UTF-8", true},
 	{"huge array header", requestWith("list", []byte{0x9a, 0xff, 0xff, 0xff, 0xff}), "bad_request", false},
+}
+
+// bigMap is a CBOR map of n pairs, uint keys to 0, with a 4-byte count.
+func bigMap(n int) []byte {
+	b := []byte{0xba, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}
+	for i := range n {
+		b = append(b, 0x1a, byte(i>>24), byte(i>>16), byte(i>>8), byte(i), 0x00)
+	}
+	return b
 }
 
 func mustEncode(b []byte, err error) []byte {
@@ -66,7 +91,7 @@ func TestDecodeRequest(t *testing.T) {
 				if err != nil {
 					t.Fatalf("DecodeRequest: %v", err)
 				}
-				if req.ID == nil || req.Method == "" {
+				if req.ID == nil || (req.Method == "") != (tc.name == "empty method") {
 					t.Fatalf("decoded %+v", req)
 				}
 				return
@@ -175,6 +200,42 @@ func FuzzDecodeRequest(f *testing.F) {
 		again, err := DecodeRequest(b)
 		if err != nil || *again.ID != *req.ID || again.Method != req.Method {
 			t.Fatalf("round trip: %+v %v", again, err)
+		}
+	})
+}
+
+// FuzzRequestID checks scanRequest against the CBOR library: it reads an id
+// only from a well-formed item, and it reads the id the decoder reads.
+func FuzzRequestID(f *testing.F) {
+	for _, tc := range decodeCases {
+		f.Add(tc.msg)
+	}
+	relaxed, err := cbor.DecOptions{
+		MaxNestedLevels:  65535,
+		MaxArrayElements: 1<<31 - 1,
+		MaxMapPairs:      1<<31 - 1,
+		IndefLength:      cbor.IndefLengthAllowed,
+		TagsMd:           cbor.TagsAllowed,
+		UTF8:             cbor.UTF8DecodeInvalid,
+	}.DecMode()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		sc := scanRequest(msg)
+		id := sc.id
+		isMap := len(msg) > 0 && msg[0]>>5 == 5
+		if isMap && len(msg) < 1<<16 && sc.wellFormed != (relaxed.Wellformed(msg) == nil) {
+			t.Fatalf("scanRequest: well-formed %v, the CBOR library: %v", sc.wellFormed, relaxed.Wellformed(msg))
+		}
+		if id != nil {
+			if err := relaxed.Wellformed(msg); err != nil {
+				t.Fatalf("scanRequest read %d from an item that is not well-formed: %v", *id, err)
+			}
+		}
+		var r Request
+		if decMode.Unmarshal(msg, &r) == nil && r.ID != nil && (id == nil || *id != *r.ID) {
+			t.Fatalf("scanRequest read id %v, the decoder %d", id, *r.ID)
 		}
 	})
 }

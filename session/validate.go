@@ -122,6 +122,11 @@ func checkValue(what string, v Value, required bool) error {
 	if !json.Valid(v) {
 		return Errorf(CodeInvalidArgument, "%s is not valid JSON", what)
 	}
+	// JSON text is UTF-8 (RFC 8259 §8.1), and json.Valid does not check
+	// the bytes inside strings: what is stored must export as UTF-8.
+	if !utf8.Valid(v) {
+		return Errorf(CodeInvalidArgument, "%s is not valid JSON: it is not UTF-8", what)
+	}
 	return nil
 }
 
