@@ -3,16 +3,14 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cairn-dev/cairn/internal/layout"
+	"github.com/cairn-dev/cairn/internal/testkit"
 )
 
 // TestOpenHandshakeCutIsUnavailable: a daemon-mode cairn_open whose daemon
@@ -23,34 +21,8 @@ func TestOpenHandshakeCutIsUnavailable(t *testing.T) {
 	if err := os.MkdirAll(layout.StateDir(ws), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("unix", layout.Socket(ws))
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			cn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = cn.SetReadDeadline(time.Now().Add(5 * time.Second))
-			r := bufio.NewReader(cn)
-			for {
-				line, err := r.ReadString('\n')
-				if err != nil || line == "\r\n" {
-					break
-				}
-			}
-			cn.Close()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-	})
-	_, err = openHandle(fmt.Sprintf(`{"workspace":%q,"auto_start":false}`, ws))
+	testkit.DyingDaemon(t, layout.Socket(ws), -1)
+	_, err := openHandle(fmt.Sprintf(`{"workspace":%q,"auto_start":false}`, ws))
 	if codeOf(err) != "unavailable" || setError(err, nil) != codes["unavailable"] {
 		t.Fatalf("cairn_open against a daemon that cuts every handshake: %v (code %s, rc %d), want unavailable", err, codeOf(err), setError(err, nil))
 	}

@@ -7,13 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/internal/layout"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -236,49 +235,6 @@ func TestConnectReportsEarlyExit(t *testing.T) {
 	}
 }
 
-// dyingDaemon listens on sock as a daemon on its way out looks to a
-// client: it accepts each connection, reads the upgrade request and closes
-// the connection unanswered. After n connections (n < 0: never) it closes
-// the listener, which removes the socket. It returns the count of
-// handshakes it cut; it is stopped at cleanup.
-func dyingDaemon(t *testing.T, sock string, n int) *atomic.Int32 {
-	t.Helper()
-	_ = os.Remove(sock)
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cut atomic.Int32
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer ln.Close()
-		for n < 0 || int(cut.Load()) < n {
-			cn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = cn.SetReadDeadline(time.Now().Add(5 * time.Second))
-			// Read the request up to its blank line, so the client is
-			// waiting for the answer when the connection goes.
-			r := bufio.NewReader(cn)
-			for {
-				line, err := r.ReadString('\n')
-				if err != nil || line == "\r\n" {
-					break
-				}
-			}
-			cn.Close()
-			cut.Add(1)
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-	})
-	return &cut
-}
-
 // TestConnectHandshakeDies: a daemon killed while a client connects cuts
 // the handshake ("failed to send handshake request: EOF"). The client
 // dials again; once the socket is gone it starts a daemon and the call
@@ -308,7 +264,7 @@ func TestConnectHandshakeDies(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("the client did not notice its daemon was killed")
 		}
-		cut := dyingDaemon(t, c.Socket(), 3)
+		cut := testkit.DyingDaemon(t, c.Socket(), 3)
 
 		rs, err := c.ResumeSession(ctx, "s")
 		if err != nil {
@@ -331,7 +287,7 @@ func TestConnectHandshakeDies(t *testing.T) {
 			if err := os.MkdirAll(layout.StateDir(ws), 0o700); err != nil {
 				t.Fatal(err)
 			}
-			cut := dyingDaemon(t, layout.Socket(ws), -1)
+			cut := testkit.DyingDaemon(t, layout.Socket(ws), -1)
 			_, err := protocol.Connect(ctx, ws, &protocol.Options{DaemonPath: bin, NoAutoStart: noAutoStart, StartTimeout: 300 * time.Millisecond})
 			if err == nil || !errors.Is(err, protocol.ErrUnavailable) || protocol.CodeOf(err) != api.CodeUnavailable {
 				t.Fatalf("Connect to a daemon that cuts every handshake: %v (code %s), want unavailable", err, protocol.CodeOf(err))
