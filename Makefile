@@ -6,7 +6,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
+.PHONY: all build bins lib test test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
 
 all: build
 
@@ -26,6 +26,18 @@ lib:
 	$(GO) build $(GOFLAGS) -buildmode=c-shared -o $(BUILD)/libcairn.so ./capi
 	cp capi/cairn.h $(BUILD)/cairn.h
 	rm -f $(BUILD)/libcairn.h
+
+## dist: every package into dist/ (now: the Python wheel, dist-python)
+DIST := dist
+dist: dist-python
+
+# The Python platform wheel (distribution cairn-sessions, import cairn) with
+# libcairn.so, cairnd and the cairn CLI inside; built with the standard
+# library (bindings/python/build_wheel.py), its platform tag computed from
+# the binaries.
+dist-python: bins lib
+	$(PYTHON) bindings/python/build_wheel.py --lib $(BUILD)/libcairn.so --daemon $(BUILD)/cairnd \
+		--cli $(BUILD)/cairn --license LICENSE --out $(DIST)
 
 ## test: every test suite: Go, C (through the Go test of capi), Python,
 ## Node.js and Rust
