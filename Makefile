@@ -6,7 +6,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
+.PHONY: all build bins lib test test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
 
 all: build
 
@@ -27,18 +27,45 @@ lib:
 	cp capi/cairn.h $(BUILD)/cairn.h
 	rm -f $(BUILD)/libcairn.h
 
-## test: every test suite: Go, C (through the Go test of capi), Python,
-## Node.js and Rust
-test: vet test-go test-fuzz-short test-python test-node test-rust test-xlang
+## dist: every package into dist/ (now: the Python wheel, dist-python)
+DIST := dist
+dist: dist-python
+
+# The Python platform wheel (distribution cairn-sessions, import cairn) with
+# libcairn.so, cairnd and the cairn CLI inside; built with the standard
+# library (bindings/python/build_wheel.py), its platform tag computed from
+# the binaries.
+dist-python: bins lib
+	rm -f $(DIST)/cairn_sessions-*.whl
+	$(PYTHON) bindings/python/build_wheel.py --lib $(BUILD)/libcairn.so --daemon $(BUILD)/cairnd \
+		--cli $(BUILD)/cairn --license LICENSE --out $(DIST)
+
+## test: every test suite: Go, C (through the Go test of capi), Python (and
+## the installed wheel), Node.js and Rust
+test: vet test-go test-fuzz-short test-python test-dist test-node test-rust test-xlang
 
 PYTHON ?= python3
 
-# The Python binding needs nothing but the standard library; its tests need
-# pytest, installed here when missing.
-test-python: bins lib
-	@$(PYTHON) -c 'import pytest' 2>/dev/null || $(PYTHON) -m pip install --quiet --user 'pytest>=7' \
-		|| $(PYTHON) -m pip install --quiet --user --break-system-packages 'pytest>=7'
-	cd bindings/python && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd $(PYTHON) -m pytest -q -p no:cacheprovider
+# The Python binding needs nothing but the standard library; its tests run
+# in a project-local venv, build/venv, so `make test` works inside or outside
+# an activated venv and never installs into the user's Python. The venv sees
+# the system's site-packages (a pytest there is used as is, offline); pip
+# installs pytest into it only when none is importable.
+VENV    := $(BUILD)/venv
+VPYTHON := $(VENV)/bin/python
+
+venv:
+	@$(VPYTHON) -c 'import sys' 2>/dev/null || { rm -rf $(VENV) && $(PYTHON) -m venv --system-site-packages $(VENV); }
+	@$(VPYTHON) -c 'import pytest' 2>/dev/null || $(VPYTHON) -m pip install --quiet --disable-pip-version-check 'pytest>=7'
+
+test-python: bins lib venv
+	cd bindings/python && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd $(CURDIR)/$(VPYTHON) -m pytest -q -p no:cacheprovider
+
+# The wheel, installed with pip --no-index into a fresh venv in a temp dir,
+# works with no CAIRN_* variables: auto-start from its own cairnd, save,
+# kill -9, resume, `cairn ls` from the venv's PATH (bindings/python/dist_test.py).
+test-dist: dist-python
+	timeout 300 $(PYTHON) bindings/python/dist_test.py $(DIST)/cairn_sessions-*.whl
 
 # vet also vets every package for darwin, so the platform split stays
 # whole (Linux is the platform cairn is tested on; see README.md). Cross-

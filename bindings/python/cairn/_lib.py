@@ -31,6 +31,7 @@ else:
 
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
+_path: Optional[Path] = None
 
 
 def candidates() -> List[Path]:
@@ -88,7 +89,7 @@ def _declare(lib: ctypes.CDLL) -> None:
 
 def load() -> ctypes.CDLL:
     """Loads libcairn (once) and returns it."""
-    global _lib
+    global _lib, _path
     lib = _lib
     if lib is not None:
         return lib
@@ -100,5 +101,16 @@ def load() -> ctypes.CDLL:
             except OSError as e:
                 raise LibraryNotFoundError(f"cannot load {path}: {e}") from e
             _declare(lib)
-            _lib = lib
+            _lib, _path = lib, path
         return _lib
+
+
+def daemon_next_to_library() -> Optional[Path]:
+    """The cairnd beside the loaded libcairn (the wheel ships them together),
+    or None. libcairn looks there itself (dladdr) in builds that do; passing
+    it from here keeps older libraries, which look next to the python
+    executable instead, working from the wheel."""
+    if _path is None:
+        return None
+    exe = _path.resolve().parent / ("cairnd.exe" if sys.platform == "win32" else "cairnd")
+    return exe if exe.is_file() else None

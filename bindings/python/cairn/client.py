@@ -778,6 +778,8 @@ def connect(
     opts: Dict[str, Any] = {"workspace": ws}
     if embedded:
         opts["embedded"] = True
+    if daemon is None and not os.environ.get("CAIRN_DAEMON"):
+        daemon = _lib.daemon_next_to_library()
     if daemon is not None:
         opts["daemon"] = os.fspath(daemon)
     if daemon_args:
