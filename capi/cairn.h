@@ -87,7 +87,9 @@ const char *cairn_version(void);
  *                  during the handshake is dialed again, and one started,
  *                  before CAIRN_E_UNAVAILABLE.
  *   "daemon":      path of the cairnd executable to start (default: the
- *                  CAIRN_DAEMON variable, then next to libcairn, then PATH)
+ *                  CAIRN_DAEMON variable, then cairnd in the directory of
+ *                  the loaded libcairn (found with dladdr), then next to
+ *                  the running executable, then on PATH)
  *   "auto_start":  false to fail with CAIRN_E_UNAVAILABLE instead of
  *                  starting a daemon (default true)
  *   "daemon_args": extra arguments for a daemon this call starts, such as
