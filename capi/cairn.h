@@ -93,7 +93,10 @@ const char *cairn_version(void);
  *   "auto_start":  false to fail with CAIRN_E_UNAVAILABLE instead of
  *                  starting a daemon (default true)
  *   "daemon_args": extra arguments for a daemon this call starts, such as
- *                  ["--idle-timeout=30s"]
+ *                  ["--idle-timeout=30s"]; they follow the default
+ *                  "--idle-timeout=10m" (a started daemon exits after ten
+ *                  minutes without connections), which they can override
+ *                  ("--idle-timeout=0": run until stopped)
  *   "max_session_bytes": embedded mode: the most live bytes a session may
  *                  hold; a save past it fails with CAIRN_E_TOO_LARGE, edits
  *                  that shrink a session are always taken (default 4 GiB;

@@ -19,6 +19,14 @@ import (
 // DefaultStartTimeout bounds how long Connect waits for a daemon it started.
 const DefaultStartTimeout = 5 * time.Second
 
+// DefaultIdleTimeout is the idle timeout Connect gives a daemon it starts
+// (cairnd --idle-timeout): with no connection open for that long, the
+// daemon exits and releases the workspace, so auto-started daemons do not
+// pile up or keep embedded users out. Options.DaemonArgs can override it
+// ("--idle-timeout=0" keeps the daemon running); a cairnd started by hand
+// has none unless given the flag.
+const DefaultIdleTimeout = 10 * time.Minute
+
 // DaemonEnv names the environment variable that points Connect at the cairnd
 // executable.
 const DaemonEnv = "CAIRN_DAEMON"
@@ -30,7 +38,9 @@ const ExitAlreadyRunning = 3
 // Connect connects to the daemon of workspace, starting one when none
 // answers (unless opts.NoAutoStart). A started cairnd runs detached, in its
 // own session, with its standard error appended to .cairn/cairnd.log
-// (rotated first when it is over DaemonLogMaxBytes).
+// (rotated first when it is over DaemonLogMaxBytes), and exits once no
+// client has been connected for DefaultIdleTimeout (unless opts.DaemonArgs
+// give another --idle-timeout).
 //
 // A daemon that goes away during the handshake (the connection is closed
 // or reset before the upgrade is answered, or it answers 503) is dialed
@@ -331,7 +341,9 @@ func (c *Client) startDaemon(bin string) (*started, error) {
 		return nil, err
 	}
 	defer devnull.Close()
-	args := append([]string{"--workspace", c.workspace}, c.opts.DaemonArgs...)
+	// DaemonArgs come last: cairnd's flags take the last value given, so
+	// the caller's --idle-timeout overrides the default.
+	args := append([]string{"--workspace", c.workspace, "--idle-timeout=" + DefaultIdleTimeout.String()}, c.opts.DaemonArgs...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = c.workspace
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf

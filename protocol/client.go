@@ -33,8 +33,9 @@ type Options struct {
 	// libcairn, then next to the running executable, then on PATH (see
 	// FindDaemon).
 	DaemonPath string
-	// DaemonArgs are extra arguments for a started cairnd (for example
-	// "--idle-timeout=10m").
+	// DaemonArgs are extra arguments for a started cairnd, after the
+	// default "--idle-timeout=10m" (DefaultIdleTimeout), which an
+	// "--idle-timeout=D" here overrides ("--idle-timeout=0": never exit).
 	DaemonArgs []string
 	// StartTimeout bounds how long Connect waits for a daemon it started to
 	// answer; 0 means DefaultStartTimeout.
