@@ -81,6 +81,10 @@ const char *cairn_version(void);
  *                  process over <workspace>/.cairn. Embedded mode takes the
  *                  workspace's store lock, so no daemon can serve that
  *                  workspace meanwhile (CAIRN_E_LOCKED names the holder).
+ *                  An embedded open of a workspace a live cairnd serves
+ *                  fails with CAIRN_E_LOCKED naming the daemon's pid and
+ *                  how to stop it (`cairn daemon stop`); it does not work
+ *                  through the daemon.
  *                  In daemon mode, a workspace another process holds
  *                  embedded fails at once with CAIRN_E_LOCKED naming its
  *                  pid (no daemon is started); a daemon that goes away
