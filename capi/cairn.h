@@ -81,17 +81,26 @@ const char *cairn_version(void);
  *                  process over <workspace>/.cairn. Embedded mode takes the
  *                  workspace's store lock, so no daemon can serve that
  *                  workspace meanwhile (CAIRN_E_LOCKED names the holder).
+ *                  An embedded open of a workspace a live cairnd serves
+ *                  fails with CAIRN_E_LOCKED naming the daemon's pid and
+ *                  how to stop it (`cairn daemon stop`); it does not work
+ *                  through the daemon.
  *                  In daemon mode, a workspace another process holds
  *                  embedded fails at once with CAIRN_E_LOCKED naming its
  *                  pid (no daemon is started); a daemon that goes away
  *                  during the handshake is dialed again, and one started,
  *                  before CAIRN_E_UNAVAILABLE.
  *   "daemon":      path of the cairnd executable to start (default: the
- *                  CAIRN_DAEMON variable, then next to libcairn, then PATH)
+ *                  CAIRN_DAEMON variable, then cairnd in the directory of
+ *                  the loaded libcairn (found with dladdr), then next to
+ *                  the running executable, then on PATH)
  *   "auto_start":  false to fail with CAIRN_E_UNAVAILABLE instead of
  *                  starting a daemon (default true)
  *   "daemon_args": extra arguments for a daemon this call starts, such as
- *                  ["--idle-timeout=30s"]
+ *                  ["--idle-timeout=30s"]; they follow the default
+ *                  "--idle-timeout=10m" (a started daemon exits after ten
+ *                  minutes without connections), which they can override
+ *                  ("--idle-timeout=0": run until stopped)
  *   "max_session_bytes": embedded mode: the most live bytes a session may
  *                  hold; a save past it fails with CAIRN_E_TOO_LARGE, edits
  *                  that shrink a session are always taken (default 4 GiB;

@@ -12,6 +12,7 @@
 package main
 
 /*
+#cgo linux LDFLAGS: -ldl
 #include <stdlib.h>
 #include "cairn.h"
 #include "shim.h"
@@ -46,6 +47,9 @@ var openCount atomic.Int64
 
 func init() {
 	handles.m = map[uint64]*instance{}
+	// Packages ship cairnd beside libcairn; the host executable (python,
+	// node) says nothing about where that is.
+	protocol.SetLibraryPath(C.GoString(C.cairn_shim_library_path()))
 	go serveSubmitted()
 }
 

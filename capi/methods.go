@@ -82,9 +82,7 @@ func openInstance(raw string) (*instance, error) {
 		if err != nil {
 			var le *session.LockedError
 			if errors.As(err, &le) {
-				return nil, session.Errorf(session.CodeLocked,
-					"embedded mode needs the workspace store to itself, but pid %d holds %s (a cairnd daemon or another embedded process): use daemon mode, or stop that process",
-					le.PID, le.Path)
+				return nil, lockedError(ws, le)
 			}
 			return nil, err
 		}
@@ -109,6 +107,29 @@ func openInstance(raw string) (*instance, error) {
 	}
 	in.client = c
 	return in, nil
+}
+
+// lockedError says who holds the workspace an embedded open wanted and
+// what to do about it. A daemon is the usual holder (one a client started
+// runs until it has been idle for ten minutes): work through it, or stop
+// it.
+func lockedError(ws string, le *session.LockedError) error {
+	switch kind := protocol.ProcessKind(le.PID); {
+	case le.PID <= 0:
+		return session.Errorf(session.CodeLocked,
+			"embedded mode needs the workspace store to itself, but another process holds %s: use daemon mode, or stop that process", le.Path)
+	case kind == "cairnd":
+		return session.Errorf(session.CodeLocked,
+			"embedded mode needs the workspace store to itself, but cairnd pid %d serves workspace %s: use daemon mode, or stop the daemon with `cairn --workspace %s daemon stop` (or `kill %d`) and open again",
+			le.PID, ws, ws, le.PID)
+	case kind != "":
+		return session.Errorf(session.CodeLocked,
+			"embedded mode needs the workspace store to itself, but pid %d (%s) holds %s in embedded mode: close it (or its cairn handle) and open again",
+			le.PID, kind, le.Path)
+	}
+	return session.Errorf(session.CodeLocked,
+		"embedded mode needs the workspace store to itself, but pid %d holds %s (a cairnd daemon or another embedded process): use daemon mode, or stop that process",
+		le.PID, le.Path)
 }
 
 func (in *instance) close() error {

@@ -6,7 +6,9 @@
 // the thread's stack bounds through pthread_getattr_np, which for the main
 // thread parses /proc/self/maps) never enter Go at all.
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -23,9 +25,33 @@ static pid_t init_pid;
 
 static void on_fork_child(void) { atomic_store(&forked, 1); }
 
+static pthread_once_t library_once = PTHREAD_ONCE_INIT;
+static char library_path[PATH_MAX];
+
+// find_library_path records the file this code was loaded from. dladdr
+// names it as the loader found it, which for a dlopen of a relative path
+// is relative to the directory current at load time; realpath makes it
+// absolute (and resolves symlinks, so that cairnd is looked for beside the
+// real file) as early as possible, before the host can change directory.
+static void find_library_path(void) {
+	Dl_info info;
+	if (!dladdr((void *)&cairn_shim_forked, &info) || !info.dli_fname || !info.dli_fname[0]) return;
+	if (!realpath(info.dli_fname, library_path)) {
+		strncpy(library_path, info.dli_fname, sizeof library_path - 1);
+	}
+}
+
+const char *cairn_shim_library_path(void) {
+	pthread_once(&library_once, find_library_path);
+	return library_path;
+}
+
 __attribute__((constructor)) static void shim_init(void) {
 	init_pid = getpid();
 	pthread_atfork(NULL, NULL, on_fork_child);
+	// The Go runtime's own initialisation may run before or after this
+	// constructor; whichever asks first records the path.
+	(void)cairn_shim_library_path();
 }
 
 int cairn_shim_forked(void) { return atomic_load(&forked) || getpid() != init_pid; }

@@ -25,6 +25,7 @@ typedef struct cairn_req {
 cairn_req *cairn_shim_next(void);           /* blocks until a call is queued */
 void cairn_shim_finish(cairn_req *r);       /* the Go side filled rc/response/err */
 int cairn_shim_forked(void);                /* 1 in a forked child */
+const char *cairn_shim_library_path(void);  /* the loaded libcairn's absolute path, or "" */
 
 /* Implemented in Go (capi.go). */
 int cairn_go_open(char *options, uint64_t *handle, char **err);

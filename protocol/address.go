@@ -82,12 +82,16 @@ func ServeSocketPath(workspace string) (string, bool) {
 
 // SocketPath returns the path a client dials for workspace (canonical, see
 // Workspace): the path recorded in the addr file when it exists, else the
-// default path.
+// path a daemon would bind (ServeSocketPath). Without an addr file no
+// daemon serves a workspace whose default path is too long, and dialing
+// the short path says so (no daemon) where dialing the over-long default
+// fails with EINVAL, which would stop Connect from starting one.
 func SocketPath(workspace string) (string, error) {
 	b, err := os.ReadFile(AddrFilePath(workspace))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return DefaultSocketPath(workspace), nil
+		p, _ := ServeSocketPath(workspace)
+		return p, nil
 	case err != nil:
 		return "", fmt.Errorf("protocol.SocketPath: %w", err)
 	}

@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -16,6 +18,14 @@ import (
 
 // DefaultStartTimeout bounds how long Connect waits for a daemon it started.
 const DefaultStartTimeout = 5 * time.Second
+
+// DefaultIdleTimeout is the idle timeout Connect gives a daemon it starts
+// (cairnd --idle-timeout): with no connection open for that long, the
+// daemon exits and releases the workspace, so auto-started daemons do not
+// pile up or keep embedded users out. Options.DaemonArgs can override it
+// ("--idle-timeout=0" keeps the daemon running); a cairnd started by hand
+// has none unless given the flag.
+const DefaultIdleTimeout = 10 * time.Minute
 
 // DaemonEnv names the environment variable that points Connect at the cairnd
 // executable.
@@ -28,7 +38,9 @@ const ExitAlreadyRunning = 3
 // Connect connects to the daemon of workspace, starting one when none
 // answers (unless opts.NoAutoStart). A started cairnd runs detached, in its
 // own session, with its standard error appended to .cairn/cairnd.log
-// (rotated first when it is over DaemonLogMaxBytes).
+// (rotated first when it is over DaemonLogMaxBytes), and exits once no
+// client has been connected for DefaultIdleTimeout (unless opts.DaemonArgs
+// give another --idle-timeout).
 //
 // A daemon that goes away during the handshake (the connection is closed
 // or reset before the upgrade is answered, or it answers 503) is dialed
@@ -161,9 +173,12 @@ func (c *Client) connectLocked(ctx context.Context) (*conn, error) {
 }
 
 // FindDaemon returns the cairnd executable to start: explicit when
-// non-empty, else $CAIRN_DAEMON, else "cairnd" next to the running
-// executable, else "cairnd" on PATH. The second result lists what was tried,
-// for error messages.
+// non-empty, else $CAIRN_DAEMON, else "cairnd" in the directory of the
+// loaded libcairn (LibraryPath), else "cairnd" next to the running
+// executable, else "cairnd" on PATH. The library comes before the
+// executable because a binding's host process is python or node, whose
+// directory holds no cairnd, while a package ships cairnd beside libcairn.
+// The second result lists what was tried, for error messages.
 func FindDaemon(explicit string) (string, []string, error) {
 	var tried []string
 	if explicit != "" {
@@ -173,8 +188,18 @@ func FindDaemon(explicit string) (string, []string, error) {
 		return env, []string{"$" + DaemonEnv + "=" + env}, nil
 	}
 	tried = append(tried, "$"+DaemonEnv+" (unset)")
+	var dirs []string
+	if lib := LibraryPath(); lib != "" {
+		dirs = append(dirs, filepath.Dir(lib))
+	}
 	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), "cairnd")
+		dirs = append(dirs, filepath.Dir(exe))
+	}
+	for _, dir := range dirs {
+		p := filepath.Join(dir, "cairnd")
+		if slices.Contains(tried, p) {
+			continue
+		}
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 			return p, tried, nil
 		}
@@ -185,6 +210,31 @@ func FindDaemon(explicit string) (string, []string, error) {
 	}
 	tried = append(tried, "cairnd on $PATH")
 	return "", tried, fmt.Errorf("%w: cairnd executable not found; tried %s", ErrNoDaemon, strings.Join(tried, ", "))
+}
+
+// libraryPath is the absolute path of the loaded libcairn, or "".
+var libraryPath atomic.Pointer[string]
+
+// SetLibraryPath records the path of the loaded libcairn (the shared
+// library this process runs protocol from), for FindDaemon. libcairn calls
+// it once when it is loaded, with the file dladdr names; a relative path
+// is made absolute against the current directory. Programs that link
+// protocol directly never call it.
+func SetLibraryPath(path string) {
+	if path != "" {
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+	}
+	libraryPath.Store(&path)
+}
+
+// LibraryPath returns the path SetLibraryPath recorded, or "".
+func LibraryPath() string {
+	if p := libraryPath.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // restartGap is the least time between two daemons Connect starts.
@@ -291,7 +341,9 @@ func (c *Client) startDaemon(bin string) (*started, error) {
 		return nil, err
 	}
 	defer devnull.Close()
-	args := append([]string{"--workspace", c.workspace}, c.opts.DaemonArgs...)
+	// DaemonArgs come last: cairnd's flags take the last value given, so
+	// the caller's --idle-timeout overrides the default.
+	args := append([]string{"--workspace", c.workspace, "--idle-timeout=" + DefaultIdleTimeout.String()}, c.opts.DaemonArgs...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = c.workspace
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf

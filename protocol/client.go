@@ -29,11 +29,13 @@ type Options struct {
 	// cairnd when no daemon answers.
 	NoAutoStart bool
 	// DaemonPath is the cairnd executable to start; empty means: the
-	// CAIRN_DAEMON environment variable, then "cairnd" next to the running
-	// executable, then "cairnd" on PATH.
+	// CAIRN_DAEMON environment variable, then "cairnd" next to the loaded
+	// libcairn, then next to the running executable, then on PATH (see
+	// FindDaemon).
 	DaemonPath string
-	// DaemonArgs are extra arguments for a started cairnd (for example
-	// "--idle-timeout=10m").
+	// DaemonArgs are extra arguments for a started cairnd, after the
+	// default "--idle-timeout=10m" (DefaultIdleTimeout), which an
+	// "--idle-timeout=D" here overrides ("--idle-timeout=0": never exit).
 	DaemonArgs []string
 	// StartTimeout bounds how long Connect waits for a daemon it started to
 	// answer; 0 means DefaultStartTimeout.

@@ -44,6 +44,21 @@ func (c *Client) embeddedHolder(bin string) error {
 		pid, filepath.Base(exe), c.workspace, &session.LockedError{Path: lockPath, PID: pid})
 }
 
+// ProcessKind tells what the live process pid is, for messages about a
+// lock's holder: "cairnd" when its executable is named cairnd, else the
+// base name of its executable, else "" (it is gone, belongs to another
+// user, or the platform has no /proc).
+func ProcessKind(pid int) string {
+	exe, ok := processExe(pid)
+	if !ok {
+		return ""
+	}
+	if isDaemonExe(exe, "") {
+		return "cairnd"
+	}
+	return filepath.Base(strings.TrimSuffix(exe, " (deleted)"))
+}
+
 // lockPID returns the pid the lock file at path holds, or 0.
 func lockPID(path string) int {
 	b, err := os.ReadFile(path)

@@ -51,7 +51,7 @@ export interface ConnectOptions {
   workspace?: string;
   /** Run the engine in this process (takes the workspace's store lock). Default false: daemon mode. */
   embedded?: boolean;
-  /** Path of the cairnd executable to start (default: CAIRN_DAEMON, next to libcairn, then PATH). */
+  /** Path of the cairnd executable to start (default: CAIRN_DAEMON, then next to the loaded libcairn, then next to the running executable, then PATH). */
   daemon?: string;
   /** false: fail with UnavailableError instead of starting a daemon (default true). */
   autoStart?: boolean;

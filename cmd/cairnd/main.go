@@ -26,7 +26,11 @@ const usage = `usage: cairnd [flags]
 cairnd serves the cairn store of one workspace on <workspace>/.cairn/cairnd.sock
 (or the short path named in <workspace>/.cairn/cairnd.addr). One daemon per
 workspace: a second one exits with status 3 naming the running pid.
-SIGTERM or SIGINT stops it gracefully (exit 0).
+SIGTERM or SIGINT stops it gracefully (exit 0), and so does --idle-timeout
+when no client has been connected for that long. A client that starts
+cairnd on demand passes --idle-timeout=10m (its own --idle-timeout can
+override that, 0 keeps it running); started by hand, cairnd runs until
+stopped unless given the flag.
 
 flags:
 `

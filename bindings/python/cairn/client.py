@@ -765,7 +765,7 @@ def connect(
 
     Daemon mode (the default) talks to the workspace's cairnd, starting it
     (``daemon``: the executable; default ``$CAIRN_DAEMON``, then next to
-    libcairn, then ``PATH``; ``daemon_args`` e.g. ``["--idle-timeout=30s"]``)
+    the loaded libcairn, then next to the python executable, then ``PATH``; ``daemon_args`` e.g. ``["--idle-timeout=30s"]``)
     unless ``auto_start`` is False, in which case a missing daemon raises
     :class:`~cairn.UnavailableError`; when another process holds the workspace
     in embedded mode it raises :class:`~cairn.LockedError` naming that pid at

@@ -189,7 +189,9 @@ def test_locked_embedded_vs_daemon(workspace: str, daemons: List[int]) -> None:
         with pytest.raises(cairn.LockedError) as ei:
             cairn.connect(workspace, embedded=True)
         assert ei.value.code == "locked"
-        assert str(daemons[0]) in ei.value.message
+        # It names the daemon's pid and how to stop it.
+        assert f"cairnd pid {daemons[0]}" in ei.value.message, ei.value.message
+        assert "daemon stop" in ei.value.message, ei.value.message
 
 
 def test_locked_daemon_mode_vs_embedded_process(workspace: str) -> None:

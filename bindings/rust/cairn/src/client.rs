@@ -25,8 +25,9 @@ pub struct Options {
     /// `<workspace>/.cairn`; this takes the workspace's store lock, so no
     /// daemon can serve the workspace meanwhile (`locked` otherwise).
     pub embedded: bool,
-    /// The cairnd executable to start (default: `$CAIRN_DAEMON`, then next
-    /// to libcairn, then `PATH`).
+    /// The cairnd executable to start (default: `$CAIRN_DAEMON`, then
+    /// `cairnd` in the directory of the loaded libcairn, then next to the
+    /// running executable, then on `PATH`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub daemon: Option<PathBuf>,
     /// Extra arguments for a daemon this connection starts, such as

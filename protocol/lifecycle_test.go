@@ -1,0 +1,169 @@
+package protocol_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/protocol"
+)
+
+// longWorkspace returns a canonical workspace whose default socket path is
+// longer than sun_path holds.
+func longWorkspace(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for len(protocol.DefaultSocketPath(dir)) <= protocol.MaxSocketPathLen+20 {
+		dir = filepath.Join(dir, strings.Repeat("d", 30))
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := protocol.Workspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+// TestSocketPathLongWorkspace: with no addr file (no daemon ever ran), a
+// workspace whose default socket path is too long is dialed at the short
+// path a daemon would bind, never at the over-long one.
+func TestSocketPathLongWorkspace(t *testing.T) {
+	ws := longWorkspace(t)
+	got, err := protocol.SocketPath(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := protocol.ShortSocketPath(ws); got != want {
+		t.Fatalf("SocketPath = %q (%d bytes), want the short path %q", got, len(got), want)
+	}
+}
+
+// TestConnectLongWorkspace: auto-start works on a deeply nested workspace
+// with no daemon running. The client used to dial the over-long default
+// path and fail with "connect: invalid argument" instead of starting one.
+func TestConnectLongWorkspace(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	ws := longWorkspace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := protocol.Connect(ctx, ws, &protocol.Options{DaemonPath: cairnd(t), StartTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("Connect on a %d-byte socket path workspace: %v", len(protocol.DefaultSocketPath(ws)), err)
+	}
+	pid := c.Hello().PID
+	t.Cleanup(func() { c.Close(); stopDaemon(t, pid) })
+	if _, err := c.Status(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Socket(), protocol.ShortSocketPath(ws); got != want {
+		t.Fatalf("client dialed %q, want the short path %q", got, want)
+	}
+	if b, err := os.ReadFile(protocol.AddrFilePath(ws)); err != nil || strings.TrimSpace(string(b)) != c.Socket() {
+		t.Fatalf("addr file holds %q (%v), want %q", b, err, c.Socket())
+	}
+}
+
+// waitGone waits (bounded) until pid no longer exists; the client's reaper
+// goroutine reaps the daemons this process started.
+func waitGone(t *testing.T, pid int, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH); {
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon pid %d still running after %v", pid, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestAutoStartPassesIdleTimeout: a daemon Connect starts gets the default
+// idle timeout, before the caller's daemon arguments (which override it).
+func TestAutoStartPassesIdleTimeout(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{name: "default", want: []string{"--idle-timeout=" + protocol.DefaultIdleTimeout.String()}},
+		{name: "override", args: []string{"--idle-timeout=0s"},
+			want: []string{"--idle-timeout=" + protocol.DefaultIdleTimeout.String(), "--idle-timeout=0s"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := newWorkspace(t)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c, err := protocol.Connect(ctx, ws, &protocol.Options{DaemonPath: cairnd(t), DaemonArgs: tc.args, StartTimeout: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid := c.Hello().PID
+			t.Cleanup(func() { c.Close(); stopDaemon(t, pid) })
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if err != nil {
+				t.Skipf("no /proc: %v", err)
+			}
+			args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+			var idle []string
+			for _, a := range args {
+				if strings.HasPrefix(a, "--idle-timeout") {
+					idle = append(idle, a)
+				}
+			}
+			if !slices.Equal(idle, tc.want) {
+				t.Fatalf("daemon started with %q; idle flags %q, want %q", args, idle, tc.want)
+			}
+		})
+	}
+}
+
+// TestIdleExitReleasesLock: an auto-started daemon with a short idle
+// timeout exits once its last client is gone, the workspace's lock is free
+// (an embedded open succeeds), and the next Connect starts a new daemon.
+func TestIdleExitReleasesLock(t *testing.T) {
+	ws := newWorkspace(t)
+	opts := &protocol.Options{DaemonPath: cairnd(t), DaemonArgs: []string{"--idle-timeout=1s"}, StartTimeout: 30 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := protocol.Connect(ctx, ws, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := c.Hello().PID
+	t.Cleanup(func() { stopDaemon(t, first) })
+	if _, err := c.Status(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	waitGone(t, first, 30*time.Second)
+
+	st, err := fsstore.Open(ws, fsstore.Options{})
+	if err != nil {
+		t.Fatalf("embedded open after the daemon's idle exit: %v", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c2, err := protocol.Connect(ctx, ws, opts)
+	if err != nil {
+		t.Fatalf("Connect after the idle exit: %v", err)
+	}
+	second := c2.Hello().PID
+	t.Cleanup(func() { c2.Close(); stopDaemon(t, second) })
+	if second == first || second <= 0 {
+		t.Fatalf("second daemon pid %d, first %d: want a new daemon", second, first)
+	}
+	if _, err := c2.Status(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
