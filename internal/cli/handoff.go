@@ -120,7 +120,7 @@ func (e *env) runtimeCmd(id string) error {
 		renderRestart(e, res)
 	}
 	if rerr != nil {
-		return fmt.Errorf("restart %s: %w", e.restart, rerr)
+		return &printedError{fmt.Errorf("restart %s: %w", e.restart, rerr)}
 	}
 	return nil
 }
