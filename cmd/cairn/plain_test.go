@@ -49,7 +49,23 @@ func TestPlainErrors(t *testing.T) {
 			}
 		})
 	}
-	_, errs, code := cli(t, ws, "", "show", "nope", "--log-level", "debug")
+	// A daemon that exits at start: what it was, and where its log is.
+	dead := newWorkspace(t)
+	_, errs, code := cliEnv(t, dead, "", []string{"CAIRN_DAEMON=/bin/false"}, "ls")
+	if code != 1 || !strings.Contains(errs, "but it exited") || !strings.Contains(errs, "cairnd.log") {
+		t.Fatalf("ls with a daemon that exits: %d %q", code, errs)
+	}
+	for _, bad := range internals {
+		if strings.Contains(errs, bad) {
+			t.Fatalf("ls with a daemon that exits: %q shows %q", errs, bad)
+		}
+	}
+	out, _, code := cliEnv(t, dead, "", []string{"CAIRN_DAEMON=/bin/false"}, "ls", "--json")
+	var obj struct{ Code string }
+	if code != 1 || json.Unmarshal([]byte(out), &obj) != nil || obj.Code != "unavailable" {
+		t.Fatalf("ls --json with a daemon that exits: %d %q", code, out)
+	}
+	_, errs, code = cli(t, ws, "", "show", "nope", "--log-level", "debug")
 	if code != 3 || !strings.Contains(errs, "cairnd resumeSession") {
 		t.Fatalf("--log-level debug: %d %q, want the error whole", code, errs)
 	}

@@ -30,6 +30,9 @@ func (e *env) fail(err error) int {
 		status, code = ExitNotFound, "not_running"
 	case errors.As(err, new(*dirError)):
 		code = string(session.CodeInvalidArgument)
+	case code == string(session.CodeInternal) && strings.HasPrefix(err.Error(), connectPrefix):
+		code = "unavailable" // no daemon could be started
+
 	case code == string(session.CodeNotFound):
 		status = ExitNotFound
 	}
@@ -85,6 +88,8 @@ func plain(err error) string {
 		return re.Message
 	case errors.Is(err, errNoDaemonRunning):
 		return errNoDaemonRunning.Error()
+	case strings.HasPrefix(err.Error(), connectPrefix):
+		return connectMessage(err.Error())
 	case errors.Is(err, protocol.ErrNoDaemon), errors.Is(err, protocol.ErrUnavailable):
 		return "cannot reach cairnd, the workspace's daemon (--log-level debug says why)"
 	case errors.Is(err, protocol.ErrConnectionLost):
@@ -97,4 +102,21 @@ func plain(err error) string {
 		return se.Message
 	}
 	return err.Error()
+}
+
+// connectPrefix begins the errors of protocol.Connect.
+const connectPrefix = "protocol.Connect: "
+
+// connectMessage keeps what protocol.Connect says for people (which daemon
+// it started, how it exited, where its log is, who holds the workspace)
+// and drops the causes it wraps: the dial and handshake underneath.
+func connectMessage(s string) string {
+	s = strings.TrimPrefix(s, connectPrefix)
+	s = strings.ReplaceAll(s, "protocol: no daemon: ", "")
+	for _, cause := range []string{": protocol: ", ": locked: ", ": failed to WebSocket dial"} {
+		if i := strings.Index(s, cause); i > 0 {
+			s = s[:i]
+		}
+	}
+	return s
 }
