@@ -30,6 +30,7 @@ func TestPlainErrors(t *testing.T) {
 		{"no such workspace", []string{"ls", "--workspace", filepath.Join(ws, "missing")}, 1, "invalid_argument", "no such file or directory"},
 		{"usage", []string{"show"}, 2, "usage", "show takes one session ID"},
 		{"bad flag", []string{"ls", "--nope"}, 2, "usage", "unknown flag --nope"},
+		{"no daemon at --socket", []string{"ls", "--socket", filepath.Join(ws, "none.sock")}, 1, "unavailable", "no cairnd answers at " + filepath.Join(ws, "none.sock")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -90,7 +90,13 @@ func plain(err error) string {
 		return errNoDaemonRunning.Error()
 	case strings.HasPrefix(err.Error(), connectPrefix):
 		return connectMessage(err.Error())
+	case strings.HasPrefix(err.Error(), dialPrefix):
+		return dialMessage(err.Error())
 	case errors.Is(err, protocol.ErrNoDaemon), errors.Is(err, protocol.ErrUnavailable):
+		if _, rest, ok := strings.Cut(err.Error(), "no daemon at "); ok {
+			path, _, _ := strings.Cut(rest, ": ")
+			return "no cairnd answers at " + path
+		}
 		return "cannot reach cairnd, the workspace's daemon (--log-level debug says why)"
 	case errors.Is(err, protocol.ErrConnectionLost):
 		return "the connection to cairnd broke before it answered"
@@ -119,4 +125,20 @@ func connectMessage(s string) string {
 		}
 	}
 	return s
+}
+
+// dialPrefix begins the errors of protocol.Dial.
+const dialPrefix = "protocol.Dial "
+
+// dialMessage says which socket refused and why, without the WebSocket
+// library's words.
+func dialMessage(s string) string {
+	path, rest, _ := strings.Cut(strings.TrimPrefix(s, dialPrefix), ": ")
+	switch {
+	case strings.Contains(rest, "but got 403"):
+		return "cairnd at " + path + " refused the connection (403 Forbidden: only the daemon's own user may connect)"
+	case strings.HasPrefix(rest, "the daemon "), strings.HasPrefix(rest, "daemon "), strings.HasPrefix(rest, "hello: the daemon "):
+		return "cairnd at " + path + ": " + connectMessage(rest)
+	}
+	return "cannot talk to cairnd at " + path + " (--log-level debug says why)"
 }
