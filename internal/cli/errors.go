@@ -63,7 +63,10 @@ func (e *env) fail(err error) int {
 // printedError is the failure of a command that has printed its result
 // already (runtime --restart): under --json too it is said on standard
 // error, so standard output holds one JSON value.
-type printedError struct{ err error }
+type printedError struct {
+	err   error
+	plain string // what plain says: the error without its operations
+}
 
 func (e *printedError) Error() string { return e.err.Error() }
 func (e *printedError) Unwrap() error { return e.err }
@@ -102,6 +105,10 @@ func plain(err error) string {
 		return "the connection to cairnd broke before it answered"
 	case errors.As(err, &pe):
 		return pe.Path + ": " + pe.Err.Error()
+	}
+	var printed *printedError
+	if errors.As(err, &printed) && printed.plain != "" {
+		return printed.plain
 	}
 	var se *session.Error
 	if errors.As(err, &se) {
