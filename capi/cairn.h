@@ -75,7 +75,10 @@ const char *cairn_version(void);
 
 /* cairn_open opens a handle. options_json (NULL or "" for defaults) is a
  * JSON object:
- *   "workspace":   directory of the workspace (default ".")
+ *   "workspace":   directory of the workspace (default: the nearest
+ *                  folder at or above the current directory holding
+ *                  .cairn/, else the nearest one holding .git, else the
+ *                  current directory)
  *   "embedded":    false (default): talk to the workspace's cairnd,
  *                  starting it when none runs; true: run the engine in this
  *                  process over <workspace>/.cairn. Embedded mode takes the

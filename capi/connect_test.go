@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,5 +42,30 @@ func TestOpenDaemonModeEmbeddedHolder(t *testing.T) {
 	_, err = openHandle(fmt.Sprintf(`{"workspace":%q,"daemon":"/nonexistent/cairnd"}`, ws))
 	if codeOf(err) != "locked" || setError(err, nil) != codes["locked"] || !strings.Contains(messageOf(err), "pid "+strconv.Itoa(os.Getpid())) {
 		t.Fatalf("daemon-mode cairn_open of a workspace held embedded: %v (code %s), want locked naming pid %d", err, codeOf(err), os.Getpid())
+	}
+}
+
+// TestOpenDiscoversWorkspace: cairn_open without a workspace opens the one
+// above the current directory, not a new one where it runs.
+func TestOpenDiscoversWorkspace(t *testing.T) {
+	ws := t.TempDir()
+	sub := filepath.Join(ws, "src", "pkg")
+	if err := os.MkdirAll(layout.StateDir(ws), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(sub)
+	h, err := openHandle(`{"embedded":true}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = closeHandle(h) })
+	if _, err := os.Stat(layout.Lock(ws)); err != nil {
+		t.Fatalf("cairn_open from %s did not open %s: %v", sub, ws, err)
+	}
+	if _, err := os.Stat(layout.StateDir(sub)); err == nil {
+		t.Fatalf("cairn_open made %s", layout.StateDir(sub))
 	}
 }

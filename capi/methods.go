@@ -64,7 +64,12 @@ func openInstance(raw string) (*instance, error) {
 		}
 	}
 	if o.Workspace == "" {
-		o.Workspace = "."
+		// As git finds a repository: see protocol.Discover.
+		ws, _, err := protocol.Discover("")
+		if err != nil {
+			return nil, session.Errorf(session.CodeInvalidArgument, "cairn_open: no workspace given, and the current directory cannot be used: %v", err)
+		}
+		o.Workspace = ws
 	}
 	ws, err := filepath.Abs(o.Workspace)
 	if err != nil {

@@ -328,7 +328,7 @@ func TestE2EPeerUIDRefused(t *testing.T) {
 		}
 		t.Fatalf("client as nobody: %v, output:\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "403") {
+	if !strings.Contains(string(out), "403") || strings.Contains(string(out), "protocol.") || strings.Contains(string(out), "WebSocket") {
 		t.Fatalf("refusal not reported as 403:\n%s", out)
 	}
 	if !strings.Contains(p.logText(), "refused connection") || !strings.Contains(p.logText(), "peer_uid=65534") {

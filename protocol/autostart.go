@@ -36,7 +36,8 @@ const DaemonEnv = "CAIRN_DAEMON"
 const ExitAlreadyRunning = 3
 
 // Connect connects to the daemon of workspace, starting one when none
-// answers (unless opts.NoAutoStart). A started cairnd runs detached, in its
+// answers (unless opts.NoAutoStart). An empty workspace is the one
+// Discover finds from the current directory. A started cairnd runs detached, in its
 // own session, with its standard error appended to .cairn/cairnd.log
 // (rotated first when it is over DaemonLogMaxBytes), and exits once no
 // client has been connected for DefaultIdleTimeout (unless opts.DaemonArgs
@@ -66,7 +67,13 @@ const ExitAlreadyRunning = 3
 // The returned Client reconnects, auto-starting again, on the first call
 // after its connection is lost.
 func Connect(ctx context.Context, workspace string, opts *Options) (*Client, error) {
-	ws, err := Workspace(workspace)
+	var ws string
+	var err error
+	if workspace == "" {
+		ws, _, err = Discover("")
+	} else {
+		ws, err = Workspace(workspace)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("protocol.Connect: %w", err)
 	}

@@ -47,7 +47,7 @@ import type {
 export * from './wire';
 
 export interface ConnectOptions {
-  /** Directory of the workspace (default "."). */
+  /** Directory of the workspace (default: the nearest folder at or above the current directory holding .cairn/, else .git, else the current directory). */
   workspace?: string;
   /** Run the engine in this process (takes the workspace's store lock). Default false: daemon mode. */
   embedded?: boolean;

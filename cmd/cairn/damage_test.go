@@ -17,7 +17,7 @@ import (
 // exit 1, the damaged session is refused while the other is served, repair
 // writes nothing until confirmed, and after it everything checks again.
 func TestCLIDamage(t *testing.T) {
-	ws := t.TempDir()
+	ws := newWorkspace(t)
 	st, err := fsstore.Open(ws, fsstore.Options{CompactMinBytes: 1 << 40})
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func TestCLIDamage(t *testing.T) {
 	if out, _, code := cli(t, ws, "", "ls", "--json"); code != 1 || !strings.Contains(out, `"state": "corrupt"`) {
 		t.Fatalf("ls --json: exit %d\n%s", code, out)
 	}
-	if _, errs, code := cli(t, ws, "", "show", "bad"); code != 1 || !strings.Contains(errs, "corrupt") {
+	if _, errs, code := cli(t, ws, "", "show", "bad"); code != 1 || !strings.Contains(errs, "is damaged") {
 		t.Fatalf("show of the damaged session: exit %d %q", code, errs)
 	}
 	if _, _, code := cli(t, ws, "", "show", "good"); code != 0 {

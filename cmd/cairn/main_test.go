@@ -63,7 +63,7 @@ func cliEnv(t *testing.T, ws, stdin string, env []string, args ...string) (strin
 }
 
 func TestCLI(t *testing.T) {
-	ws := t.TempDir()
+	ws := newWorkspace(t)
 	t.Cleanup(func() { cli(t, ws, "", "daemon", "stop") })
 
 	// Before any daemon: status says not running (3); version still works.
@@ -155,7 +155,7 @@ func TestCLI(t *testing.T) {
 	}
 	// Not found: 3.
 	for _, args := range [][]string{{"show", "s1"}, {"runs", "s1"}, {"resume", "s1"}, {"rm", "s1"}, {"export", "s1"}} {
-		if _, errs, code := cli(t, ws, "", args...); code != 3 || !strings.Contains(errs, "not_found") {
+		if _, errs, code := cli(t, ws, "", args...); code != 3 || !strings.Contains(errs, "not found") || strings.Contains(errs, "cairnd ") {
 			t.Fatalf("%v: exit %d %q, want 3", args, code, errs)
 		}
 	}

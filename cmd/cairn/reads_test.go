@@ -18,7 +18,7 @@ import (
 // TestCLIMessagesAndArtifacts: "cairn messages" prints one JSON value a
 // line for the range asked, "cairn artifacts" lists without data.
 func TestCLIMessagesAndArtifacts(t *testing.T) {
-	ws := t.TempDir()
+	ws := newWorkspace(t)
 	t.Cleanup(func() { cli(t, ws, "", "daemon", "stop") })
 	var ms []string
 	for i := range 12 {

@@ -21,7 +21,7 @@ func TestCLISecrets(t *testing.T) {
 		metaTok = "sk-proj-4fK9pQ2xLm7Wz1Vb8Nc3Rt6Yh0Js5Dg2Ae9Ui4Ol7Pk1Mq3Xw"
 		metaPW  = "plain-looking-password-value"
 	)
-	ws := t.TempDir()
+	ws := newWorkspace(t)
 	t.Cleanup(func() { cli(t, ws, "", "daemon", "stop") })
 	msg := `{"role":"user","content":"token ` + msgTok + `"}`
 	doc := map[string]any{"schema_version": 1, "session": map[string]any{

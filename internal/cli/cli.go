@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cairn-dev/cairn/protocol"
-	"github.com/cairn-dev/cairn/session"
 )
 
 // Exit statuses of Main.
@@ -26,17 +26,26 @@ const (
 
 // Usage is the text of cairn --help.
 const Usage = `usage: cairn [flags] <command> [args]
+       cairn help <command>, cairn <command> --help: the command's help
 
 cairn reads and manages the agent sessions cairn keeps for a workspace. It
 talks to the workspace's daemon (cairnd) and starts one when none is running
 (cairnd is found through $CAIRN_DAEMON, next to this executable, or on PATH).
 
+The workspace is found as git finds a repository: the nearest folder at or
+above the current directory that holds .cairn/, else the nearest repository
+root (.git), else the current directory. Where none holds .cairn/, the
+commands that read say so and create nothing (exit 3); init, import and
+daemon start make the workspace.
+
 commands:
+  init             make the current directory (or --workspace) a workspace
   daemon start     start the workspace's cairnd if it is not running
   daemon stop      stop the workspace's cairnd (SIGTERM) and wait for it to exit
   daemon status    show the daemon's status (exit 3 when none is running)
   ls               list the sessions
-  show ID          show a session's latest generation
+  show ID          show a session's latest generation and its last 10
+                   messages (--messages N: the last N)
   runs ID          list a session's runs, with their loop checkpoints
   resume ID        what a new agent is handed: handoff, interrupted runs, drift
   rm ID            delete a session, its checkpoints and its workflows
@@ -66,10 +75,15 @@ commands:
                    --yes); the original bytes are kept in .cairn/quarantine
                    --workflow: ID is a workflow, not a session
   version          print the versions of cairn, cairnd and the protocol
+  help [COMMAND]   print this help, or the help of COMMAND
 
 flags (anywhere on the line):
-  --workspace DIR  the workspace (default: the current directory)
-  --json           print JSON for machines instead of text for people
+  --workspace DIR  the workspace (default: found from the current directory)
+  --json           print JSON for machines instead of text for people; an
+                   error is then the object {"code": ..., "message": ...}
+                   on standard output, with the same exit status
+  --log-level L    debug, info, warn or error (default info); debug adds
+                   the error whole, with the operations it passed through
   --socket PATH    talk to the daemon at this socket; never start one
   -h, --help       print this help
 
@@ -81,7 +95,12 @@ exit status:
      verify --secrets, a repair not
      confirmed, ...)
   2  usage error (unknown command, missing or extra argument, bad flag)
-  3  not found (no such session; "daemon status": no daemon running)
+  3  not found (no such session; no workspace: no .cairn/ found for a
+     command that reads; "daemon status": no daemon running)
+
+Errors are said in plain words on standard error. --json error codes are
+the protocol's (not_found, conflict, invalid_argument, corrupt, locked,
+unavailable, ...) and usage, no_workspace, not_running.
 `
 
 // errUsage marks a command line error.
@@ -117,14 +136,27 @@ type env struct {
 
 	// Flag of verify.
 	secrets bool
+
+	// Flag of show: how many of the last messages it prints (-1: default).
+	showMessages int64
+
+	// debug (--log-level debug) prints errors whole, with their internals.
+	debug bool
+
+	// noWorkspace: version found no workspace, so no daemon to ask.
+	noWorkspace bool
 }
 
 // Main runs the command line args (without the program name) and returns
 // the exit status.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, tail: -1, from: -1, to: -1}
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, tail: -1, from: -1, to: -1, showMessages: -1}
 	pos, help, err := e.parse(args)
 	if err != nil {
+		if e.json || slices.Contains(args, "--json") {
+			e.json = true
+			return e.fail(fmt.Errorf("%w: %w", errUsage, err))
+		}
 		fmt.Fprintf(stderr, "cairn: %v\n\n%s", err, Usage)
 		return ExitUsage
 	}
@@ -133,28 +165,13 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			fmt.Fprint(stderr, Usage)
 			return ExitUsage
 		}
+		if len(pos) > 0 {
+			return e.help(pos[0])
+		}
 		fmt.Fprint(stdout, Usage)
 		return ExitOK
 	}
-	err = e.run(pos)
-	switch {
-	case err == nil:
-		return ExitOK
-	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "cairn: %v\n(see cairn --help)\n", err)
-		return ExitUsage
-	case errors.Is(err, errIncomplete), errors.Is(err, errDamageFound):
-		return ExitFailure
-	case errors.Is(err, errNoDaemonRunning):
-		fmt.Fprintf(stderr, "cairn: %v\n", err)
-		return ExitNotFound
-	case protocol.CodeOf(err) == session.CodeNotFound:
-		fmt.Fprintf(stderr, "cairn: %v\n", err)
-		return ExitNotFound
-	default:
-		fmt.Fprintf(stderr, "cairn: %v\n", err)
-		return ExitFailure
-	}
+	return e.fail(e.run(pos))
 }
 
 // parse separates flags (allowed anywhere) from positional arguments.
@@ -184,6 +201,16 @@ func (e *env) parse(args []string) (pos []string, help bool, err error) {
 		switch name {
 		case "h", "help":
 			help = true
+		case "log-level":
+			if val, err = value(); err != nil {
+				return nil, false, err
+			}
+			switch val {
+			case "debug", "info", "warn", "error":
+				e.debug = val == "debug"
+			default:
+				return nil, false, fmt.Errorf("flag --log-level: %q is not debug, info, warn or error", val)
+			}
 		case "json":
 			e.json = true
 			if hasVal {
@@ -216,7 +243,7 @@ func (e *env) parse(args []string) (pos []string, help bool, err error) {
 				}
 				e.timeout = d
 			}
-		case "tail", "from", "to":
+		case "tail", "from", "to", "messages":
 			if val, err = value(); err != nil {
 				return nil, false, err
 			}
@@ -225,6 +252,8 @@ func (e *env) parse(args []string) (pos []string, help bool, err error) {
 				return nil, false, fmt.Errorf("flag --%s: %q is not a message count or index", name, val)
 			}
 			switch name {
+			case "messages":
+				e.showMessages = n
 			case "tail":
 				e.tail = n
 			case "from":
@@ -288,6 +317,48 @@ func (e *env) run(pos []string) error {
 	}
 	if e.secrets && cmd != "verify" {
 		return fmt.Errorf("%w: --secrets goes with verify", errUsage)
+	}
+	if e.showMessages >= 0 && cmd != "show" {
+		return fmt.Errorf("%w: --messages goes with show", errUsage)
+	}
+	switch cmd {
+	case "help":
+		if len(args) > 1 {
+			return fmt.Errorf("%w: help takes at most one command", errUsage)
+		}
+		if len(args) == 1 {
+			h, ok := commandHelp[args[0]]
+			if args[0] == "list" {
+				h, ok = commandHelp["ls"], true
+			}
+			if !ok {
+				return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+			}
+			fmt.Fprint(e.stdout, h)
+			return nil
+		}
+		fmt.Fprint(e.stdout, Usage)
+		return nil
+	case "init":
+		if err := want(0, ""); err != nil {
+			return err
+		}
+		ws, err := protocol.Workspace(e.workspace)
+		if err != nil {
+			return &dirError{what: "workspace " + e.workspace, err: err}
+		}
+		e.workspace = ws
+		return e.initCmd()
+	}
+	if _, ok := commandHelp[cmd]; !ok && cmd != "list" {
+		return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+	}
+	if err := e.resolveWorkspace(creates(pos)); err != nil {
+		// version reports what it can without a workspace.
+		if cmd != "version" || !errors.Is(err, errNoWorkspace) {
+			return err
+		}
+		e.noWorkspace = true
 	}
 	switch cmd {
 	case "messages", "artifacts":
@@ -360,9 +431,6 @@ func (e *env) run(pos []string) error {
 			return err
 		}
 		return e.repair(args[0])
-	case "help":
-		fmt.Fprint(e.stdout, Usage)
-		return nil
 	}
 	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
 }

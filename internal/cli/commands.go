@@ -153,6 +153,11 @@ func (e *env) show(id string) error {
 			return e.printJSON(r.Snapshot)
 		}
 		renderShow(e.stdout, r)
+		n := e.showMessages
+		if n < 0 {
+			n = defaultShowMessages
+		}
+		renderTail(e.stdout, r.Snapshot.Messages, n)
 		return nil
 	})
 }
@@ -281,7 +286,9 @@ func (e *env) importFile(path string) error {
 
 func (e *env) version() error {
 	out := map[string]any{"cairn": version.Version, "protocol": api.ProtocolVersion}
-	if c, err := e.dialExisting(); err == nil {
+	if e.noWorkspace {
+		out["workspace"] = nil
+	} else if c, err := e.dialExisting(); err == nil {
 		out["cairnd"] = c.Hello().ServerVersion
 		out["cairnd_pid"] = c.Hello().PID
 		c.Close()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -120,7 +121,8 @@ func (e *env) runtimeCmd(id string) error {
 		renderRestart(e, res)
 	}
 	if rerr != nil {
-		return fmt.Errorf("restart %s: %w", e.restart, rerr)
+		return &printedError{err: fmt.Errorf("restart %s: %w", e.restart, rerr),
+			plain: "restart " + e.restart + ": " + strings.TrimPrefix(strings.TrimPrefix(rerr.Error(), fmt.Sprintf("procs.Restart %q: ", e.restart)), "procs: ")}
 	}
 	return nil
 }
