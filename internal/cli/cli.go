@@ -40,7 +40,9 @@ daemon start make the workspace.
 
 commands:
   init             make the current directory (or --workspace) a workspace
-  daemon start     start the workspace's cairnd if it is not running
+  daemon start     start the workspace's cairnd if it is not running; one
+                   started this way keeps running until "daemon stop"
+                   (one a command auto-starts exits after 10 idle minutes)
   daemon stop      stop the workspace's cairnd (SIGTERM) and wait for it to exit
   daemon status    show the daemon's status (exit 3 when none is running)
   ls               list the sessions
@@ -437,8 +439,8 @@ func (e *env) run(pos []string) error {
 
 // connect returns a client for the workspace, starting cairnd if needed
 // (unless --socket was given).
-func (e *env) connect() (*protocol.Client, error) {
-	opts := &protocol.Options{ClientName: "cairn-cli"}
+func (e *env) connect(daemonArgs ...string) (*protocol.Client, error) {
+	opts := &protocol.Options{ClientName: "cairn-cli", DaemonArgs: daemonArgs}
 	if e.socket != "" {
 		return protocol.Dial(e.ctx, e.socket, opts)
 	}

@@ -30,7 +30,9 @@ func (e *env) printJSON(v any) error {
 }
 
 func (e *env) daemonStart() error {
-	c, err := e.connect()
+	// Started on purpose: it stays, where an auto-started one would exit
+	// when idle.
+	c, err := e.connect("--idle-timeout=0")
 	if err != nil {
 		return err
 	}

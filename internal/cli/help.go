@@ -14,7 +14,8 @@ else is started; cairnd starts on first use.
 	"daemon": `usage: cairn daemon start|stop|status
 
   start   start the workspace's cairnd if it is not running (makes the
-          workspace when there is none)
+          workspace when there is none); it keeps running until stop,
+          where one a command auto-starts exits after 10 idle minutes
   stop    stop the workspace's cairnd (SIGTERM) and wait for it to exit
   status  show the daemon's status; exit 3 when none is running or there
           is no workspace
