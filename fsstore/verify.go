@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -324,53 +325,36 @@ func (s *Store) repairSession(id string, apply bool) (*session.RepairReport, err
 }
 
 // rewriteFrom replaces the log at path with the magic and the byte ranges
-// of r given, crash-safely: the new log is written and synced under a temp
-// name, the original is linked into quarantine/, and the new log is
-// renamed into place. It returns the quarantine path and the new log's
-// index.
+// of r given (replaceLog), and returns the quarantine path and the new
+// log's index.
 func (s *Store) rewriteFrom(r *recordlog.Reader, path, name string, ranges [][2]int64) (string, *tracker, error) {
-	tmp, err := atomicfile.NewTempFS(s.fs, path, 0o600, nil)
-	if err != nil {
-		return "", nil, session.Wrap(session.CodeInternal, err, "repair")
-	}
-	defer tmp.Abort()
-	if err := tmp.WriteAt([]byte(logMagic), 0); err != nil {
-		return "", nil, session.Wrap(session.CodeInternal, err, "repair")
-	}
-	buf := make([]byte, 1<<20)
-	keep := int64(len(logMagic))
-	for _, rg := range ranges {
-		for off := rg[0]; off < rg[1]; {
-			part := buf[:min(int64(len(buf)), rg[1]-off)]
-			if n, err := r.ReadAt(part, off); n < len(part) {
-				return "", nil, session.Wrap(session.CodeInternal, err, "repair: read %s", path)
-			}
-			if err := tmp.WriteAt(part, keep); err != nil {
-				return "", nil, session.Wrap(session.CodeInternal, err, "repair")
-			}
-			off += int64(len(part))
-			keep += int64(len(part))
+	var nt *tracker
+	q, err := s.replaceLog(path, name, r, r.Size(), func(tmp *atomicfile.Temp) error {
+		if err := tmp.WriteAt([]byte(logMagic), 0); err != nil {
+			return err
 		}
-	}
-	nt, err := indexOf(tmp, keep)
-	if err != nil {
-		return "", nil, session.Wrap(session.CodeInternal, err, "repair: the repaired log of %s", path)
-	}
-	if err := tmp.Sync(); err != nil {
-		return "", nil, session.Wrap(session.CodeInternal, err, "repair")
-	}
-	q, err := s.copyToQuarantine(r, name, 0, r.Size(), "damaged")
-	if err != nil {
-		return "", nil, session.Wrap(session.CodeInternal, err, "repair: keep %s in quarantine", path)
-	}
-	f, err := tmp.Commit()
-	if f != nil {
-		f.Close()
-	}
-	if err != nil {
-		return "", nil, session.Wrap(session.CodeInternal, err, "repair: put the repaired log in place (the original is kept at %s)", q)
-	}
-	return q, nt, nil
+		buf := make([]byte, 1<<20)
+		keep := int64(len(logMagic))
+		for _, rg := range ranges {
+			for off := rg[0]; off < rg[1]; {
+				part := buf[:min(int64(len(buf)), rg[1]-off)]
+				if n, err := r.ReadAt(part, off); n < len(part) {
+					return fmt.Errorf("read %s: %w", path, err)
+				}
+				if err := tmp.WriteAt(part, keep); err != nil {
+					return err
+				}
+				off += int64(len(part))
+				keep += int64(len(part))
+			}
+		}
+		var err error
+		if nt, err = indexOf(tmp, keep); err != nil {
+			return fmt.Errorf("the repaired log of %s: %w", path, err)
+		}
+		return nil
+	})
+	return q, nt, err
 }
 
 func (s *Store) repairWorkflow(id string, apply bool) (*session.RepairReport, error) {
@@ -414,7 +398,9 @@ func (s *Store) repairWorkflow(id string, apply bool) (*session.RepairReport, er
 		rep.Applied, rep.Quarantine = true, q
 		return rep, nil
 	}
-	q, err := s.replaceLog(path, wf.name, data, plan.log)
+	q, err := s.replaceLog(path, wf.name, bytes.NewReader(data), int64(len(data)), func(tmp *atomicfile.Temp) error {
+		return tmp.WriteAt(plan.log, 0)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -427,21 +413,24 @@ func (s *Store) repairWorkflow(id string, apply bool) (*session.RepairReport, er
 	return rep, nil
 }
 
-// replaceLog replaces the log at path with data crash-safely, keeping the
-// original in quarantine/ (see rewriteFromPrefix).
-func (s *Store) replaceLog(path, name string, orig, data []byte) (string, error) {
+// replaceLog replaces the log at path (name in its folder), whose size
+// bytes orig reads, with what write puts in a temp file beside it,
+// crash-safely: the new log is written and synced, the original is copied
+// to quarantine/ (synced), and the new log is renamed into place. It
+// returns the quarantine path.
+func (s *Store) replaceLog(path, name string, orig io.ReaderAt, size int64, write func(tmp *atomicfile.Temp) error) (string, error) {
 	tmp, err := atomicfile.NewTempFS(s.fs, path, 0o600, nil)
 	if err != nil {
 		return "", session.Wrap(session.CodeInternal, err, "repair")
 	}
 	defer tmp.Abort()
-	if err := tmp.WriteAt(data, 0); err != nil {
+	if err := write(tmp); err != nil {
 		return "", session.Wrap(session.CodeInternal, err, "repair")
 	}
 	if err := tmp.Sync(); err != nil {
 		return "", session.Wrap(session.CodeInternal, err, "repair")
 	}
-	q, err := s.copyToQuarantine(bytes.NewReader(orig), name, 0, int64(len(orig)), "damaged")
+	q, err := s.copyToQuarantine(orig, name, 0, size, "damaged")
 	if err != nil {
 		return "", session.Wrap(session.CodeInternal, err, "repair: keep %s in quarantine", path)
 	}
