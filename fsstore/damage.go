@@ -189,11 +189,34 @@ func (s *Store) quarantineName(name, what string) string {
 	return filepath.Join(layout.Quarantine(s.root), fmt.Sprintf("%s.%s.%s", name, s.opts.Now().UTC().Format("20060102T150405.000000000Z"), what))
 }
 
-// keepTail copies the bytes off..size of the log name (open as r) to a new
-// file in quarantine/ before recovery trims them: a torn tail is never
-// acknowledged data, but it is never destroyed either.
-func (s *Store) keepTail(r io.ReaderAt, name string, off, size int64) (string, error) {
-	return s.copyToQuarantine(r, name, off, size, fmt.Sprintf("tail-at-%d", off))
+// trimTorn trims the torn tail of the log l (file name) from valid on, at
+// recovery, after copying its bytes to a new file in quarantine/: a torn
+// tail is never acknowledged data, but it is never destroyed either. The
+// error is what the log is refused with when that fails.
+func (s *Store) trimTorn(l *recordlog.File, name string, valid int64) error {
+	size := l.Size()
+	dst, err := s.copyToQuarantine(l, name, valid, size, fmt.Sprintf("tail-at-%d", valid))
+	if err == nil {
+		s.log.Warn("trimming torn or uncommitted log tail", "path", l.Path(), "bytes", size-valid, "kept_in", dst)
+		err = l.Truncate(valid)
+	}
+	if err != nil {
+		return session.Wrap(session.CodeInternal, err, "log %s ends in a torn tail at byte %d that could not be kept and trimmed", l.Path(), valid)
+	}
+	s.trimmed.Add(size - valid)
+	return nil
+}
+
+// setAside moves a log (at path in dir, closed) that holds no intact
+// commit to quarantine/, at recovery. The error is what the log is refused
+// with when that fails.
+func (s *Store) setAside(dir, path, name string) error {
+	dst, err := s.moveToQuarantine(dir, path, name, "no-commit", false)
+	if err != nil {
+		return session.Wrap(session.CodeCorrupt, err, "log %s holds no intact commit, and moving it to quarantine failed", path)
+	}
+	s.log.Warn("moved a log with no intact commit to quarantine", "path", path, "to", dst)
+	return nil
 }
 
 // copyToQuarantine copies the bytes off..size of r (the log name) to a new

@@ -379,27 +379,16 @@ func (s *Store) loadSession(name string) error {
 	}
 	if t.gen == 0 {
 		l.Close()
-		dst, err := s.moveToQuarantine(s.sessionsDir, path, name, "no-commit", false)
-		if err != nil {
-			s.sickSession(name, path, nil, StateCorrupt, session.Wrap(session.CodeCorrupt, err,
-				"session log %s holds no intact commit, and moving it to quarantine failed", path), nil)
-			return nil
+		if err := s.setAside(s.sessionsDir, path, name); err != nil {
+			s.sickSession(name, path, nil, StateCorrupt, err, nil)
 		}
-		s.log.Warn("moved a session log with no intact commit to quarantine", "path", path, "to", dst)
 		return nil
 	}
 	if asm.valid < size {
-		dst, err := s.keepTail(l, name, asm.valid, size)
-		if err == nil {
-			s.log.Warn("trimming torn or uncommitted log tail", "path", path, "bytes", size-asm.valid, "kept_in", dst)
-			err = l.Truncate(asm.valid)
-		}
-		if err != nil {
-			s.sickSession(name, path, t, StateUnreadable, session.Wrap(session.CodeInternal, err,
-				"session log %s ends in a torn tail at byte %d that could not be kept and trimmed", path, asm.valid), nil)
+		if err := s.trimTorn(l, name, asm.valid); err != nil {
+			s.sickSession(name, path, t, StateUnreadable, err, nil)
 			return nil
 		}
-		s.trimmed.Add(size - asm.valid)
 	}
 	t.trim()
 	s.sessions[t.sessionID] = &sessionFile{name: name, path: path, size: asm.valid, t: t}

@@ -77,13 +77,9 @@ func (s *Store) loadWorkflow(name string) error {
 	}
 	if len(groups) == 0 {
 		l.Close()
-		dst, err := s.moveToQuarantine(s.flowsDir, path, name, "no-commit", false)
-		if err != nil {
-			s.sickWorkflow(name, path, owner, StateCorrupt, session.Wrap(session.CodeCorrupt, err,
-				"workflow log %s holds no intact commit, and moving it to quarantine failed", path))
-			return nil
+		if err := s.setAside(s.flowsDir, path, name); err != nil {
+			s.sickWorkflow(name, path, owner, StateCorrupt, err)
 		}
-		s.log.Warn("moved a workflow log with no intact commit to quarantine", "path", path, "to", dst)
 		return nil
 	}
 	if name != fileName(w.WorkflowID) {
@@ -92,17 +88,10 @@ func (s *Store) loadWorkflow(name string) error {
 		return nil
 	}
 	if valid < size {
-		dst, err := s.keepTail(l, name, valid, size)
-		if err == nil {
-			s.log.Warn("trimming torn or uncommitted log tail", "path", path, "bytes", size-valid, "kept_in", dst)
-			err = l.Truncate(valid)
-		}
-		if err != nil {
-			s.sickWorkflow(name, path, owner, StateUnreadable, session.Wrap(session.CodeInternal, err,
-				"workflow log %s ends in a torn tail at byte %d that could not be kept and trimmed", path, valid))
+		if err := s.trimTorn(l, name, valid); err != nil {
+			s.sickWorkflow(name, path, owner, StateUnreadable, err)
 			return nil
 		}
-		s.trimmed.Add(size - valid)
 	}
 	s.workflows[w.WorkflowID] = &workflowFile{name: name, size: valid, gen: gen, w: w}
 	return nil
