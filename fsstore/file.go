@@ -38,13 +38,18 @@ func (s *Store) createLog(path string, data []byte) (*recordlog.File, error) {
 // appendCommit appends one framed commit to l and makes it durable
 // (recordlog.File.Append), with the commit.* fault points. broken reports
 // that a failed append could not be rolled back: l must not be written
-// again until a rollback succeeds (healSession, healWorkflow). The writer lock and the log's
-// identity are checked before, and the lock again after (checkLock).
+// again until a rollback succeeds (healSession, healWorkflow). The log's
+// identity is checked before and the writer lock after (checkLock): an
+// append goes through l's descriptor, not a path, so it cannot land in a
+// directory another writer locked, and a lock lost at any time before the
+// check after the sync means the commit is not acknowledged.
 func (s *Store) appendCommit(l *recordlog.File, data []byte) (broken bool, err error) {
-	if err := s.checkLock("append to " + l.Path()); err != nil {
-		return false, err
-	}
 	if err := s.checkLogFile(l); err != nil {
+		// A log replaced under the store most often means its directory
+		// was: then the lost lock is the reason to give.
+		if lerr := s.checkLock("append to " + l.Path()); lerr != nil {
+			return false, lerr
+		}
 		return false, err
 	}
 	if broken, err = l.Append(data, s.faultAt("commit.")); err != nil {

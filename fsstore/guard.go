@@ -10,9 +10,9 @@ import (
 // checkLock fails with session.CodeLocked once the store's writer lock is
 // lost (dirlock.Lock.Check): its .cairn, sessions or workflows directory
 // was renamed or removed and another made in its place, where a second
-// writer could lock it. It is called before every write the store
-// acknowledges (so none lands in a directory another writer may own) and
-// after a commit's sync (so none is acknowledged that may have); op names
+// writer could lock it. It is called before every write that names a path
+// (so none lands in a directory another writer may own) and after every
+// write it acknowledges (so none is acknowledged that may have); op names
 // the operation. The check is a few stat calls.
 //
 // The code is locked, not unavailable: the store, not the daemon, lost its
