@@ -6,7 +6,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
+.PHONY: all build bins lib test test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist dist-node test-dist-node venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
 
 all: build
 
@@ -27,9 +27,9 @@ lib:
 	cp capi/cairn.h $(BUILD)/cairn.h
 	rm -f $(BUILD)/libcairn.h
 
-## dist: every package into dist/ (now: the Python wheel, dist-python)
+## dist: every package into dist/ (the Python wheel, the npm package)
 DIST := dist
-dist: dist-python
+dist: dist-python dist-node
 
 # The Python platform wheel (distribution cairn-sessions, import cairn) with
 # libcairn.so, cairnd and the cairn CLI inside; built with the standard
@@ -40,9 +40,23 @@ dist-python: bins lib
 	$(PYTHON) bindings/python/build_wheel.py --lib $(BUILD)/libcairn.so --daemon $(BUILD)/cairnd \
 		--cli $(BUILD)/cairn --license LICENSE --out $(DIST)
 
+# The npm package cairn-sessions (dist/npm/cairn-sessions-*.tgz) with
+# libcairn.so and cairnd for this platform inside, in native/<platform>-<arch>/
+# (bindings/node/scripts/pack.js; bindings/node/README.md says why).
+dist-node: bins lib
+	node bindings/node/scripts/pack.js --lib $(BUILD)/libcairn.so --daemon $(BUILD)/cairnd --license LICENSE \
+		--goos $$($(GO) env GOOS) --goarch $$($(GO) env GOARCH) --out $(DIST)/npm
+
+# The npm package, installed with npm into an empty project in a temp dir
+# (koffi from the registry), works with no CAIRN_* variables from CommonJS
+# and from an ES module: auto-start from its own cairnd, save, kill -9,
+# resume (bindings/node/scripts/dist-test.js).
+test-dist-node: dist-node
+	timeout 600 node bindings/node/scripts/dist-test.js $(DIST)/npm/cairn-sessions-*.tgz
+
 ## test: every test suite: Go, C (through the Go test of capi), Python (and
 ## the installed wheel), Node.js and Rust
-test: vet test-go test-fuzz-short test-python test-dist test-node test-rust test-xlang
+test: vet test-go test-fuzz-short test-python test-dist test-dist-node test-node test-rust test-xlang
 
 PYTHON ?= python3
 

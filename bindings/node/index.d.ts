@@ -285,6 +285,8 @@ export class Client {
 export function connect(options?: ConnectOptions): Promise<Client>;
 /** libcairn's version. */
 export function version(): string;
+/** The path of the libcairn this process loaded (loading it if needed). */
+export function libraryPath(): string;
 /** How many libcairn handles are open in this process. */
 export function openHandles(): number;
 export function errorClassFor(code: string): typeof CairnError;

@@ -92,6 +92,11 @@ function makeError(code, message, rc) {
 
 // --------------------------------------------------------------- library
 
+// The native directory an installed package carries for this platform
+// (native/linux-x64/ and the like; see scripts/pack.js): libcairn and the
+// cairnd it auto-starts, found by libcairn next to itself.
+const NATIVE_DIR = path.join(__dirname, 'native', `${process.platform}-${process.arch}`);
+
 function findLibrary() {
   const name = process.platform === 'darwin' ? 'libcairn.dylib' : process.platform === 'win32' ? 'cairn.dll' : 'libcairn.so';
   const env = process.env.CAIRN_LIBRARY;
@@ -99,12 +104,31 @@ function findLibrary() {
     if (!fs.existsSync(env)) throw new CairnError('internal', `CAIRN_LIBRARY=${env}: no such file`);
     return env;
   }
-  const candidates = [path.join(__dirname, name), path.join(__dirname, '..', '..', 'build', name)];
+  const dir = process.env.CAIRN_LIB_DIR;
+  if (dir) {
+    const p = path.join(dir, name);
+    if (!fs.existsSync(p)) throw new CairnError('internal', `CAIRN_LIB_DIR=${dir}: no ${name} in it`);
+    return p;
+  }
+  const candidates = [
+    path.join(NATIVE_DIR, name),
+    path.join(__dirname, name),
+    path.join(__dirname, '..', '..', 'build', name),
+  ];
   for (const c of candidates) if (fs.existsSync(c)) return c;
-  throw new CairnError(
-    'internal',
-    `cannot find ${name}: set CAIRN_LIBRARY, put it next to the package, or build it (make lib) in the repository; looked in ${candidates.join(', ')}`
-  );
+  let carried = [];
+  try {
+    carried = fs.readdirSync(path.join(__dirname, 'native'));
+  } catch (_) {
+    // not an installed package: the repository's build/ was the last hope
+  }
+  const platform = `${process.platform}-${process.arch}`;
+  const hint = carried.includes(platform)
+    ? `the package's native/${platform}/ lacks it: reinstall the package`
+    : carried.length
+    ? `this package carries native parts for ${carried.join(', ')}, not ${platform}; build one on ${platform} (make dist-node)`
+    : 'set CAIRN_LIBRARY or CAIRN_LIB_DIR, install the package built by `make dist-node`, or build it (make lib) in the repository';
+  throw new CairnError('internal', `cannot find ${name}: ${hint}; looked in ${candidates.join(', ')}`);
 }
 
 let native = null; // the loaded library's functions, once loaded
@@ -818,6 +842,11 @@ function version() {
   return load().version();
 }
 
+/** The path of the libcairn this process loaded (loading it if needed). */
+function libraryPath() {
+  return load().path;
+}
+
 /** How many handles are open in this process (for leak checks). */
 function openHandles() {
   return load().openHandles();
@@ -826,6 +855,7 @@ function openHandles() {
 module.exports = {
   connect,
   version,
+  libraryPath,
   openHandles,
   Client,
   Subscription,
