@@ -6,7 +6,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
 
 all: build
 
@@ -42,7 +42,7 @@ dist-python: bins lib
 
 ## test: every test suite: Go, C (through the Go test of capi), Python (and
 ## the installed wheel), Node.js and Rust
-test: vet test-go test-fuzz-short test-python test-dist test-node test-rust test-xlang
+test: vet test-go test-fuzz-short test-python test-dist test-node test-rust test-xlang test-readme
 
 PYTHON ?= python3
 
@@ -66,6 +66,14 @@ test-python: bins lib venv
 # kill -9, resume, `cairn ls` from the venv's PATH (bindings/python/dist_test.py).
 test-dist: dist-python
 	timeout 300 $(PYTHON) bindings/python/dist_test.py $(DIST)/cairn_sessions-*.whl
+
+# Every fenced code block of README.md, extracted from it and run as a
+# newcomer would after `make dist`: the install steps, then each program in
+# the package it installed (tools/readme_test.py says how each block runs
+# and how to mark one not meant to run). CAIRN_README_PARTIAL=1 skips, loudly,
+# the blocks whose npm or cargo package dist/ lacks.
+test-readme: dist
+	timeout 1800 $(PYTHON) tools/readme_test.py
 
 # vet also vets every package for darwin, so the platform split stays
 # whole (Linux is the platform cairn is tested on; see README.md). Cross-
