@@ -1,5 +1,6 @@
-# cairn — see README.md. Every target works on a fresh machine with the Go
-# toolchain; `make test` installs whatever else the suites need.
+# cairn — see README.md. `make run` needs the Go toolchain; `make test`
+# also gcc, Python 3 with venv, Node.js with npm, and Rust with cargo (the
+# README's prerequisites), and fetches the packages the suites need.
 
 GO        ?= go
 BUILD     := build
