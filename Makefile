@@ -1,12 +1,13 @@
-# cairn — see README.md. Every target works on a fresh machine with the Go
-# toolchain; `make test` installs whatever else the suites need.
+# cairn — see README.md. `make run` needs the Go toolchain; `make test`
+# also gcc, Python 3 with venv, Node.js with npm, and Rust with cargo (the
+# README's prerequisites), and fetches the packages the suites need.
 
 GO        ?= go
 BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist dist-node test-dist-node venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist dist-node test-dist-node venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
 
 all: build
 
@@ -56,7 +57,7 @@ test-dist-node: dist-node
 
 ## test: every test suite: Go, C (through the Go test of capi), Python (and
 ## the installed wheel), Node.js and Rust
-test: vet test-go test-fuzz-short test-python test-dist test-dist-node test-node test-rust test-xlang
+test: vet test-go test-fuzz-short test-python test-dist test-dist-node test-node test-rust test-xlang test-readme
 
 PYTHON ?= python3
 
@@ -80,6 +81,14 @@ test-python: bins lib venv
 # kill -9, resume, `cairn ls` from the venv's PATH (bindings/python/dist_test.py).
 test-dist: dist-python
 	timeout 300 $(PYTHON) bindings/python/dist_test.py $(DIST)/cairn_sessions-*.whl
+
+# Every fenced code block of README.md, extracted from it and run as a
+# newcomer would after `make dist`: the install steps, then each program in
+# the package it installed (tools/readme_test.py says how each block runs
+# and how to mark one not meant to run). CAIRN_README_PARTIAL=1 skips, loudly,
+# the blocks whose npm or cargo package dist/ lacks.
+test-readme: dist
+	timeout 1800 $(PYTHON) tools/readme_test.py
 
 # vet also vets every package for darwin, so the platform split stays
 # whole (Linux is the platform cairn is tested on; see README.md). Cross-
@@ -124,7 +133,13 @@ test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads
+bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-install
+
+# Through the installed wheel, in a fresh process with no daemon running:
+# cairn.connect() (auto-starting the wheel's cairnd) to the first
+# acknowledged save, beside cairnd's own start and `import cairn`, N=10.
+bench-install: dist-python
+	timeout 600 $(PYTHON) bench/install/connect_bench.py $(DIST)/cairn_sessions-*.whl
 
 bench-store:
 	$(GO) run ./bench/storebench

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
@@ -82,7 +81,7 @@ class AsyncClient:
         return self.sync.closed
 
     @property
-    def workspace(self) -> str:
+    def workspace(self) -> Optional[str]:
         return self.sync.workspace
 
     async def close(self) -> None:
@@ -404,7 +403,7 @@ class AsyncSubscription:
 
 
 async def connect(
-    workspace: PathLike = ".",
+    workspace: Optional[PathLike] = None,
     embedded: bool = False,
     daemon: Optional[PathLike] = None,
     daemon_args: Optional[Sequence[str]] = None,
@@ -412,13 +411,14 @@ async def connect(
     *,
     max_threads: int = MAX_THREADS,
 ) -> AsyncClient:
-    """As :func:`cairn.connect`, without blocking the loop (a daemon start can
-    take a while). ``max_threads`` bounds the client's executor."""
+    """As :func:`cairn.connect` (without ``workspace``: the one found from the
+    current directory), without blocking the loop (a daemon start can take a
+    while). ``max_threads`` bounds the client's executor."""
     pool = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="cairn-aio")
     loop = asyncio.get_running_loop()
     try:
         c = await loop.run_in_executor(
-            pool, functools.partial(_sync.connect, os.fspath(workspace), embedded, daemon, daemon_args, auto_start)
+            pool, functools.partial(_sync.connect, workspace, embedded, daemon, daemon_args, auto_start)
         )
     except BaseException:
         pool.shutdown(wait=False)

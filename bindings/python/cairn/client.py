@@ -185,12 +185,12 @@ class Client:
     (after forking workers, or in the exec'd child).
     """
 
-    def __init__(self, lib: ctypes.CDLL, handle: int, workspace: str, embedded: bool) -> None:
+    def __init__(self, lib: ctypes.CDLL, handle: int, workspace: Optional[str], embedded: bool) -> None:
         self._lib = lib
         self._h = handle
         self._fn = lib.cairn_call
         self._free = lib.cairn_free
-        self.workspace = workspace
+        self._workspace = workspace
         self.embedded = embedded
         self._close_lock = threading.Lock()
         self._closed = False
@@ -206,6 +206,15 @@ class Client:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def workspace(self) -> Optional[str]:
+        """The workspace's absolute path. When :func:`connect` discovered it,
+        the library is asked once (daemon mode: a round trip), so a connect
+        that never needs it pays nothing; None once closed before asking."""
+        if self._workspace is None and not self._closed:
+            self._workspace = str(self.status()["workspace"])
+        return self._workspace
 
     def _call(self, method: bytes, req: Optional[bytes], decode: bool = True) -> Any:
         # decode=False: a call whose result ({}) is not needed.
@@ -249,7 +258,7 @@ class Client:
     def __repr__(self) -> str:
         mode = "embedded" if self.embedded else "daemon"
         state = " closed" if self._closed else ""
-        return f"<cairn.Client {mode} {self.workspace!r} handle={self._h}{state}>"
+        return f"<cairn.Client {mode} {self._workspace!r} handle={self._h}{state}>"
 
     # -- status -----------------------------------------------------------
 
@@ -755,13 +764,18 @@ class Subscription(Iterator[Event]):
 
 
 def connect(
-    workspace: PathLike = ".",
+    workspace: Optional[PathLike] = None,
     embedded: bool = False,
     daemon: Optional[PathLike] = None,
     daemon_args: Optional[Sequence[str]] = None,
     auto_start: bool = True,
 ) -> Client:
     """Opens a client on ``workspace``.
+
+    Without ``workspace`` (None) the workspace is found as git finds a
+    repository, and as the ``cairn`` command does: the nearest folder at or
+    above the current directory that holds ``.cairn/``, else the nearest
+    repository root (``.git``), else the current directory.
 
     Daemon mode (the default) talks to the workspace's cairnd, starting it
     (``daemon``: the executable; default ``$CAIRN_DAEMON``, then next to
@@ -774,8 +788,11 @@ def connect(
     (:class:`~cairn.LockedError` when a daemon or another process holds it).
     """
     lib = _lib.load()
-    ws = os.fspath(workspace)
-    opts: Dict[str, Any] = {"workspace": ws}
+    opts: Dict[str, Any] = {}
+    ws: Optional[str] = None
+    if workspace is not None:
+        ws = os.fspath(workspace)
+        opts["workspace"] = ws
     if embedded:
         opts["embedded"] = True
     if daemon is None and not os.environ.get("CAIRN_DAEMON"):
@@ -791,4 +808,4 @@ def connect(
     rc = lib.cairn_open(_dumps(opts), _byref(h), _byref(e))
     if rc:
         raise _take_error(lib, rc, e)
-    return Client(lib, h.value, os.path.abspath(ws), embedded)
+    return Client(lib, h.value, None if ws is None else os.path.abspath(ws), embedded)
