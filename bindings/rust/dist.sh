@@ -60,7 +60,9 @@ rm -rf "$out"
 mkdir -p "$out"
 for crate in "$stage"/target/package/*.crate; do
 	cp "$crate" "$out/"
-	tar -C "$out" -xzf "$crate"
+	# -m: the files get the time of extraction, not the fixed time cargo
+	# package records, so a dependent's cargo sees a new package as changed.
+	tar -C "$out" -xzmf "$crate"
 done
 
 sys=$(cd "$out" && ls -d cairn-sessions-sys-*/ | head -n1)
