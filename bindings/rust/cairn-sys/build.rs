@@ -68,7 +68,14 @@ fn link_shared(dir: PathBuf) {
 fn build_static(src: &Path) {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
     println!("cargo::rerun-if-changed={}", src.display());
-    for var in ["GO", "CC", "CGO_CFLAGS", "CGO_LDFLAGS", "GOFLAGS", "GOTOOLCHAIN"] {
+    for var in [
+        "GO",
+        "CC",
+        "CGO_CFLAGS",
+        "CGO_LDFLAGS",
+        "GOFLAGS",
+        "GOTOOLCHAIN",
+    ] {
         println!("cargo::rerun-if-env-changed={var}");
     }
     let go = env::var_os("GO")
