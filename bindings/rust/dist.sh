@@ -37,8 +37,8 @@ ws=$stage/bindings/rust
 gosrc=$ws/cairn-sys/go
 mkdir -p "$gosrc"
 cp "$root/go.mod" "$root/go.sum" "$gosrc/"
-pkgs=$(cd "$root" && "$go" list -deps -f '{{if and .Module .Module.Main}}{{.Dir}}{{end}}' ./capi ./cmd/cairnd)
-for dir in $pkgs; do
+(cd "$root" && "$go" list -deps -f '{{if and .Module .Module.Main}}{{.Dir}}{{end}}' ./capi ./cmd/cairnd) >"$stage/pkgs"
+while IFS= read -r dir; do
 	rel=${dir#"$root"/}
 	mkdir -p "$gosrc/$rel"
 	for f in "$dir"/*; do
@@ -47,7 +47,7 @@ for dir in $pkgs; do
 		*.go | *.c | *.h | *.s) cp "$f" "$gosrc/$rel/" ;;
 		esac
 	done
-done
+done <"$stage/pkgs"
 (cd "$gosrc" && GOFLAGS=-mod=mod "$go" mod vendor)
 
 # Every Go package the build needs is there: list them from the staged
