@@ -53,7 +53,8 @@ dist-rust:
 # A new cargo project depending on dist/cargo builds with a clean
 # environment, and its binary (env -i, no CAIRN_*) auto-starts the cairnd
 # the crate built, saves, is killed -9, resumes (bindings/rust/dist_test.py).
-# The cargo build is kept in build/dist-rust-target between runs.
+# The cargo build is kept in build/dist-rust-target between runs; cargo
+# fetches serde and serde_json from crates.io as for test-rust.
 test-dist-rust: dist-rust
 	timeout 1200 $(PYTHON) bindings/rust/dist_test.py $(DIST)/cargo --target-dir $(BUILD)/dist-rust-target
 
