@@ -7,7 +7,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist dist-node test-dist-node venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
 
 all: build
 
@@ -28,9 +28,10 @@ lib:
 	cp capi/cairn.h $(BUILD)/cairn.h
 	rm -f $(BUILD)/libcairn.h
 
-## dist: every package into dist/ (the Python wheel, the npm package)
+## dist: every package into dist/: the Python wheel (dist-python), the npm
+## package (dist-node) and the Rust crates (dist-rust)
 DIST := dist
-dist: dist-python dist-node
+dist: dist-python dist-node dist-rust
 
 # The Python platform wheel (distribution cairn-sessions, import cairn) with
 # libcairn.so, cairnd and the cairn CLI inside; built with the standard
@@ -55,9 +56,26 @@ dist-node: bins lib
 test-dist-node: dist-node
 	timeout 600 node bindings/node/scripts/dist-test.js $(DIST)/npm/cairn-sessions-*.tgz
 
+# The Rust crates cairn-sessions-sys and cairn-sessions, packaged into
+# dist/cargo (bindings/rust/dist.sh): the .crate files, the same unpacked,
+# and dependency.toml, which a dependent appends to its Cargo.toml. The -sys
+# crate carries libcairn's Go sources (dependencies vendored) and builds a
+# static libcairn and cairnd from them, so a dependent's binary needs no
+# libcairn.so at run time.
+dist-rust:
+	GO=$(GO) bash bindings/rust/dist.sh $(CURDIR)/$(DIST)/cargo
+
+# A new cargo project depending on dist/cargo builds with a clean
+# environment, and its binary (env -i, no CAIRN_*) auto-starts the cairnd
+# the crate built, saves, is killed -9, resumes (bindings/rust/dist_test.py).
+# The cargo build is kept in build/dist-rust-target between runs; cargo
+# fetches serde and serde_json from crates.io as for test-rust.
+test-dist-rust: dist-rust
+	timeout 1200 $(PYTHON) bindings/rust/dist_test.py $(DIST)/cargo --target-dir $(BUILD)/dist-rust-target
+
 ## test: every test suite: Go, C (through the Go test of capi), Python (and
-## the installed wheel), Node.js and Rust
-test: vet test-go test-fuzz-short test-python test-dist test-dist-node test-node test-rust test-xlang test-readme
+## the installed wheel), Node.js and Rust, the installed packages, the README
+test: vet test-go test-fuzz-short test-python test-dist test-dist-node test-dist-rust test-node test-rust test-xlang test-readme
 
 PYTHON ?= python3
 

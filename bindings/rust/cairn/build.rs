@@ -1,8 +1,9 @@
 //! Embeds an rpath to libcairn's directory in this crate's tests and
-//! examples, so they run without `LD_LIBRARY_PATH`. cairn-sys links the
-//! library and publishes its directory as `DEP_CAIRN_LIB_DIR`; its own
-//! rustc-link-arg does not reach this package's targets. A binary that
-//! depends on this crate records its own rpath (or sets `LD_LIBRARY_PATH`).
+//! examples, so they run without `LD_LIBRARY_PATH`, when cairn-sys links a
+//! shared libcairn: it publishes the directory as `DEP_CAIRN_LIB_DIR`, and
+//! its own rustc-link-arg does not reach this package's targets. When it
+//! links libcairn statically (the packaged crate) there is no directory
+//! and nothing to do.
 
 fn main() {
     println!("cargo::rerun-if-env-changed=DEP_CAIRN_LIB_DIR");

@@ -7,9 +7,23 @@
 //! library returns is freed with [`cairn_free`]. Use the `cairn` crate for
 //! a safe API.
 //!
-//! Linking: the build script links `libcairn.so` from `$CAIRN_LIB_DIR`,
-//! else from the repository's `build/` directory (`make lib`), and
-//! publishes that directory to dependents as `DEP_CAIRN_LIB_DIR`.
+//! Linking, chosen by the build script:
+//!
+//! - The packaged crate (crates.io, `make dist-rust`) carries libcairn's Go
+//!   sources with their dependencies vendored, builds a static `libcairn.a`
+//!   with `go build -buildmode=c-archive` and links it into the dependent's
+//!   binary, and builds `cairnd` beside it ([`DAEMON`]). We chose static
+//!   linking over loading a shared library at run time because a binary
+//!   that holds libcairn needs nothing at run time (no `LD_LIBRARY_PATH`,
+//!   no rpath, no library to install or find), and a build script's rpath
+//!   would reach only this crate's own targets, not its dependents'. The
+//!   price: building needs the Go toolchain (the version `go/go.mod`
+//!   names, or newer) and a C compiler, and links the Go runtime (about
+//!   10 MB) into the binary.
+//! - `$CAIRN_LIB_DIR` set, or a checkout of the repository (no `go/`
+//!   directory): the shared `libcairn.so` of that directory, else of the
+//!   repository's `build/` (`make lib`), with an rpath to it; the directory
+//!   is published to dependents as `DEP_CAIRN_LIB_DIR`.
 //!
 //! The fork rule: the Go runtime inside libcairn does not survive `fork()`
 //! without `exec()`; a call in a forked child fails with
@@ -18,6 +32,17 @@
 #![no_std]
 
 use core::ffi::{c_char, c_int, c_void};
+
+/// The absolute path of the `cairnd` the build script built beside a
+/// static libcairn, or `None` when it linked a shared one. The `cairn`
+/// crate starts it when the caller names no daemon and `CAIRN_DAEMON` is
+/// unset (and the file still exists: it lives in cargo's target
+/// directory, so a binary copied elsewhere finds `cairnd` next to itself
+/// or on `PATH` instead).
+pub const DAEMON: Option<&str> = match option_env!("CAIRN_SYS_BUILT_DAEMON") {
+    Some(p) if !p.is_empty() => Some(p),
+    _ => None,
+};
 
 /// The ABI version of the header these declarations follow.
 pub const CAIRN_ABI_VERSION: c_int = 2;

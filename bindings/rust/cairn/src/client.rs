@@ -25,9 +25,11 @@ pub struct Options {
     /// `<workspace>/.cairn`; this takes the workspace's store lock, so no
     /// daemon can serve the workspace meanwhile (`locked` otherwise).
     pub embedded: bool,
-    /// The cairnd executable to start (default: `$CAIRN_DAEMON`, then
-    /// `cairnd` in the directory of the loaded libcairn, then next to the
-    /// running executable, then on `PATH`).
+    /// The cairnd executable to start (default: `$CAIRN_DAEMON`, then, with
+    /// a static libcairn, the `cairnd` cairn-sys built beside it
+    /// ([`cairn_sys::DAEMON`]) while that file exists, then `cairnd` in the
+    /// directory of the loaded libcairn, then next to the running
+    /// executable, then on `PATH`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub daemon: Option<PathBuf>,
     /// Extra arguments for a daemon this connection starts, such as
@@ -167,9 +169,28 @@ fn wire_path(path: &Path) -> Result<String> {
     })
 }
 
+/// Names the cairnd that cairn-sys built beside a static libcairn
+/// ([`cairn_sys::DAEMON`]) as the daemon to start when the caller named
+/// none and `$CAIRN_DAEMON` is unset. A static libcairn is part of the
+/// executable, so libcairn's own search ("next to the loaded libcairn")
+/// would look next to the executable, where cargo puts no cairnd.
+fn with_built_daemon(mut options: Options) -> Options {
+    if options.embedded || options.daemon.is_some() {
+        return options;
+    }
+    if std::env::var_os("CAIRN_DAEMON").is_some_and(|v| !v.is_empty()) {
+        return options;
+    }
+    if let Some(p) = cairn_sys::DAEMON.map(Path::new).filter(|p| p.is_file()) {
+        options.daemon = Some(p.to_path_buf());
+    }
+    options
+}
+
 impl Client {
     /// Opens a client (see [`Options`]).
     pub fn connect(options: Options) -> Result<Client> {
+        let options = with_built_daemon(options);
         let json = serde_json::to_vec(&options).map_err(|e| Error::encode("options", e))?;
         let json = CString::new(json)
             .map_err(|_| Error::new(ErrorCode::InvalidArgument, "options contain a NUL byte"))?;

@@ -36,9 +36,19 @@
 //! session stays listed, with [`Summary::state`] saying why it is not
 //! served.
 //!
-//! The raw C ABI is the `cairn-sys` crate (re-exported as [`sys`]); its
-//! build script links `libcairn.so` from `$CAIRN_LIB_DIR`, else from the
-//! repository's `build/` directory (`make lib`).
+//! The raw C ABI is the `cairn-sessions-sys` crate (re-exported as
+//! [`sys`]). As packaged (crates.io, `make dist-rust`), it builds libcairn
+//! from the Go sources it carries with `go build -buildmode=c-archive` and
+//! links it statically, so a binary that depends on this crate runs
+//! without `LD_LIBRARY_PATH` or any library beside it; it builds `cairnd`
+//! too, and [`connect`] starts that one ([`sys::DAEMON`]) when
+//! [`Options::daemon`] is unset and `$CAIRN_DAEMON` is unset. Static
+//! linking was chosen because a build script cannot give a dependent's
+//! binary an rpath, and a library loaded from a fixed place ties the
+//! binary to a file outside it; the price is that building needs the Go
+//! toolchain and a C compiler. In the repository (or with
+//! `$CAIRN_LIB_DIR`) it links the shared `libcairn.so` of `build/` (or of
+//! that directory) instead. See the crate's README.
 //!
 //! The fork rule: the Go runtime inside libcairn does not survive `fork()`
 //! without `exec()`. A client used in a forked child fails with
