@@ -18,7 +18,10 @@ use crate::types::*;
 /// How to connect (`cairn_open`'s options).
 #[derive(Debug, Clone, Serialize)]
 pub struct Options {
-    /// The workspace directory (default ".").
+    /// The workspace directory. Empty (the default): found as git finds a
+    /// repository, the nearest folder at or above the current directory
+    /// holding `.cairn/`, else the nearest repository root (`.git`), else
+    /// the current directory.
     pub workspace: PathBuf,
     /// false (default): talk to the workspace's daemon, cairnd, starting it
     /// when none runs. true: run the engine in this process over
@@ -44,7 +47,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Options {
         Options {
-            workspace: PathBuf::from("."),
+            workspace: PathBuf::new(),
             embedded: false,
             daemon: None,
             daemon_args: Vec::new(),
