@@ -141,7 +141,7 @@ func (s *Server) command(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C", "TZ=UTC")
 	cmd.Dir = s.dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
 	return cmd
 }
 
@@ -265,13 +265,41 @@ func (s *Server) Kill() {
 	if s.cmd == nil {
 		return
 	}
-	pid := s.cmd.Process.Pid
+	// Backends put themselves in sessions of their own (setsid), and
+	// would go on serving a transaction for a moment after the
+	// postmaster dies: kill them with it, as a host crash would.
+	kids := children(s.cmd.Process.Pid)
 	s.cmd.Process.Signal(syscall.SIGKILL)
+	for _, pid := range kids {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
 	<-s.exited
-	// The backends notice the postmaster is gone and exit by themselves;
-	// kill the process group so none lingers holding shared memory.
-	syscall.Kill(-pid, syscall.SIGKILL)
 	s.cmd = nil
+}
+
+// children lists the processes whose parent is pid (from /proc).
+func children(pid int) []int {
+	var out []int
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split
+		// after its closing parenthesis.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(b[i+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			if c, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // Restart starts the server again after Kill, on the same data and port;
@@ -291,9 +319,8 @@ func (s *Server) stop() {
 	if s.cmd == nil {
 		return
 	}
-	pid := s.cmd.Process.Pid
+	kids := children(s.cmd.Process.Pid)
 	stop := s.command(filepath.Join(s.bin, "pg_ctl"), "stop", "-D", s.DataDir(), "-m", "immediate", "-w", "-t", "20")
-	stop.SysProcAttr.Setpgid = false
 	if err := stop.Run(); err != nil {
 		s.cmd.Process.Signal(syscall.SIGKILL)
 	}
@@ -303,6 +330,8 @@ func (s *Server) stop() {
 		s.cmd.Process.Signal(syscall.SIGKILL)
 		<-s.exited
 	}
-	syscall.Kill(-pid, syscall.SIGKILL)
+	for _, pid := range kids {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
 	s.cmd = nil
 }
