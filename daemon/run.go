@@ -39,6 +39,10 @@ type RunOptions struct {
 	FrameTimeout    time.Duration
 	// Store tunes the file store.
 	Store fsstore.Options
+	// StoreURL, when set, is a postgres:// URL: the daemon serves that
+	// database (pgstore) instead of the workspace's file store. The
+	// workspace lock, index and manifests stay in the workspace.
+	StoreURL string
 	// NoWorkspaceTracking turns the workspace tracker off.
 	NoWorkspaceTracking bool
 	// WatchLimit is workspace.Options.WatchLimit: tests set it (cairnd's
@@ -64,7 +68,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 	if sopts.Logger == nil {
 		sopts.Logger = log.Named("store")
 	}
-	store, err := fsstore.Open(ws, sopts)
+	store, release, err := openStore(ctx, ws, opts, sopts, log)
 	if err != nil {
 		var le *session.LockedError
 		if errors.As(err, &le) {
@@ -95,6 +99,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 		}
 	}
 	eng := engine.New(store, eopts)
+	defer release() // after the engine has closed the store
 	defer func() {
 		if cerr := eng.Close(); cerr != nil {
 			log.Error("closing the store failed", "error", cerr)
