@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/internal/storeopen"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
 	"github.com/cairn-dev/cairn/workspace"
@@ -68,7 +69,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 	if sopts.Logger == nil {
 		sopts.Logger = log.Named("store")
 	}
-	store, release, err := openStore(ctx, ws, opts, sopts, log)
+	store, release, err := storeopen.Open(ctx, ws, opts.StoreURL, sopts, log.Named("store"))
 	if err != nil {
 		var le *session.LockedError
 		if errors.As(err, &le) {
