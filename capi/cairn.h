@@ -108,6 +108,14 @@ const char *cairn_version(void);
  *                  hold; a save past it fails with CAIRN_E_TOO_LARGE, edits
  *                  that shrink a session are always taken (default 4 GiB;
  *                  a daemon takes --max-session-bytes instead)
+ *   "store":       a postgres:// URL: the sessions live in that PostgreSQL
+ *                  database, shared with every daemon and handle using it,
+ *                  on any host (default: the workspace's .cairn folder).
+ *                  Embedded mode opens the database itself (the workspace
+ *                  lock, index and manifests stay local); daemon mode
+ *                  passes it as --store to a daemon this call starts (a
+ *                  daemon already running keeps its own store). Also taken
+ *                  by a started daemon from CAIRN_STORE.
  * Unknown option names are rejected (CAIRN_E_INVALID_ARGUMENT).
  * Returns CAIRN_OK and sets *handle; or CAIRN_E_INVALID_ARGUMENT,
  * CAIRN_E_LOCKED, CAIRN_E_NO_SPACE (embedded mode, a full file system),

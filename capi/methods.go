@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/internal/storeopen"
 	"github.com/cairn-dev/cairn/internal/version"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
@@ -36,6 +37,9 @@ type openOptions struct {
 	// fsstore.DefaultMaxSessionBytes); a daemon takes
 	// --max-session-bytes instead.
 	MaxSessionBytes int64 `json:"max_session_bytes"`
+	// Store is a postgres:// URL: embedded mode opens that database
+	// (pgstore); daemon mode passes it as --store to a daemon it starts.
+	Store string `json:"store"`
 }
 
 // connectTimeout bounds cairn_open in daemon mode, daemon start included.
@@ -49,6 +53,7 @@ type instance struct {
 	eng       *engine.Engine     // embedded mode
 	files     *workspace.Tracker // embedded mode, when the tree could be tracked
 	client    *protocol.Client   // daemon mode
+	release   func()             // embedded mode: lets go of the workspace lock, after the store is closed
 
 	mu      sync.Mutex
 	subs    map[uint64]*subscription
@@ -83,7 +88,9 @@ func openInstance(raw string) (*instance, error) {
 		if o.MaxSessionBytes < 0 {
 			return nil, session.Errorf(session.CodeInvalidArgument, "cairn_open: max_session_bytes must not be negative")
 		}
-		st, err := fsstore.Open(ws, fsstore.Options{MaxSessionBytes: o.MaxSessionBytes})
+		ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+		st, release, err := storeopen.Open(ctx, ws, o.Store, fsstore.Options{MaxSessionBytes: o.MaxSessionBytes}, nil)
+		cancel()
 		if err != nil {
 			var le *session.LockedError
 			if errors.As(err, &le) {
@@ -97,12 +104,16 @@ func openInstance(raw string) (*instance, error) {
 		if tr, err := workspace.Open(ws, workspace.Options{}); err == nil {
 			in.files, eopts.Workspace = tr, tr
 		}
-		in.eng = engine.New(st, eopts)
+		in.eng, in.release = engine.New(st, eopts), release
 		return in, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
 	defer cancel()
-	popts := &protocol.Options{DaemonPath: o.Daemon, DaemonArgs: o.DaemonArgs, ClientName: "libcairn " + version.Version}
+	dargs := o.DaemonArgs
+	if o.Store != "" {
+		dargs = append([]string{"--store", o.Store}, dargs...)
+	}
+	popts := &protocol.Options{DaemonPath: o.Daemon, DaemonArgs: dargs, ClientName: "libcairn " + version.Version}
 	if o.AutoStart != nil && !*o.AutoStart {
 		popts.NoAutoStart = true
 	}
@@ -148,6 +159,7 @@ func (in *instance) close() error {
 	}
 	if in.eng != nil {
 		err := in.eng.Close()
+		in.release()
 		if in.files != nil {
 			err = errors.Join(err, in.files.Close())
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/internal/storeopen"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
 	"github.com/cairn-dev/cairn/workspace"
@@ -39,6 +40,10 @@ type RunOptions struct {
 	FrameTimeout    time.Duration
 	// Store tunes the file store.
 	Store fsstore.Options
+	// StoreURL, when set, is a postgres:// URL: the daemon serves that
+	// database (pgstore) instead of the workspace's file store. The
+	// workspace lock, index and manifests stay in the workspace.
+	StoreURL string
 	// NoWorkspaceTracking turns the workspace tracker off.
 	NoWorkspaceTracking bool
 	// WatchLimit is workspace.Options.WatchLimit: tests set it (cairnd's
@@ -64,7 +69,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 	if sopts.Logger == nil {
 		sopts.Logger = log.Named("store")
 	}
-	store, err := fsstore.Open(ws, sopts)
+	store, release, err := storeopen.Open(ctx, ws, opts.StoreURL, sopts, log.Named("store"))
 	if err != nil {
 		var le *session.LockedError
 		if errors.As(err, &le) {
@@ -95,6 +100,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 		}
 	}
 	eng := engine.New(store, eopts)
+	defer release() // after the engine has closed the store
 	defer func() {
 		if cerr := eng.Close(); cerr != nil {
 			log.Error("closing the store failed", "error", cerr)

@@ -45,6 +45,7 @@ func main() {
 	budget := fs.Int64("answer-budget", 0, "`bytes` of answers queued or being written, across all connections; when an answer does not fit, the connection holding the most is closed (status 1008) (0: 256 MiB, or --max-message-size if larger; at least --max-message-size)")
 	frameTimeout := fs.Duration("frame-timeout", daemon.DefaultFrameTimeout, "close a connection that sends part of a WebSocket frame and then nothing for this `duration` (idle connections between frames are never closed)")
 	maxSession := fs.Int64("max-session-bytes", fsstore.DefaultMaxSessionBytes, "largest a session's live data may grow, in `bytes`: a save past it fails with too_large (edits that shrink a session are always taken)")
+	storeURL := fs.String("store", "", "serve the sessions of this PostgreSQL database (a postgres:// `url`) instead of the workspace's .cairn folder; the workspace index and manifests stay local (default: $CAIRN_STORE)")
 	noTrack := fs.Bool("no-track-files", false, "do not watch the workspace tree (drift is then reported as not tracked)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	// Hidden, for tests: forces the polling fallback past a watch budget
@@ -63,6 +64,9 @@ func main() {
 	if *showVersion {
 		fmt.Println("cairnd", version.Version)
 		return
+	}
+	if *storeURL == "" {
+		*storeURL = os.Getenv("CAIRN_STORE")
 	}
 	if *level == "" {
 		*level = os.Getenv("CAIRN_LOG_LEVEL")
@@ -92,6 +96,7 @@ func main() {
 		AnswerBudget:    *budget,
 		FrameTimeout:    *frameTimeout,
 		Store:           fsstore.Options{MaxSessionBytes: *maxSession},
+		StoreURL:        *storeURL,
 
 		NoWorkspaceTracking: *noTrack,
 		WatchLimit:          *watchLimit,

@@ -1,0 +1,30 @@
+// Package pgstore is a session.Store on PostgreSQL, so hosts that share one
+// database share their sessions, loop checkpoints and workflow checkpoints.
+//
+// Every commit is one transaction. It appends a row to commits (the
+// generation's changes, replayed by Load) and updates the session's row with
+// UPDATE ... WHERE generation = <the generation it read>, under a row lock,
+// so the compare-and-swap of CommitOptions.ExpectGeneration holds across
+// processes and hosts. The same transaction keeps the tables the targeted
+// reads use: the session's head (its state without messages, traces and
+// artifact bytes), its messages and traces one row each, indexed by
+// position and generation, its latest loop checkpoint per run, and artifact
+// bytes by content in chunks of at most ChunkSize, so no row is unbounded.
+// Head, a message tail, a checkpoint and one artifact each cost an indexed
+// lookup, not the session's size.
+//
+// The schema is created and migrated on Open from the embedded migrations,
+// and versioned in schema_version; a database whose schema is newer than this
+// build knows is refused with schema_unsupported, and nothing is changed.
+//
+// When the server cannot be reached, a call fails with the code unavailable
+// within its context's deadline, and the same Store works again once the
+// server is back. A commit whose connection dies after COMMIT was sent is
+// resolved by reading its generation back (each commit row carries a random
+// token); when that read cannot be made either, the commit fails with
+// unavailable and may or may not have landed: a caller that needs to know
+// reads the session's generation.
+//
+// Not yet here: leases and fencing of runs across hosts (not_owner), and
+// events across hosts (LISTEN/NOTIFY).
+package pgstore
