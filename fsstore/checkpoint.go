@@ -522,10 +522,11 @@ func (s *Store) removeIdxLocked(sf *sessionFile) {
 }
 
 // maybeCheckpointLocked writes sf's checkpoint in the background when the
-// log has grown far past it. The index is encoded here, under the lock
-// (its cost is the index's size, paid once per 32 × IndexCheckpointBytes
-// of commits); the file is written by a goroutine that Close waits for,
-// and renamed into place only if the log it describes is still the
+// log has grown far past it. The goroutine, which Close waits for, takes
+// the session's lock to encode the index (its cost is the index's size,
+// paid once per 32 × IndexCheckpointBytes of commits, after the commit
+// that crossed the line has returned), writes the file without the lock,
+// and renames it into place only if the log it describes is still the
 // session's (no compaction, heal or delete came between). sf.mu is held.
 func (s *Store) maybeCheckpointLocked(sf *sessionFile) {
 	if sf.idxBusy || !s.wantsIdxLocked(sf, false) {
@@ -540,17 +541,24 @@ func (s *Store) maybeCheckpointLocked(sf *sessionFile) {
 	if closed {
 		return
 	}
-	data, err := s.encodeIdxLocked(sf)
-	if err != nil {
-		s.compactions.Done()
-		s.log.Warn("index checkpoint not written", "path", sf.idxPath(), "error", err)
-		return
-	}
 	sf.idxBusy = true
-	t, at := sf.t, sf.size
 	go func() {
 		defer s.compactions.Done()
-		if err := s.writeIdxIf(sf, data, t, at); err != nil {
+		sf.mu.Lock()
+		var data []byte
+		err := errIdx
+		t, at := sf.t, sf.size
+		if s.wantsIdxLocked(sf, true) {
+			data, err = s.encodeIdxLocked(sf)
+		}
+		if err != nil {
+			sf.idxBusy = false
+		}
+		sf.mu.Unlock()
+		if err == nil {
+			err = s.writeIdxIf(sf, data, t, at)
+		}
+		if err != nil && err != errIdx {
 			s.log.Warn("index checkpoint not written", "path", sf.idxPath(), "error", err)
 		}
 	}()
