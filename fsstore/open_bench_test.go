@@ -5,65 +5,56 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/session"
 )
 
-// openBench is the store BenchmarkOpen opens: CAIRN_BENCH_OPEN_MB MiB of
-// history (default 64) in 8 sessions of agent turns, a message of about
-// 2 KB and one of about 6 KB each, 50 turns a commit.
-var openBench struct {
-	once sync.Once
-	dir  string
-	size int64
-	err  error
-}
-
-func openBenchStore(b *testing.B) string {
+// buildOpenBench makes the store BenchmarkOpen opens: CAIRN_BENCH_OPEN_MB
+// MiB of history (default 64) in 8 sessions of agent turns, a message of
+// about 2 KB and one of about 6 KB each, 50 turns a commit. It returns the
+// workspace and the bytes of history.
+func buildOpenBench(b *testing.B) (string, int64) {
 	b.Helper()
-	openBench.once.Do(func() {
-		mb := 64
-		if v, err := strconv.Atoi(os.Getenv("CAIRN_BENCH_OPEN_MB")); err == nil && v > 0 {
-			mb = v
-		}
-		dir, err := os.MkdirTemp("", "cairn-open-bench-")
-		if err != nil {
-			openBench.err = err
-			return
-		}
-		openBench.dir = dir
-		s, err := fsstore.Open(dir, fsstore.Options{})
-		if err != nil {
-			openBench.err = err
-			return
-		}
-		defer s.Close()
-		small, large := strings.Repeat("u", 2000), strings.Repeat("a", 6000)
-		for turn := 0; openBench.size < int64(mb)<<20; {
-			for i := 0; i < 8; i++ {
-				var c session.Change
-				for k := 0; k < 50; k++ {
-					turn++
-					c.AppendMessages = append(c.AppendMessages,
-						session.Value(fmt.Sprintf(`{"role":"user","turn":%d,"text":%q}`, turn, small)),
-						session.Value(fmt.Sprintf(`{"role":"assistant","turn":%d,"text":%q}`, turn, large)))
-				}
-				res, err := s.Commit(bg, fmt.Sprint("agent-", i), &c, session.CommitOptions{})
-				if err != nil {
-					openBench.err = err
-					return
-				}
-				openBench.size += res.BytesWritten
-			}
-		}
-	})
-	if openBench.err != nil {
-		b.Fatal(openBench.err)
+	mb := 64
+	if v, err := strconv.Atoi(os.Getenv("CAIRN_BENCH_OPEN_MB")); err == nil && v > 0 {
+		mb = v
 	}
-	return openBench.dir
+	dir, err := os.MkdirTemp("", "cairn-open-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := fsstore.Open(dir, fsstore.Options{})
+	if err != nil {
+		os.RemoveAll(dir)
+		b.Fatal(err)
+	}
+	small, large := strings.Repeat("u", 2000), strings.Repeat("a", 6000)
+	var size int64
+	for turn := 0; size < int64(mb)<<20; {
+		for i := 0; i < 8; i++ {
+			var c session.Change
+			for k := 0; k < 50; k++ {
+				turn++
+				c.AppendMessages = append(c.AppendMessages,
+					session.Value(fmt.Sprintf(`{"role":"user","turn":%d,"text":%q}`, turn, small)),
+					session.Value(fmt.Sprintf(`{"role":"assistant","turn":%d,"text":%q}`, turn, large)))
+			}
+			res, err := s.Commit(bg, fmt.Sprint("agent-", i), &c, session.CommitOptions{})
+			if err != nil {
+				s.Close()
+				os.RemoveAll(dir)
+				b.Fatal(err)
+			}
+			size += res.BytesWritten
+		}
+	}
+	if err := s.Close(); err != nil { // writes the checkpoints
+		os.RemoveAll(dir)
+		b.Fatal(err)
+	}
+	return dir, size
 }
 
 // BenchmarkOpen opens and closes a store with a large history, with its
@@ -71,8 +62,8 @@ func openBenchStore(b *testing.B) string {
 // walked from the start, as before checkpoints). The history's size is
 // reported as history_MiB.
 func BenchmarkOpen(b *testing.B) {
-	dir := openBenchStore(b)
-	defer os.RemoveAll(dir) // the parent runs once, after its sub-benchmarks
+	dir, size := buildOpenBench(b)
+	defer os.RemoveAll(dir) // the parent runs once per count, around its sub-benchmarks
 	for _, bc := range []struct {
 		name string
 		opts fsstore.Options
@@ -95,7 +86,7 @@ func BenchmarkOpen(b *testing.B) {
 				}
 				b.StartTimer()
 			}
-			b.ReportMetric(float64(openBench.size)/(1<<20), "history_MiB")
+			b.ReportMetric(float64(size)/(1<<20), "history_MiB")
 		})
 	}
 }
