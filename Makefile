@@ -7,7 +7,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
 
 all: build
 
@@ -151,7 +151,7 @@ test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-install
+bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install
 
 # Through the installed wheel, in a fresh process with no daemon running:
 # cairn.connect() (auto-starting the wheel's cairnd) to the first
@@ -164,6 +164,12 @@ bench-store:
 
 bench-daemon:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -count 3 ./daemon/
+
+# fsstore.Open of a workspace holding OPEN_MB MiB of agent history, with its
+# index checkpoints and with every log walked from the start, same run.
+OPEN_MB ?= 1024
+bench-open:
+	CAIRN_BENCH_OPEN_MB=$(OPEN_MB) $(GO) test -run '^$$' -bench BenchmarkOpen -benchtime 10x ./fsstore/
 
 # No-op and 1 KB save latency from Go, Python, Node.js and Rust, embedded and
 # through the daemon, side by side.

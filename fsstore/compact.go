@@ -175,6 +175,7 @@ func (s *Store) compact(sf *sessionFile) error {
 	s.closeLog(sf)
 	s.adoptLog(sf, recordlog.Adopt(f, final, newSize))
 	sf.size, sf.t, sf.overhead = newSize, next, overhead
+	sf.idxAt = -1 // the checkpoint, if any, describes the old log
 	if err != nil {
 		// The new log is complete and in place, but its name may not be
 		// durable; appending to it could lose acknowledged commits if the
@@ -182,6 +183,7 @@ func (s *Store) compact(sf *sessionFile) error {
 		sf.broken = fmt.Errorf("compaction of %s: the next commit syncs the directory again: %w", final, err)
 		return sf.broken
 	}
+	s.checkpointLocked(sf)
 	s.compactionsDone.Add(1)
 	return nil
 }

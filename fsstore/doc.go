@@ -23,6 +23,8 @@
 //	                        the one writer process (internal/dirlock)
 //	  LOCK                  flock'd by that writer too; holds its pid
 //	  sessions/<name>.log   one append-only record log per session
+//	  sessions/<name>.idx   the index checkpoint of a session log of at least
+//	                        Options.IndexCheckpointBytes (checkpoint.go)
 //	  workflows/<name>.log  one append-only record log per workflow
 //	  quarantine/           damaged logs and trimmed torn tails, kept, never read
 //
@@ -47,6 +49,14 @@
 // (see names.go). Loop checkpoints are records in their session's log,
 // written in the same commit as the messages of their turn, so deleting a
 // session deletes them; workflows owned by a session are deleted with it.
+//
+// Open walks each session log from its index checkpoint, when it has one
+// that checks (checksum, version, and the log's bytes at the end of the
+// prefix it covers), else from the start: it reads the log's tail after
+// the checkpoint, where a crash can tear, never the history before it, so
+// opening costs the number of sessions and the size of their indexes, not
+// their bytes. A checkpoint is an optimisation, written without fsync and
+// never trusted: any doubt means a full walk (see checkpoint.go).
 //
 // Every file operation goes through Options.FS (internal/vfs), the writer's
 // LOCK excepted. The power-cut tests (powercut_test.go) run a workload on

@@ -58,6 +58,12 @@ type Options struct {
 	Logger hclog.Logger
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
+	// IndexCheckpointBytes is how large a session log must be before it
+	// keeps an index checkpoint, so that Open reads the checkpoint and
+	// walks only the log's tail instead of the whole log (checkpoint.go).
+	// 0 means DefaultIndexCheckpointBytes; a negative value turns
+	// checkpoints off (none read, none written).
+	IndexCheckpointBytes int64
 	// FS is the file system every file operation of the store goes
 	// through, the writer lock excepted. Default: vfs.OS; power-cut tests
 	// pass one that models what a crash keeps.
@@ -120,6 +126,8 @@ type sessionFile struct {
 	gone       bool          // deleted; look the session up again
 	compacting bool
 	sick       *sickness // set for a log the store does not serve (damage.go)
+	idxAt      int64     // the log's length its index checkpoint covers (0: none; checkpoint.go)
+	idxBusy    bool      // a checkpoint is being written in the background
 }
 
 // sickness is why a session's log is not served, and what List and run
@@ -173,6 +181,9 @@ func Open(root string, opts Options) (*Store, error) {
 	}
 	if opts.MaxOpenLogs <= 0 {
 		opts.MaxOpenLogs = defaultMaxOpenLogs()
+	}
+	if opts.IndexCheckpointBytes == 0 {
+		opts.IndexCheckpointBytes = DefaultIndexCheckpointBytes
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -280,9 +291,15 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 		return nil, err
 	}
 	var tombstones []string
+	names := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
 	for _, e := range entries {
 		name := e.Name()
 		switch {
+		case strings.HasSuffix(name, idxSuffix) && !strings.HasPrefix(name, ".") && e.Type().IsRegular():
+			s.orphanIdx(dir, name, names) // read with its log (indexLog)
 		case strings.HasSuffix(name, logSuffix) && !strings.HasPrefix(name, "."):
 			// A log that is not a regular file (a symlink, say) is not
 			// followed: it is recorded as unreadable, and only its own
@@ -330,7 +347,7 @@ func (s *Store) loadSession(name string) error {
 			"session log %s does not start as a cairn log (bad magic); it is kept as it is", path), nil)
 		return nil
 	}
-	t, asm, err := walkIndex(l, size)
+	t, asm, idxAt, err := s.indexLog(l, path, size)
 	if err != nil {
 		s.sickSession(name, path, nil, StateUnreadable, session.Wrap(session.CodeInternal, err, "read session log %s", path), nil)
 		return nil
@@ -391,7 +408,7 @@ func (s *Store) loadSession(name string) error {
 		}
 	}
 	t.trim()
-	s.sessions[t.sessionID] = &sessionFile{name: name, path: path, size: asm.valid, t: t}
+	s.sessions[t.sessionID] = &sessionFile{name: name, path: path, size: asm.valid, t: t, idxAt: idxAt}
 	return nil
 }
 
@@ -605,6 +622,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	s.commits.Add(1)
 	s.bytesWritten.Add(written)
 	s.maybeCompactLocked(sf)
+	s.maybeCheckpointLocked(sf)
 	return session.CommitResult{Generation: gen, MessageCount: sf.t.messages(), BytesWritten: written}, nil
 }
 
@@ -850,6 +868,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	sf.gone = true
 	s.closeLog(sf)
+	s.removeIdxLocked(sf)
 	delete(s.sessions, id)
 	if err := s.deleteOwnedLocked(id); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.Delete")
@@ -949,6 +968,7 @@ func (s *Store) Close() error {
 	s.bgMu.Unlock()
 	s.compactions.Wait()
 	s.mu.Lock()
+	s.checkpointAll()
 	s.closeFiles()
 	s.mu.Unlock()
 	return releaseLock(s.lock)

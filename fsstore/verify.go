@@ -299,6 +299,7 @@ func (s *Store) repairSession(id string, apply bool) (*session.RepairReport, err
 	// A log found damaged after Open (Verify) may still be open: the
 	// repaired one replaces it.
 	s.closeLog(sf)
+	s.removeIdxLocked(sf)
 	if gen == 0 {
 		q, err := s.moveToQuarantine(s.sessionsDir, sf.path, name, "damaged", true)
 		if err != nil {
