@@ -79,6 +79,10 @@ type Options struct {
 	// before each directory it reads, outside the lock.
 	pollHook func(rel string)
 
+	// noFastSync, when set (tests and benchmarks only), makes every Sync
+	// in watching mode take the cookie round trip.
+	noFastSync bool
+
 	// FS is the file system the manifest store's files are reached
 	// through, its lock excepted. Nil means vfs.OS; power-cut tests pass
 	// one that models what a crash keeps.
