@@ -37,8 +37,8 @@ func (t *Tracker) watchLocked(d *dirNode) {
 	if !d.watched && t.opts.WatchLimit > 0 && t.watches >= t.opts.WatchLimit {
 		err = errWatchLimit
 	} else {
-		// Adding an existing watch again is harmless (IN_MASK_ADD) and
-		// repairs one fsnotify dropped on its own (IN_MOVE_SELF).
+		// Adding an existing watch again is harmless (same mask) and
+		// repairs one the kernel or the notifier dropped on its own.
 		err = t.watcher.Add(t.abs(d.path))
 	}
 	switch {
@@ -64,7 +64,7 @@ func (t *Tracker) unwatchLocked(d *dirNode) {
 	d.watched = false
 	t.watches--
 	if t.watcher != nil {
-		// ErrNonExistentWatch when inotify or fsnotify already dropped it
+		// ErrNonExistentWatch when inotify or the notifier already dropped it
 		// (directory deleted or moved); either way it is gone.
 		_ = t.watcher.Remove(t.abs(d.path))
 	}
@@ -72,7 +72,7 @@ func (t *Tracker) unwatchLocked(d *dirNode) {
 
 // unwatchTreeLocked drops the watches of d and every indexed directory
 // below it. A directory that was moved keeps its inotify watch, and
-// fsnotify keeps reporting its events under the old path (fsnotify issue
+// the notifier keeps reporting its events under the old path (fsnotify issue
 // #694), so the whole subtree is unwatched before the new location is
 // scanned and watched afresh.
 func (t *Tracker) unwatchTreeLocked(d *dirNode) {
@@ -96,7 +96,7 @@ func (t *Tracker) fallbackLocked(warning string, err error) {
 	t.warning = warning
 	w := t.watcher
 	t.watcher = nil
-	// fsnotify's Close waits for its reader, which never waits on t.mu.
+	// The notifier's Close waits for its reader, which never waits on t.mu.
 	_ = w.Close()
 	for _, d := range t.dirs {
 		d.watched = false
@@ -126,7 +126,7 @@ func (t *Tracker) rel(name string) (string, bool) {
 // maxBatch bounds how many events are coalesced before they are applied.
 const maxBatch = 16384
 
-// run is the tracker's one event loop: it reads fsnotify events and errors,
+// run is the tracker's one event loop: it reads the notifier's events and errors,
 // applies them in batches, rescans on overflow and on request, and, once
 // watching is impossible, hands over to the polling fallback (poll) for
 // good. It owns t.watcher.
@@ -209,12 +209,12 @@ func (t *Tracker) run() {
 	}
 }
 
-// lostWatcher handles fsnotify closing its channels on its own (its reader
+// lostWatcher handles the notifier closing its channels on its own (its reader
 // failed): fall back to polling rather than go blind.
 func (t *Tracker) lostWatcher(w notifier) {
 	t.mu.Lock()
 	if t.watcher == w {
-		t.fallbackLocked("the inotify reader stopped", errors.New("fsnotify channels closed"))
+		t.fallbackLocked("the inotify reader stopped", errors.New("notifier channels closed"))
 	}
 	t.mu.Unlock()
 }
