@@ -6,7 +6,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
+.PHONY: all build bins lib test test-python test-node test-rust test-xlang bench-workspace bench-tracker-sync bench-bindings bench-reads node-deps dist dist-python test-dist venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
 
 all: build
 
@@ -110,7 +110,7 @@ test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads
+bench: bench-store bench-daemon bench-workspace bench-tracker-sync bench-bindings bench-reads
 
 bench-store:
 	$(GO) run ./bench/storebench
@@ -137,6 +137,11 @@ bench-reads: bins lib
 bench-workspace:
 	@command -v watchman >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq watchman; } || true
 	$(GO) run ./bench/wsbench
+
+## bench-tracker-sync: the tracker's pre-commit Sync, quiet and busy tree,
+## fast path against the cookie round trip, in one run
+bench-tracker-sync:
+	$(GO) test -run '^$$' -bench BenchmarkPreCommitSync -benchtime=2000x -count=3 ./workspace/
 
 ## run: start the daemon on the current workspace, in the foreground
 run: bins
