@@ -7,7 +7,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync
 
 all: build
 
@@ -151,7 +151,7 @@ test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install
+bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install bench-tracker-sync
 
 # Through the installed wheel, in a fresh process with no daemon running:
 # cairn.connect() (auto-starting the wheel's cairnd) to the first
@@ -190,6 +190,11 @@ bench-reads: bins lib
 bench-workspace:
 	@command -v watchman >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq watchman; } || true
 	$(GO) run ./bench/wsbench
+
+## bench-tracker-sync: the tracker's pre-commit Sync, quiet and busy tree,
+## fast path against the cookie round trip, in one run
+bench-tracker-sync:
+	$(GO) test -run '^$$' -bench BenchmarkPreCommitSync -benchtime=2000x -count=3 ./workspace/
 
 ## run: start the daemon on the current workspace, in the foreground
 run: bins

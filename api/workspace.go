@@ -30,7 +30,7 @@ type FilesStatus struct {
 	Files     int    `json:"files"`     // indexed non-directory paths
 	Dirs      int    `json:"dirs"`      // indexed directories, the root included
 	Watches   int    `json:"watches"`   // inotify watches held
-	Events    uint64 `json:"events"`    // fsnotify events received
+	Events    uint64 `json:"events"`    // file system events received
 	Rescans   uint64 `json:"rescans"`   // full rescans (overflow, polling, sync fallback)
 	Overflows uint64 `json:"overflows"` // inotify queue overflows
 }

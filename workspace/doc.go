@@ -8,10 +8,16 @@
 //   - The index (path -> size, mtime, ctime, mode; a content hash computed
 //     lazily and cached by (size, mtime, ctime)) matches the tree after
 //     Sync: every change made before Sync was called is in it. In watching
-//     mode Sync creates a cookie file in .cairn/ and waits for its inotify
-//     event (one inotify instance delivers events in order); if the cookie
-//     is not seen in time, it rescans; in polling mode it waits for a pass
-//     that starts after it was called.
+//     mode on Linux, Sync returns at once when nothing is in flight: no
+//     bytes queued on the tracker's inotify descriptor (FIONREAD), no read
+//     of it under way, and every event read already applied (inotify queues
+//     an event inside the system call that made the change, so a change
+//     that returned before Sync was called is in one of those stages; see
+//     notify_linux.go). Otherwise, and always on other platforms, it
+//     creates and removes a cookie file in .cairn/ and waits for its event
+//     (one inotify instance delivers events in order); if the cookie is not
+//     seen in time, it rescans. In polling mode it waits for a pass that
+//     starts after it was called.
 //   - Watching is recursive: a directory that appears gets its watch before
 //     it is read, so names created before the watch existed are found by
 //     the read and later ones by events (mkdir -p a/b/c && touch a/b/c/f is
@@ -50,14 +56,16 @@
 //
 // # Caveats
 //
-//   - Tested on Linux only (inotify, flock, fdatasync). It builds for
-//     darwin, where fsnotify watches through kqueue; that is untested.
+//   - Tested on Linux only (inotify, read through the standard syscall
+//     package; flock, fdatasync). It builds for darwin, where fsnotify
+//     watches through kqueue and every Sync uses a cookie; that is untested.
 //   - Ignore rules: built-in .git, .cairn, node_modules, target,
 //     __pycache__ (directories at any depth; .git and .cairn also as files),
 //     the root .gitignore (re-read when it changes) and Options.Ignore.
 //     Nested .gitignore files, core.excludesFile and .git/info/exclude are
 //     not read. Ignored directories are never watched; the one exception is
-//     .cairn itself (not its subdirectories), watched for Sync cookies.
+//     .cairn itself (not its subdirectories), watched for Sync cookies
+//     (on Linux for deletions only, so the daemon's log raises no events).
 //   - Directories are indexed but not reported: Changes, Diff and
 //     subscribers name files, symlinks and other non-directories.
 //   - The hash cache trusts (size, mtime, ctime). A file hashed within

@@ -22,7 +22,7 @@ const (
 	// DefaultCookieTimeout bounds how long Sync waits for its cookie event
 	// before it falls back to a full rescan.
 	DefaultCookieTimeout = 5 * time.Second
-	// DefaultEventBuffer is the fsnotify Events channel capacity. A larger
+	// DefaultEventBuffer is the capacity of the tracker's events channel. A larger
 	// buffer lets bursts drain from the kernel queue while the tracker is
 	// busy, which makes IN_Q_OVERFLOW rarer.
 	DefaultEventBuffer = 8192
@@ -55,7 +55,7 @@ type Options struct {
 	// CookieTimeout bounds how long Sync waits for its cookie event.
 	CookieTimeout time.Duration
 
-	// EventBuffer is the capacity of the fsnotify Events channel.
+	// EventBuffer is the capacity of the tracker's events channel.
 	EventBuffer int
 
 	// MaxDeletions bounds the deletion history kept for Changes.
@@ -78,6 +78,10 @@ type Options struct {
 	// pollHook, when set (tests only), is called by the polling fallback
 	// before each directory it reads, outside the lock.
 	pollHook func(rel string)
+
+	// noFastSync, when set (tests and benchmarks only), makes every Sync
+	// in watching mode take the cookie round trip.
+	noFastSync bool
 
 	// FS is the file system the manifest store's files are reached
 	// through, its lock excepted. Nil means vfs.OS; power-cut tests pass

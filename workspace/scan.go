@@ -135,6 +135,10 @@ func (t *Tracker) scanSubdirLocked(parent, sub *dirNode, dr *os.Root, name strin
 func (t *Tracker) fullRescan(reason string) {
 	t.mu.Lock()
 	start := t.cookieSeq
+	// Cleared only here, under the lock held for the whole walk: a Sync
+	// that finds nothing in flight must not return between the rules
+	// changing and the rescan that applies them.
+	t.needRescan = false
 	t.rescans.Add(1)
 	t.log.Debug("full rescan", "reason", reason)
 	if err := t.scanDirLocked(t.dirs[""], t.rootFS, true); err != nil {

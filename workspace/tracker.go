@@ -32,6 +32,13 @@ type Tracker struct {
 	instance string
 
 	events, rescans, overflows atomic.Uint64
+	// handled counts the events and errors the loop has finished with
+	// (applied, or rescanned after); notifier.settled compares it with
+	// what the reader sent.
+	handled atomic.Uint64
+	// cookieSyncs counts the Syncs in watching mode that needed a cookie
+	// round trip; the others found nothing in flight.
+	cookieSyncs atomic.Uint64
 
 	mu          sync.Mutex // guards the fields below
 	closed      bool
@@ -51,7 +58,7 @@ type Tracker struct {
 	subSeq      uint64
 	cookies     map[string]*cookieWaiter
 	cookieSeq   uint64
-	watcher     *fsnotify.Watcher // nil in polling mode; closed only by the loop or a fallback
+	watcher     notifier // nil in polling mode; closed only by the loop or a fallback
 	watches     int
 	warning     string
 	needRescan  bool
@@ -122,7 +129,7 @@ func Open(root string, opts Options) (*Tracker, error) {
 	t.loadIgnoreLocked()
 	if opts.ForcePolling {
 		t.warning = "polling forced by Options.ForcePolling"
-	} else if w, err := fsnotify.NewBufferedWatcher(uint(opts.EventBuffer)); err != nil {
+	} else if w, err := newNotifier(opts.EventBuffer); err != nil {
 		limit := "inotify is unavailable"
 		if errors.Is(err, syscall.EMFILE) {
 			limit = "too many inotify instances; raise fs.inotify.max_user_instances"
@@ -133,7 +140,7 @@ func Open(root string, opts Options) (*Tracker, error) {
 		t.watcher = w
 		// The cookie directory is the one place under .cairn that is
 		// watched, and only for Sync cookies.
-		if err := w.Add(layout.StateDir(abs)); err != nil {
+		if err := w.AddCookieDir(layout.StateDir(abs)); err != nil {
 			t.fallbackLocked("cannot watch .cairn for sync cookies; raise fs.inotify.max_user_watches", err)
 		} else {
 			t.watches++
@@ -212,12 +219,16 @@ func (t *Tracker) Close() error {
 func (t *Tracker) Root() string { return t.root }
 
 // Sync returns once every change made to the tree before it was called is
-// in the index. In watching mode it creates a unique cookie file in .cairn/
+// in the index. In watching mode it first asks the notifier whether
+// anything is in flight (on Linux: nothing queued on the inotify
+// descriptor, nothing being read, every event read already applied, see
+// notify_linux.go); if not, the index is already exact and Sync returns at
+// once. Otherwise it creates and removes a unique cookie file in .cairn/
 // and waits for its event (inotify delivers one instance's events in
-// order, so every earlier change has been read by then); if the cookie is
-// not seen within CookieTimeout it rescans instead. In polling mode it waits
-// for an unthrottled pass that starts after the call (poll.go), which holds
-// the lock only to apply each slice of directories.
+// order, so every earlier change has been read by then); if the cookie is not seen within
+// CookieTimeout it rescans instead. In polling mode it waits for an
+// unthrottled pass that starts after the call (poll.go), which holds the
+// lock only to apply each slice of directories.
 func (t *Tracker) Sync(ctx context.Context) error {
 	t.mu.Lock()
 	if t.closed {
@@ -228,6 +239,12 @@ func (t *Tracker) Sync(ctx context.Context) error {
 		t.mu.Unlock()
 		return t.rescan(ctx, "sync")
 	}
+	// needRescan: the ignore rules changed and the loop has yet to rescan.
+	if !t.needRescan && !t.opts.noFastSync && t.watcher.settled(t.handled.Load()) {
+		t.mu.Unlock()
+		return nil
+	}
+	t.cookieSyncs.Add(1)
 	t.cookieSeq++
 	w := &cookieWaiter{seq: t.cookieSeq, ch: make(chan struct{})}
 	name := fmt.Sprintf("%s%s-%d", layout.CookiePrefix, t.instance, w.seq)
@@ -245,7 +262,13 @@ func (t *Tracker) Sync(ctx context.Context) error {
 		return t.rescan(ctx, "sync without cookie")
 	}
 	f.Close()
-	defer os.Remove(path)
+	// Removed before the wait: on Linux the unlink is the event waited for
+	// (cookieOp), so nothing of the cookie is left in flight afterwards to
+	// push the next Sync off its fast path.
+	if err := os.Remove(path); err != nil {
+		t.log.Debug("cannot remove sync cookie; rescanning instead", "error", err)
+		return t.rescan(ctx, "sync without cookie")
+	}
 	timer := time.NewTimer(t.opts.CookieTimeout)
 	defer timer.Stop()
 	select {

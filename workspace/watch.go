@@ -37,8 +37,8 @@ func (t *Tracker) watchLocked(d *dirNode) {
 	if !d.watched && t.opts.WatchLimit > 0 && t.watches >= t.opts.WatchLimit {
 		err = errWatchLimit
 	} else {
-		// Adding an existing watch again is harmless (IN_MASK_ADD) and
-		// repairs one fsnotify dropped on its own (IN_MOVE_SELF).
+		// Adding an existing watch again is harmless (same mask) and
+		// repairs one the kernel or the notifier dropped on its own.
 		err = t.watcher.Add(t.abs(d.path))
 	}
 	switch {
@@ -64,7 +64,7 @@ func (t *Tracker) unwatchLocked(d *dirNode) {
 	d.watched = false
 	t.watches--
 	if t.watcher != nil {
-		// ErrNonExistentWatch when inotify or fsnotify already dropped it
+		// ErrNonExistentWatch when inotify or the notifier already dropped it
 		// (directory deleted or moved); either way it is gone.
 		_ = t.watcher.Remove(t.abs(d.path))
 	}
@@ -72,7 +72,7 @@ func (t *Tracker) unwatchLocked(d *dirNode) {
 
 // unwatchTreeLocked drops the watches of d and every indexed directory
 // below it. A directory that was moved keeps its inotify watch, and
-// fsnotify keeps reporting its events under the old path (fsnotify issue
+// the notifier keeps reporting its events under the old path (fsnotify issue
 // #694), so the whole subtree is unwatched before the new location is
 // scanned and watched afresh.
 func (t *Tracker) unwatchTreeLocked(d *dirNode) {
@@ -96,7 +96,7 @@ func (t *Tracker) fallbackLocked(warning string, err error) {
 	t.warning = warning
 	w := t.watcher
 	t.watcher = nil
-	// fsnotify's Close waits for its reader, which never waits on t.mu.
+	// The notifier's Close waits for its reader, which never waits on t.mu.
 	_ = w.Close()
 	for _, d := range t.dirs {
 		d.watched = false
@@ -126,7 +126,7 @@ func (t *Tracker) rel(name string) (string, bool) {
 // maxBatch bounds how many events are coalesced before they are applied.
 const maxBatch = 16384
 
-// run is the tracker's one event loop: it reads fsnotify events and errors,
+// run is the tracker's one event loop: it reads the notifier's events and errors,
 // applies them in batches, rescans on overflow and on request, and, once
 // watching is impossible, hands over to the polling fallback (poll) for
 // good. It owns t.watcher.
@@ -144,7 +144,9 @@ func (t *Tracker) run() {
 	for {
 		t.mu.Lock()
 		w, rescan := t.watcher, t.needRescan
-		t.needRescan = false
+		if w == nil {
+			t.needRescan = false
+		}
 		t.mu.Unlock()
 		if w == nil {
 			t.poll(rescan)
@@ -157,16 +159,17 @@ func (t *Tracker) run() {
 		select {
 		case <-t.closing:
 			return
-		case ev, ok := <-w.Events:
+		case ev, ok := <-w.Events():
 			if !ok {
 				t.lostWatcher(w)
 				continue
 			}
 			t.collect(ev)
+			n := uint64(1)
 		drain:
-			for n := 0; n < maxBatch; n++ {
+			for ; n < maxBatch; n++ {
 				select {
-				case ev, ok := <-w.Events:
+				case ev, ok := <-w.Events():
 					if !ok {
 						break drain
 					}
@@ -175,8 +178,16 @@ func (t *Tracker) run() {
 					break drain
 				}
 			}
-			t.applyBatch()
-		case err, ok := <-w.Errors:
+			ready := t.applyBatch()
+			// Only now, and before any cookie's Sync is released: a Sync
+			// that sees handled reach what the reader sent may trust the
+			// index without a cookie, and the Sync after a cookie's finds
+			// nothing of it left in flight.
+			t.handled.Add(n)
+			for _, w := range ready {
+				w.release()
+			}
+		case err, ok := <-w.Errors():
 			if !ok {
 				t.lostWatcher(w)
 				continue
@@ -184,25 +195,26 @@ func (t *Tracker) run() {
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
 				t.overflows.Add(1)
 				t.log.Warn("inotify queue overflowed; rescanning (raising fs.inotify.max_queued_events makes this rarer)")
-				t.applyBatch()
+				releaseAll(t.applyBatch())
 				t.fullRescan("overflow")
 			} else {
 				t.log.Warn("watcher error", "error", err)
 			}
+			t.handled.Add(1)
 		case req := <-t.reqs:
-			t.applyBatch()
+			releaseAll(t.applyBatch())
 			t.fullRescan(req.reason)
 			close(req.done)
 		}
 	}
 }
 
-// lostWatcher handles fsnotify closing its channels on its own (its reader
+// lostWatcher handles the notifier closing its channels on its own (its reader
 // failed): fall back to polling rather than go blind.
-func (t *Tracker) lostWatcher(w *fsnotify.Watcher) {
+func (t *Tracker) lostWatcher(w notifier) {
 	t.mu.Lock()
 	if t.watcher == w {
-		t.fallbackLocked("the inotify reader stopped", errors.New("fsnotify channels closed"))
+		t.fallbackLocked("the inotify reader stopped", errors.New("notifier channels closed"))
 	}
 	t.mu.Unlock()
 }
@@ -215,7 +227,7 @@ func (t *Tracker) collect(ev fsnotify.Event) {
 		return
 	}
 	if rest, ok := strings.CutPrefix(rel, layout.Dir+"/"); ok {
-		if strings.HasPrefix(rest, layout.CookiePrefix) && ev.Has(fsnotify.Create) {
+		if strings.HasPrefix(rest, layout.CookiePrefix) && ev.Has(cookieOp) {
 			t.seen = append(t.seen, rest)
 		}
 		return
@@ -231,11 +243,11 @@ func (t *Tracker) collect(ev fsnotify.Event) {
 
 // applyBatch applies the pending events: first every directory that was
 // moved or removed loses its watches, then each path is settled against the
-// disk in sorted order (parents before children), then the Sync calls whose
-// cookies were seen are released.
-func (t *Tracker) applyBatch() {
+// disk in sorted order (parents before children). It returns the waiters
+// of the Sync calls whose cookies were seen, for the caller to release.
+func (t *Tracker) applyBatch() []*cookieWaiter {
 	if len(t.pending) == 0 && len(t.seen) == 0 {
-		return
+		return nil
 	}
 	t.mu.Lock()
 	paths := make([]string, 0, len(t.pending))
@@ -259,15 +271,23 @@ func (t *Tracker) applyBatch() {
 	}
 	clear(t.pending)
 	notes := t.finishBatchLocked()
+	var ready []*cookieWaiter
 	for _, name := range t.seen {
 		if w := t.cookies[name]; w != nil {
-			w.release()
+			ready = append(ready, w)
 			delete(t.cookies, name)
 		}
 	}
 	t.seen = t.seen[:0]
 	t.mu.Unlock()
 	t.deliver(notes)
+	return ready
+}
+
+func releaseAll(ws []*cookieWaiter) {
+	for _, w := range ws {
+		w.release()
+	}
 }
 
 // finishBatchLocked closes a batch: the next change gets a new tick, the
