@@ -18,7 +18,9 @@
 //
 // Every Sync and SyncDir is attributed to a sync site, the code that asked
 // for it (see Site), so a test can list the sites a workload reaches and
-// turn one into a no-op (Disable) to show that the guarantees need it.
+// turn one into a no-op (Disable) to show that the guarantees need it. A
+// Presync is modelled as a Sync at a site of its own (PresyncSite), which
+// Mutate does not turn off: nothing may rely on it.
 package crashfs
 
 import (
