@@ -83,7 +83,7 @@ func openInstance(raw string) (*instance, error) {
 		if o.MaxSessionBytes < 0 {
 			return nil, session.Errorf(session.CodeInvalidArgument, "cairn_open: max_session_bytes must not be negative")
 		}
-		st, err := fsstore.Open(ws, fsstore.Options{MaxSessionBytes: o.MaxSessionBytes})
+		st, err := fsstore.Open(ws, fsstore.Options{MaxSessionBytes: o.MaxSessionBytes, PreallocBytes: fsstore.DefaultPreallocBytes})
 		if err != nil {
 			var le *session.LockedError
 			if errors.As(err, &le) {
