@@ -6,7 +6,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
+.PHONY: all build bins lib test test-diskuse test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
 
 all: build
 
@@ -42,7 +42,7 @@ dist-python: bins lib
 
 ## test: every test suite: Go, C (through the Go test of capi), Python (and
 ## the installed wheel), Node.js and Rust
-test: vet test-go test-fuzz-short test-python test-dist test-node test-rust test-xlang
+test: vet test-go test-diskuse test-fuzz-short test-python test-dist test-node test-rust test-xlang
 
 PYTHON ?= python3
 
@@ -77,6 +77,12 @@ vet:
 
 test-go:
 	$(GO) test $(TESTFLAGS) ./...
+
+# A workspace of 100,000 sessions of one message each stays within twice its
+# live data plus 64 MiB on disk (st_blocks), zeros ahead included. Without
+# -race: it is fsync-bound and takes minutes.
+test-diskuse:
+	CAIRN_DISKUSE_SESSIONS=100000 $(GO) test -count=1 -timeout 30m -run '^TestDiskUseManySessions$$' ./fsstore/
 
 # A short run of the wire decoder's fuzz target is part of `make test`;
 # `make fuzz` runs it for FUZZTIME.
