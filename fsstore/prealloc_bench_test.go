@@ -3,9 +3,11 @@ package fsstore_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/internal/vfs"
@@ -34,14 +36,18 @@ func BenchmarkCommit8K(b *testing.B) {
 		buf := make([]byte, 8192)
 		b.SetBytes(8192)
 		b.ResetTimer()
+		med := medianOf(b)
 		for i := range b.N {
+			med.start()
 			if _, err := f.WriteAt(buf, int64(i)*8192); err != nil {
 				b.Fatal(err)
 			}
 			if err := vfs.Fdatasync(f); err != nil {
 				b.Fatal(err)
 			}
+			med.stop()
 		}
+		med.report()
 	})
 	b.Run("floor-overwrite", func(b *testing.B) {
 		f, err := os.Create(filepath.Join(b.TempDir(), "floor"))
@@ -61,14 +67,18 @@ func BenchmarkCommit8K(b *testing.B) {
 		}
 		b.SetBytes(8192)
 		b.ResetTimer()
+		med := medianOf(b)
 		for i := range b.N {
+			med.start()
 			if _, err := f.WriteAt(buf, int64(i)*8192); err != nil {
 				b.Fatal(err)
 			}
 			if err := vfs.Fdatasync(f); err != nil {
 				b.Fatal(err)
 			}
+			med.stop()
 		}
+		med.report()
 	})
 	for _, c := range []struct {
 		name   string
@@ -85,11 +95,35 @@ func BenchmarkCommit8K(b *testing.B) {
 			}
 			b.SetBytes(8192)
 			b.ResetTimer()
+			med := medianOf(b)
 			for i := range b.N {
+				med.start()
 				if _, err := s.Commit(bg, "k", turn(i+1), session.CommitOptions{}); err != nil {
 					b.Fatal(err)
 				}
+				med.stop()
 			}
+			med.report()
 		})
 	}
+}
+
+// median collects the time of each operation of a benchmark and reports
+// their median beside the mean: on a shared disk a few slow flushes move
+// the mean far more than the median.
+type median struct {
+	b   *testing.B
+	t0  time.Time
+	all []time.Duration
+}
+
+func medianOf(b *testing.B) *median { return &median{b: b, all: make([]time.Duration, 0, b.N)} }
+
+func (m *median) start() { m.t0 = time.Now() }
+
+func (m *median) stop() { m.all = append(m.all, time.Since(m.t0)) }
+
+func (m *median) report() {
+	slices.Sort(m.all)
+	m.b.ReportMetric(float64(m.all[len(m.all)/2].Nanoseconds()), "median-ns/op")
 }
