@@ -7,7 +7,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse
 
 all: build
 
@@ -75,7 +75,9 @@ test-dist-rust: dist-rust
 
 ## test: every test suite: Go, C (through the Go test of capi), Python (and
 ## the installed wheel), Node.js and Rust, the installed packages, the README
-test: vet test-go test-fuzz-short test-python test-dist test-dist-node test-dist-rust test-node test-rust test-xlang test-readme
+test: vet test-go test-fuzz-short test-python test-dist test-dist-node test-dist-rust test-node test-rust test-xlang test-readme test-diskuse
+
+## the installed wheel), Node.js and Rust
 
 PYTHON ?= python3
 
@@ -118,6 +120,12 @@ vet:
 
 test-go:
 	$(GO) test $(TESTFLAGS) ./...
+
+# A workspace of 100,000 sessions of one message each stays within twice its
+# live data plus 64 MiB on disk (st_blocks), zeros ahead included. Without
+# -race: it is fsync-bound and takes minutes.
+test-diskuse:
+	CAIRN_DISKUSE_SESSIONS=100000 $(GO) test -count=1 -timeout 30m -run '^TestDiskUseManySessions$$' ./fsstore/
 
 # A short run of the wire decoder's fuzz target is part of `make test`;
 # `make fuzz` runs it for FUZZTIME.

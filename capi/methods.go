@@ -89,7 +89,7 @@ func openInstance(raw string) (*instance, error) {
 			return nil, session.Errorf(session.CodeInvalidArgument, "cairn_open: max_session_bytes must not be negative")
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
-		st, release, err := storeopen.Open(ctx, ws, o.Store, fsstore.Options{MaxSessionBytes: o.MaxSessionBytes}, nil)
+		st, release, err := storeopen.Open(ctx, ws, o.Store, fsstore.Options{MaxSessionBytes: o.MaxSessionBytes, PreallocBytes: fsstore.DefaultPreallocBytes}, nil)
 		cancel()
 		if err != nil {
 			var le *session.LockedError

@@ -17,6 +17,30 @@
 //     (rename, then directory fsync). Readers are never blocked for the
 //     duration of a compaction and always find one complete log.
 //
+// Zeros ahead (prealloc.go; on when Options.PreallocBytes is set, as
+// cairnd and the embedded library set it). A commit that grows its file
+// makes ext4's fdatasync commit the journal (the new size and block map);
+// one that overwrites blocks already written and synced flushes data only.
+// So a session log whose zeros ahead cannot hold the next commit first
+// gets zeros written and fdatasync'd past its end, up to that commit plus
+// min(size/2, 1 MiB), rounded to 4 KiB; that commit and the following ones
+// are pwrites at the committed size into them. The zeros are bounded
+// workspace-wide, never a segment per session: they count against one
+// budget (DefaultPreallocBytes, 32 MiB), taken back from the least
+// recently used open logs when a log needs room, and trimmed (ftruncate)
+// when a log is closed (open-log LRU eviction, compaction's switch,
+// Close), so a workspace stays within twice its live data plus the budget
+// and the block rounding of each file. A session's first commit and
+// workflow logs write none ahead: a session committed once costs no
+// zeros. The commit that runs out pays for the zeros (a write and an
+// fdatasync before its own), the next ones until they run out do not; as
+// a log grows, so does the run. The logical end of a log is the end of its
+// last intact commit, never the file's size: appends, reads, compaction's
+// live/dead accounting, Verify, export and Summary.SizeBytes all use the
+// committed size the index keeps. No guarantee rests on the zeros: their
+// fdatasync is a vfs.File.Presync, which the power-cut tests cut at but do
+// not require.
+//
 // Layout (the names are internal/layout's):
 //
 //	.cairn/                 0700, with a .gitignore of "*"; flock'd itself by
@@ -41,8 +65,13 @@
 // removed), and the next write succeeds once space is freed, without a
 // reopen. A commit is a run of item records closed by a commit record
 // that carries the generation, the record count and the byte length of the
-// commit; recovery keeps everything up to the last valid commit record. A
-// torn tail after it (no intact commit record follows) is copied to
+// commit; recovery keeps everything up to the last valid commit record.
+// Bytes after it that are all zero are a clean end (zeros written ahead,
+// or a size a crash extended before the data reached the disk): they are
+// cut off, not quarantined, not reported. No frame is all zeros (a zero
+// length and kind checksum to CRC-32C of one zero byte, not 0), so the
+// scan stops at them like at any bad frame. A torn tail after it (no
+// intact commit record follows, zeros or not) is copied to
 // quarantine/ and trimmed; damage with an intact later commit after it is
 // never trimmed: the log is kept as it is and its session is refused with
 // code corrupt until Repair (see damage.go). Ids are mapped to file names that cannot escape the store

@@ -68,6 +68,9 @@ func runChild(role, dir string) error {
 		return s.Close()
 	case "fault-stop":
 		return childFaultStop(dir, os.Getenv("CAIRN_FSSTORE_POINT"))
+	case "prealloc-stop":
+		nth, _ := strconv.Atoi(os.Getenv("CAIRN_FSSTORE_NTH"))
+		return childPreallocStop(dir, os.Getenv("CAIRN_FSSTORE_POINT"), nth)
 	}
 	return fmt.Errorf("unknown role %q", role)
 }

@@ -52,6 +52,10 @@ type Options struct {
 	// outweighing its live bytes, before it is compacted. 0 means
 	// DefaultCompactMinBytes.
 	CompactMinBytes int64
+	// PreallocBytes bounds the zeros written ahead of the ends of all
+	// session logs together (see prealloc.go); DefaultPreallocBytes is
+	// the value to use. 0 or less writes none ahead.
+	PreallocBytes int64
 	// Fault, when set, is called at each fault point (see FaultPoints).
 	Fault func(point string) error
 	// Logger receives warnings about recovery and compaction. Default: none.
@@ -109,6 +113,10 @@ type Store struct {
 	lruMu   sync.Mutex
 	lru     list.List
 	maxOpen int
+
+	// slack counts the zeros written ahead of the session logs' ends
+	// (recordlog.File.CountSlack), within opts.PreallocBytes.
+	slack atomic.Int64
 }
 
 // sessionFile is one session's log and its in-memory index. All fields
@@ -369,6 +377,9 @@ func (s *Store) loadSession(name string) error {
 		s.sickSession(name, path, t, state, err, runsIn(l, [][2]int64{{asm.valid, size}})).at = asm.valid
 		return nil
 	}
+	if asm.valid < size && s.zeroTail(l, asm.valid) {
+		size = asm.valid
+	}
 	if asm.valid < size {
 		seen, err := commitsAfter(l, asm.valid, size)
 		if err != nil {
@@ -598,6 +609,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 		if err != nil {
 			return session.CommitResult{}, err
 		}
+		s.preallocate(sf, l, int64(len(fb.buf)))
 		broken, err := s.appendCommit(l, fb.buf)
 		if broken {
 			sf.broken = err

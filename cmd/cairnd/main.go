@@ -95,7 +95,7 @@ func main() {
 		ShutdownTimeout: 10 * time.Second,
 		AnswerBudget:    *budget,
 		FrameTimeout:    *frameTimeout,
-		Store:           fsstore.Options{MaxSessionBytes: *maxSession},
+		Store:           fsstore.Options{MaxSessionBytes: *maxSession, PreallocBytes: fsstore.DefaultPreallocBytes},
 		StoreURL:        *storeURL,
 
 		NoWorkspaceTracking: *noTrack,

@@ -36,6 +36,13 @@
 //     or torn, which recovery trims); if the truncate fails it reports the
 //     file broken, and the owner must not append to it again until it has
 //     reopened and rescanned it.
+//   - A log may run on past its committed end in zeros its File wrote
+//     ahead (File.Preallocate: written and fdatasync'd once, so the
+//     appends that overwrite them change neither size nor block map).
+//     Appends go at the committed end, not the file's. No frame is all
+//     zeros (ZeroFrame), so a scan stops where zeros begin; Zeros tells an
+//     owner that the rest of the file is zeros, a clean end rather than a
+//     torn one. Rollback, Truncate and Close cut the zeros off.
 //   - A new log file appears whole or not at all (Create, through
 //     internal/atomicfile): its first bytes are written and synced under
 //     a temp name and renamed into place.

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"sync/atomic"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/internal/vfs"
@@ -111,10 +112,27 @@ const (
 // File is an open log: its file, the path every error names, and its
 // committed size. It is not safe for concurrent use; its owner serialises
 // appends (and may read concurrently with ReadAt below the committed size).
+//
+// The file may run on past the committed size in zeros this File wrote
+// ahead (Preallocate): alloc is where those end, and slack, when set,
+// counts alloc-size across the owner's logs. Appends go at the committed
+// size, never at the file's end.
 type File struct {
-	f    vfs.File
-	path string
-	size int64
+	f     vfs.File
+	path  string
+	size  int64
+	alloc int64
+	slack *atomic.Int64
+}
+
+// setEnds sets the committed size and the end of the zeros ahead, keeping
+// the slack count.
+func (l *File) setEnds(size, alloc int64) {
+	alloc = max(alloc, size)
+	if l.slack != nil {
+		l.slack.Add((alloc - size) - (l.alloc - l.size))
+	}
+	l.size, l.alloc = size, alloc
 }
 
 // Create makes a new log at path holding data (the magic and the first
@@ -130,7 +148,7 @@ func CreateFS(fsys vfs.FS, path string, data []byte, fault func(step string) err
 	if err != nil {
 		return nil, err
 	}
-	return &File{f: f, path: path, size: int64(len(data))}, nil
+	return &File{f: f, path: path, size: int64(len(data)), alloc: int64(len(data))}, nil
 }
 
 // Open opens the log at path for reading and appending and returns it with
@@ -151,7 +169,7 @@ func OpenFS(fsys vfs.FS, path string) (*File, []byte, error) {
 		f.Close()
 		return nil, nil, fmt.Errorf("stat %s: %w", path, err)
 	}
-	l := &File{f: f, path: path, size: fi.Size()}
+	l := &File{f: f, path: path, size: fi.Size(), alloc: fi.Size()}
 	data, err := l.ReadAll()
 	if err != nil {
 		f.Close()
@@ -163,7 +181,7 @@ func OpenFS(fsys vfs.FS, path string) (*File, []byte, error) {
 // Adopt makes a File of f, already open for reading and writing under
 // path, with committed size size.
 func Adopt(f vfs.File, path string, size int64) *File {
-	return &File{f: f, path: path, size: size}
+	return &File{f: f, path: path, size: size, alloc: size}
 }
 
 // Stat describes the open file (not whatever its path names now).
@@ -220,7 +238,7 @@ func (l *File) Truncate(size int64) error {
 	if err := l.f.Truncate(size); err != nil {
 		return fmt.Errorf("truncate %s: %w", l.path, err)
 	}
-	l.size = size
+	l.setEnds(size, size)
 	return nil
 }
 
@@ -266,7 +284,7 @@ func (l *File) Append(data []byte, fault func(step string) error) (broken bool, 
 	if err := step(StepAfterSync); err != nil {
 		return fail("after fdatasync of", err)
 	}
-	l.size += int64(len(data))
+	l.setEnds(l.size+int64(len(data)), l.alloc)
 	return false, nil
 }
 
@@ -288,11 +306,17 @@ func (l *File) Rollback(fault func(step string) error) error {
 	if err != nil {
 		return fmt.Errorf("truncate %s back to %d bytes: %w", l.path, l.size, err)
 	}
+	// The zeros ahead went too: the failed bytes may have overwritten
+	// them, and only zeros may follow the committed end.
+	l.setEnds(l.size, l.size)
 	return nil
 }
 
-// Close closes the file.
-func (l *File) Close() error { return l.f.Close() }
+// Close trims the zeros ahead (Trim) and closes the file.
+func (l *File) Close() error {
+	_ = l.Trim()
+	return l.f.Close()
+}
 
 // Size returns the committed size the reader reads.
 func (r *Reader) Size() int64 { return r.size }
@@ -310,7 +334,7 @@ func OpenAtFS(fsys vfs.FS, path string, size int64) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &File{f: f, path: path, size: size}, nil
+	return &File{f: f, path: path, size: size, alloc: size}, nil
 }
 
 // ErrDamaged reports a frame that fails its checksum or its bounds where a

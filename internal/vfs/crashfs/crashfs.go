@@ -18,7 +18,9 @@
 //
 // Every Sync and SyncDir is attributed to a sync site, the code that asked
 // for it (see Site), so a test can list the sites a workload reaches and
-// turn one into a no-op (Disable) to show that the guarantees need it.
+// turn one into a no-op (Disable) to show that the guarantees need it. A
+// Presync is modelled as a Sync at a site of its own (PresyncSite), which
+// Mutate does not turn off: nothing may rely on it.
 package crashfs
 
 import (
@@ -523,11 +525,19 @@ func (f *file) Truncate(size int64) error {
 
 // Sync makes the modelled file's pending writes durable, unless its site
 // is disabled. The real file is not synced.
-func (f *file) Sync() error {
+func (f *file) Sync() error { return f.sync(Caller()) }
+
+// Presync is Sync, at a site named PresyncSite+Caller(): Mutate leaves
+// those in place, since no guarantee may rely on them.
+func (f *file) Presync() error { return f.sync(PresyncSite + Caller()) }
+
+// PresyncSite starts the name of every site of a Presync.
+const PresyncSite = "presync "
+
+func (f *file) sync(site string) error {
 	if _, err := f.f.Stat(); err != nil {
 		return err
 	}
-	site := Caller()
 	f.c.beforeSync(site)
 	f.c.mu.Lock()
 	defer f.c.mu.Unlock()
