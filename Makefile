@@ -77,8 +77,6 @@ test-dist-rust: dist-rust
 ## the installed wheel), Node.js and Rust, the installed packages, the README
 test: vet test-go test-fuzz-short test-python test-dist test-dist-node test-dist-rust test-node test-rust test-xlang test-readme test-diskuse
 
-## the installed wheel), Node.js and Rust
-
 PYTHON ?= python3
 
 # The Python binding needs nothing but the standard library; its tests run
