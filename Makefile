@@ -6,7 +6,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
+.PHONY: all build bins lib test test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-agent node-deps dist dist-python test-dist venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
 
 all: build
 
@@ -110,7 +110,7 @@ test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads
+bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-agent
 
 bench-store:
 	$(GO) run ./bench/storebench
@@ -131,6 +131,15 @@ bench-bindings: bins lib node-deps
 READS_FLAGS ?=
 bench-reads: bins lib
 	$(PYTHON) bench/reads/reads_bench.py $(READS_FLAGS)
+
+# Issue 17's agent workload (a turn: 2 messages, usage, a run checkpoint)
+# lockstep against Python sqlite3 (WAL, synchronous=FULL) and the fdatasync
+# floor; resume, tail, the open of a large workspace (cached under
+# build/bench-agent/) and 1, 8, 32 concurrent agents. AGENT_FLAGS=--full
+# runs 1,000 and 10,000 turns and a 1 GiB open (see bench/agent/agent_bench.py).
+AGENT_FLAGS ?=
+bench-agent: bins lib
+	$(PYTHON) bench/agent/agent_bench.py $(AGENT_FLAGS)
 
 # Compares the workspace index with Watchman 4.9 from Debian's package,
 # installed here when missing (the benchmark says so if it cannot be).
