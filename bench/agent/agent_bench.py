@@ -462,13 +462,13 @@ def concurrency(cairn: Any, root: str, kind: str, n: int, turns: int, daemon: st
         for k in range(n):
             procs.append(start(k))
         for k in range(n):
-            # A worker that is not ready within 60 s is killed and started
+            # A worker that is not ready within 30 s is killed and started
             # again: libcairn's load can deadlock (its constructor and the Go
             # runtime's init both ask for the library's path, one holding the
             # loader's lock); the report counts these restarts.
             for attempt in range(4):
                 p = procs[k]
-                ready, _, _ = select.select([p.stdout], [], [], 60)
+                ready, _, _ = select.select([p.stdout], [], [], 30)
                 line = p.stdout.readline() if ready else ""
                 if line.strip() == "ready":
                     break
@@ -477,7 +477,7 @@ def concurrency(cairn: Any, root: str, kind: str, n: int, turns: int, daemon: st
                 if attempt == 3:
                     raise RuntimeError(f"{kind} worker {k} did not start: {line!r}")
                 LOAD_HANGS[0] += 1
-                log(f"  {kind} worker {k} not ready after 60 s (libcairn load hang?): restarted")
+                log(f"  {kind} worker {k} not ready after 30 s (libcairn load hang?): restarted")
                 procs[k] = start(k)
         d_cpu0 = proc_cpu_s(pid) if pid else 0.0
         for p in procs:
