@@ -7,7 +7,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent
 
 all: build
 
@@ -158,7 +158,7 @@ test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install bench-tracker-sync
+bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install bench-tracker-sync bench-agent
 
 # Through the installed wheel, in a fresh process with no daemon running:
 # cairn.connect() (auto-starting the wheel's cairnd) to the first
@@ -191,6 +191,15 @@ bench-bindings: bins lib node-deps
 READS_FLAGS ?=
 bench-reads: bins lib
 	$(PYTHON) bench/reads/reads_bench.py $(READS_FLAGS)
+
+# Issue 17's agent workload (a turn: 2 messages, usage, a run checkpoint)
+# lockstep against Python sqlite3 (WAL, synchronous=FULL) and the fdatasync
+# floor; resume, tail, the open of a large workspace (cached under
+# build/bench-agent/) and 1, 8, 32 concurrent agents. AGENT_FLAGS=--full
+# runs 1,000 and 10,000 turns and a 1 GiB open (see bench/agent/agent_bench.py).
+AGENT_FLAGS ?=
+bench-agent: bins lib
+	$(PYTHON) bench/agent/agent_bench.py $(AGENT_FLAGS)
 
 # Compares the workspace index with Watchman 4.9 from Debian's package,
 # installed here when missing (the benchmark says so if it cannot be).
