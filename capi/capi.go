@@ -42,14 +42,14 @@ var handles struct {
 	m    map[uint64]*instance
 }
 
+// libraryPathOnce passes the library's path to protocol at the first open.
+var libraryPathOnce sync.Once
+
 // openCount counts open handles (cairn_open_handles).
 var openCount atomic.Int64
 
 func init() {
 	handles.m = map[uint64]*instance{}
-	// Packages ship cairnd beside libcairn; the host executable (python,
-	// node) says nothing about where that is.
-	protocol.SetLibraryPath(C.GoString(C.cairn_shim_library_path()))
 	go serveSubmitted()
 }
 
@@ -87,6 +87,12 @@ func cairn_go_open(options *C.char, handle *C.uint64_t, errOut **C.char) C.int {
 
 // openHandle opens an instance and registers it under a new handle.
 func openHandle(options string) (uint64, error) {
+	libraryPathOnce.Do(func() {
+		// Packages ship cairnd beside libcairn; the host executable
+		// (python, node) says nothing about where that is. Read here, not
+		// in init: see cairn_shim_library_path.
+		protocol.SetLibraryPath(C.GoString(C.cairn_shim_library_path()))
+	})
 	in, err := openInstance(options)
 	if err != nil {
 		return 0, err

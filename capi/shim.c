@@ -25,7 +25,6 @@ static pid_t init_pid;
 
 static void on_fork_child(void) { atomic_store(&forked, 1); }
 
-static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static char library_path[PATH_MAX];
 
 // find_library_path records the file this code was loaded from. dladdr
@@ -41,17 +40,18 @@ static void find_library_path(void) {
 	}
 }
 
-const char *cairn_shim_library_path(void) {
-	pthread_once(&library_once, find_library_path);
-	return library_path;
-}
+// cairn_shim_library_path returns what the constructor recorded. Only the
+// constructor may call dladdr: it runs on the thread that holds the
+// loader's lock during dlopen, while the Go runtime initialises on a thread
+// of its own, where dladdr would wait for that lock, and the constructor,
+// had it waited for the Go thread, would never release it. So Go reads the
+// path only when a handle is opened, after dlopen has returned.
+const char *cairn_shim_library_path(void) { return library_path; }
 
 __attribute__((constructor)) static void shim_init(void) {
 	init_pid = getpid();
 	pthread_atfork(NULL, NULL, on_fork_child);
-	// The Go runtime's own initialisation may run before or after this
-	// constructor; whichever asks first records the path.
-	(void)cairn_shim_library_path();
+	find_library_path();
 }
 
 int cairn_shim_forked(void) { return atomic_load(&forked) || getpid() != init_pid; }

@@ -73,3 +73,29 @@ def test_not_found_anywhere(workspace: str) -> None:
     r = py(code, {"PYTHONPATH": str(site)}, workspace)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("missing") and "make lib" in r.stdout
+
+
+def test_many_processes_load_at_once() -> None:
+    """dlopen of libcairn never hangs. Its C constructor and the Go runtime,
+    which initialises on a thread of its own during dlopen, must not both
+    ask the loader where the library is: the Go thread would wait for the
+    loader's lock, which dlopen holds, while the constructor waited for the
+    Go thread. Loads started together hit that window; one in ten to one in
+    four hung before the constructor alone recorded the path."""
+    lib = str(_lib.find())
+    code = "import ctypes, sys; l = ctypes.CDLL(sys.argv[1]); l.cairn_version.restype = ctypes.c_char_p; print(l.cairn_version().decode())"
+    hung = 0
+    for _ in range(3):
+        procs = [subprocess.Popen([sys.executable, "-c", code, lib], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                 for _ in range(24)]
+        for p in procs:
+            try:
+                out, err = p.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+                hung += 1
+                continue
+            assert p.returncode == 0, err
+            assert out.strip(), err
+    assert hung == 0, f"{hung} of 72 processes hung loading {lib}"
