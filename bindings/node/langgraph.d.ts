@@ -23,8 +23,9 @@ export interface CairnSaverOptions {
 }
 
 export declare const KIND_CHECKPOINT: 'langgraph.checkpoint';
-export declare const KIND_WRITE: 'langgraph.write';
+export declare const KIND_WRITES: 'langgraph.writes';
 export declare const KIND_BLOB: 'langgraph.blob';
+export declare const KIND_LATEST: 'langgraph.latest';
 
 /** A LangGraph.js checkpointer over cairn: one session per thread. */
 export declare class CairnSaver extends BaseCheckpointSaver {

@@ -4,23 +4,27 @@
 // How LangGraph's data maps onto a cairn session:
 //   - a thread is a session, named sessionPrefix + thread_id
 //     ("langgraph:" + thread_id unless told otherwise);
-//   - a checkpoint is an artifact of kind "langgraph.checkpoint": its data
-//     is the serialized checkpoint without its channel values, its metadata
-//     {ns, id, parent, type, meta, meta_type} names the namespace, the
-//     checkpoint id, the parent checkpoint id and the serialized
-//     CheckpointMetadata (base64), so list() filters without reading data;
-//   - a channel value is an artifact of kind "langgraph.blob", one per
-//     (namespace, channel, version), saved only by the put whose
-//     newVersions names it: a checkpoint's channel_versions say which
-//     blobs make up its channel_values, so an unchanged channel is not
-//     stored again;
-//   - a pending write is an artifact of kind "langgraph.write": its data
-//     is the serialized value, its metadata {ns, checkpoint_id, task_id,
-//     task_path, idx, channel, type} places it.
-// Every write is one delta save (put_artifacts / append_artifacts), never
-// a whole-session rewrite; every read is the artifact metadata listing
-// plus the one artifact per checkpoint and write it returns, never a
-// whole-session read. deleteThread deletes the session inside cairn.
+//   - a checkpoint is an artifact of kind "langgraph.checkpoint", id
+//     c/<ns>/<checkpoint id>: its data is the serialized checkpoint
+//     without its channel values, its metadata {ns, id, parent, type,
+//     meta, meta_type} names the namespace, the checkpoint id, the parent
+//     checkpoint id and the serialized CheckpointMetadata (base64);
+//   - a channel value is an artifact of kind "langgraph.blob", id
+//     b/<ns>/<channel>/<version>, saved only by the put whose newVersions
+//     names it: a checkpoint's channel_versions name the blobs that make
+//     up its channel_values, so an unchanged channel is not stored again;
+//   - the pending writes of a checkpoint are one artifact of kind
+//     "langgraph.writes", id w/<ns>/<checkpoint id> (a JSON list);
+//   - the latest checkpoint of a namespace is named by an artifact of kind
+//     "langgraph.latest", id l/<ns>.
+// (An id longer than 200 bytes is replaced by a digest of its parts.)
+// So getTuple reads the pointer, the checkpoint, its writes and its
+// channels' blobs, each one artifact by id: its cost does not grow with
+// the thread. put and putWrites are one delta save each (after one
+// artifact read, and compare-and-swap on the generation when they move
+// the pointer or add to a writes list); list() enumerates a thread's
+// checkpoints from its artifact metadata (no data), then reads only the
+// checkpoints it returns. deleteThread deletes the session inside cairn.
 // Errors are told by code, not class: a bundler or test runner may load
 // index.js twice, and then its classes differ.
 //
@@ -45,18 +49,25 @@ const {
 } = lg;
 
 const KIND_CHECKPOINT = 'langgraph.checkpoint';
-const KIND_WRITE = 'langgraph.write';
+const KIND_WRITES = 'langgraph.writes';
 const KIND_BLOB = 'langgraph.blob';
-// Artifact ids longer than this are replaced by a digest (ids are capped at
-// 256 bytes; a nested namespace can be long): the metadata carries the
-// parts, so the id only has to be unique.
+const KIND_LATEST = 'langgraph.latest';
+// Artifact ids are capped at 256 bytes and a nested namespace can be long:
+// past this, an id is a digest of its parts (the metadata carries them).
 const MAX_ARTIFACT_ID = 200;
+// Compare-and-swap retries before a put or putWrites gives up.
+const MAX_ATTEMPTS = 100;
 
 function artifactId(parts) {
   const id = parts.join('/');
   if (Buffer.byteLength(id) <= MAX_ARTIFACT_ID) return id;
   return `${parts[0]}#${crypto.createHash('sha256').update(JSON.stringify(parts)).digest('hex')}`;
 }
+
+const checkpointKey = (ns, id) => artifactId(['c', ns, id]);
+const writesKey = (ns, id) => artifactId(['w', ns, id]);
+const blobKey = (ns, channel, version) => artifactId(['b', ns, channel, String(version)]);
+const latestKey = (ns) => artifactId(['l', ns]);
 
 function b64(u8) {
   return Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength).toString('base64');
@@ -72,6 +83,8 @@ function missingThread(what) {
   );
 }
 
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
 /**
  * CairnSaver is a LangGraph.js BaseCheckpointSaver that keeps each thread
  * in a cairn session. Give it a connected client (`new CairnSaver({client})`)
@@ -85,6 +98,10 @@ class CairnSaver extends BaseCheckpointSaver {
     this.client = client;
     this.sessionPrefix = sessionPrefix;
     this._ownsClient = false;
+    // thread id -> the tail of its chain of read-modify-write saves: this
+    // process's saves to one thread queue, so they do not fail each
+    // other's compare-and-swap; other processes' are retried.
+    this._chains = new Map();
   }
 
   /** Opens a client with cairn.connect(options) and a saver over it. */
@@ -105,121 +122,112 @@ class CairnSaver extends BaseCheckpointSaver {
     return this.sessionPrefix + String(threadId);
   }
 
-  // The artifact metadata of a thread's session (no data), or null when
-  // the session does not exist.
-  async _index(threadId) {
+  // Runs fn after this process's earlier saves to the thread, retrying it
+  // while its compare-and-swap loses to another writer.
+  _serial(threadId, fn) {
+    const key = String(threadId);
+    const prev = this._chains.get(key) || Promise.resolve();
+    const run = prev.then(async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await fn();
+        } catch (err) {
+          if (err.code !== 'conflict' || attempt >= MAX_ATTEMPTS) throw err;
+          await sleep(Math.random() * Math.min(50, attempt * 2));
+        }
+      }
+    });
+    const tail = run.catch(() => {});
+    this._chains.set(key, tail);
+    tail.then(() => {
+      if (this._chains.get(key) === tail) this._chains.delete(key);
+    });
+    return run;
+  }
+
+  // One artifact with its data and the generation read, or null when the
+  // session or the artifact does not exist.
+  async _get(threadId, id) {
     try {
-      const r = await this.client.artifacts(this.sessionId(threadId));
-      return r.artifacts || [];
+      return await this.client.artifact(this.sessionId(threadId), id);
     } catch (err) {
       if (err.code === 'not_found') return null;
       throw err;
     }
   }
 
-  // Saves a delta of artifacts to a thread's session, creating the session
-  // (expecting generation 0, so a racing creator is not overwritten) when
-  // it does not exist yet.
-  async _save(threadId, put, append = []) {
+  // Saves a delta of artifacts to a thread's session; with
+  // expectGeneration, only on that generation (else ConflictError). A
+  // missing session is created (expecting generation 0, so a racing
+  // creator is not overwritten).
+  async _save(threadId, { put = [], append = [] }, expectGeneration) {
     const sid = this.sessionId(threadId);
     try {
-      await this.client.save(sid, { change: { put_artifacts: put, append_artifacts: append } });
+      await this.client.save(sid, { change: { put_artifacts: put, append_artifacts: append }, expectGeneration });
       return;
     } catch (err) {
-      if (!(err.code === 'not_found')) throw err;
+      if (err.code !== 'not_found') throw err;
     }
-    try {
-      await this.client.save(sid, { snapshot: { messages: [], artifacts: [...put, ...append] }, expectGeneration: 0 });
-    } catch (err) {
-      if (!(err.code === 'conflict')) throw err;
-      await this.client.save(sid, { change: { put_artifacts: put, append_artifacts: append } });
-    }
+    await this.client.save(sid, { snapshot: { messages: [], artifacts: [...put, ...append] }, expectGeneration: 0 });
   }
 
-  async _data(threadId, id) {
-    const r = await this.client.artifact(this.sessionId(threadId), id);
-    return unb64(r.artifact.data);
+  // The stored write records of one checkpoint and the read, or [] and null.
+  async _writeRecords(threadId, ns, checkpointId) {
+    const r = await this._get(threadId, writesKey(ns, checkpointId));
+    if (!r) return { records: [], read: null };
+    return { records: JSON.parse(Buffer.from(r.artifact.data || '', 'base64').toString('utf8')), read: r };
   }
 
-  // The writes of one checkpoint, as index entries, in writesSortKey order.
-  _writesOf(index, ns, checkpointId) {
-    const ws = index.filter(
-      (a) => a.kind === KIND_WRITE && a.metadata && a.metadata.ns === ns && a.metadata.checkpoint_id === checkpointId
-    );
-    const key = (a) => writesSortKey(a.metadata.task_path || '', a.metadata.task_id, a.metadata.idx);
-    ws.sort((x, y) => compareWritesSortKeys(key(x), key(y)));
-    return ws;
+  // The pending writes of one checkpoint, in writesSortKey order.
+  async _loadWrites(threadId, ns, checkpointId, channelFilter) {
+    const { records } = await this._writeRecords(threadId, ns, checkpointId);
+    const key = (w) => writesSortKey(w.task_path || '', w.task_id, w.idx);
+    const chosen = channelFilter ? records.filter(channelFilter) : records.slice();
+    chosen.sort((x, y) => compareWritesSortKeys(key(x), key(y)));
+    return Promise.all(chosen.map(async (w) => [w.task_id, w.channel, await this.serde.loadsTyped(w.type, unb64(w.value))]));
   }
 
-  async _loadWrites(threadId, entries) {
-    return Promise.all(
-      entries.map(async (a) => [
-        a.metadata.task_id,
-        a.metadata.channel,
-        await this.serde.loadsTyped(a.metadata.type, await this._data(threadId, a.id)),
-      ])
-    );
-  }
-
-  // The checkpoint entries of one namespace, newest first (ids are uuid6,
-  // which sort by time).
-  _checkpointsOf(index, ns) {
-    return index
-      .filter((a) => a.kind === KIND_CHECKPOINT && a.metadata && a.metadata.ns === ns)
-      .sort((x, y) => (x.metadata.id < y.metadata.id ? 1 : x.metadata.id > y.metadata.id ? -1 : 0));
-  }
-
-  async _metadataOf(entry) {
-    return this.serde.loadsTyped(entry.metadata.meta_type || 'json', unb64(entry.metadata.meta));
-  }
-
-  // The tuple of one checkpoint entry.
-  async _tuple(threadId, index, entry, metadata) {
-    const { ns, id, parent } = entry.metadata;
-    const [data, pendingWrites, meta] = await Promise.all([
-      this._data(threadId, entry.id),
-      this._loadWrites(threadId, this._writesOf(index, ns, id)),
-      metadata === undefined ? this._metadataOf(entry) : metadata,
-    ]);
-    const checkpoint = await this._withValues(threadId, index, entry, data);
-    if (checkpoint.v < 4 && parent) await this._migratePendingSends(checkpoint, threadId, index, ns, parent);
-    const tuple = {
-      config: { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } },
-      checkpoint,
-      metadata: meta,
-      pendingWrites,
-    };
-    if (parent) tuple.parentConfig = { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: parent } };
-    return tuple;
-  }
-
-  // The checkpoint of an entry, its channel_values filled in from the blobs
-  // its channel_versions name (data: the entry's data, when read already).
-  async _withValues(threadId, index, entry, data) {
-    const checkpoint = await this.serde.loadsTyped(entry.metadata.type, data || (await this._data(threadId, entry.id)));
-    const ns = entry.metadata.ns;
-    const blobs = new Map();
-    for (const a of index) {
-      if (a.kind === KIND_BLOB && a.metadata && a.metadata.ns === ns) blobs.set(`${a.metadata.channel}\u0000${a.metadata.version}`, a);
-    }
+  // The checkpoint an artifact holds, its channel_values filled in from
+  // the blobs its channel_versions name.
+  async _checkpointOf(threadId, artifact) {
+    const { ns, type } = artifact.metadata;
+    const checkpoint = await this.serde.loadsTyped(type, unb64(artifact.data));
     const values = {};
     await Promise.all(
       Object.entries(checkpoint.channel_versions || {}).map(async ([ch, ver]) => {
-        const b = blobs.get(`${ch}\u0000${String(ver)}`);
-        if (b) values[ch] = await this.serde.loadsTyped(b.metadata.type, await this._data(threadId, b.id));
+        const b = await this._get(threadId, blobKey(ns, ch, ver));
+        if (b) values[ch] = await this.serde.loadsTyped(b.artifact.metadata.type, unb64(b.artifact.data));
       })
     );
     checkpoint.channel_values = values;
     return checkpoint;
   }
 
+  // The tuple of a checkpoint artifact (with its data).
+  async _tuple(threadId, artifact, metadata) {
+    const { ns, id, parent, meta, meta_type: metaType } = artifact.metadata;
+    const [checkpoint, pendingWrites, meta2] = await Promise.all([
+      this._checkpointOf(threadId, artifact),
+      this._loadWrites(threadId, ns, id),
+      metadata === undefined ? this.serde.loadsTyped(metaType || 'json', unb64(meta)) : metadata,
+    ]);
+    if (checkpoint.v < 4 && parent) await this._migratePendingSends(checkpoint, threadId, ns, parent);
+    const tuple = {
+      config: { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } },
+      checkpoint,
+      metadata: meta2,
+      pendingWrites,
+    };
+    if (parent) tuple.parentConfig = { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: parent } };
+    return tuple;
+  }
+
   // Checkpoints before format 4 kept pending sends as the parent's TASKS
   // writes; newer LangGraph expects them in channel_values.
-  async _migratePendingSends(checkpoint, threadId, index, ns, parent) {
-    const sends = this._writesOf(index, ns, parent).filter((a) => a.metadata.channel === TASKS);
-    const values = await this._loadWrites(threadId, sends);
+  async _migratePendingSends(checkpoint, threadId, ns, parent) {
+    const sends = await this._loadWrites(threadId, ns, parent, (w) => w.channel === TASKS);
     checkpoint.channel_values ??= {};
-    checkpoint.channel_values[TASKS] = values.map((w) => w[2]);
+    checkpoint.channel_values[TASKS] = sends.map((w) => w[2]);
     checkpoint.channel_versions ??= {};
     checkpoint.channel_versions[TASKS] =
       Object.keys(checkpoint.channel_versions).length > 0
@@ -227,18 +235,24 @@ class CairnSaver extends BaseCheckpointSaver {
         : this.getNextVersion(undefined);
   }
 
+  // The id of a namespace's latest checkpoint, or undefined.
+  async _latestId(threadId, ns) {
+    const r = await this._get(threadId, latestKey(ns));
+    return r ? r.artifact.metadata.checkpoint_id : undefined;
+  }
+
   async getTuple(config) {
     const threadId = config.configurable?.thread_id;
     if (threadId === undefined || threadId === null) return undefined;
+    const thread = String(threadId);
     const ns = config.configurable?.checkpoint_ns ?? '';
-    const checkpointId = getCheckpointId(config);
-    const index = await this._index(threadId);
-    if (!index) return undefined;
-    const cps = this._checkpointsOf(index, ns);
-    const entry = checkpointId ? cps.find((a) => a.metadata.id === checkpointId) : cps[0];
-    if (!entry) return undefined;
-    const tuple = await this._tuple(String(threadId), index, entry);
-    if (checkpointId) tuple.config = config;
+    const wanted = getCheckpointId(config);
+    const id = wanted || (await this._latestId(thread, ns));
+    if (!id) return undefined;
+    const r = await this._get(thread, checkpointKey(ns, id));
+    if (!r) return undefined;
+    const tuple = await this._tuple(thread, r.artifact);
+    if (wanted) tuple.config = config;
     return tuple;
   }
 
@@ -261,24 +275,33 @@ class CairnSaver extends BaseCheckpointSaver {
     const wantId = config.configurable?.checkpoint_id;
     const beforeId = before?.configurable?.checkpoint_id;
     for (const thread of threads) {
-      const index = await this._index(thread);
-      if (!index) continue;
-      const namespaces = [
-        ...new Set(index.filter((a) => a.kind === KIND_CHECKPOINT && a.metadata).map((a) => a.metadata.ns)),
-      ].sort();
+      let index;
+      try {
+        index = (await this.client.artifacts(this.sessionId(thread))).artifacts || [];
+      } catch (err) {
+        if (err.code === 'not_found') continue;
+        throw err;
+      }
+      const entries = index.filter((a) => a.kind === KIND_CHECKPOINT && a.metadata);
+      const namespaces = [...new Set(entries.map((a) => a.metadata.ns))].sort();
       for (const ns of namespaces) {
         if (wantNs !== undefined && ns !== wantNs) continue;
-        for (const entry of this._checkpointsOf(index, ns)) {
-          const id = entry.metadata.id;
+        // Newest first: checkpoint ids are uuid6, which sort by time.
+        const inNs = entries
+          .filter((a) => a.metadata.ns === ns)
+          .sort((x, y) => (x.metadata.id < y.metadata.id ? 1 : x.metadata.id > y.metadata.id ? -1 : 0));
+        for (const entry of inNs) {
+          const { id, meta, meta_type: metaType } = entry.metadata;
           if (wantId && id !== wantId) continue;
           if (beforeId && id >= beforeId) continue;
-          const metadata = await this._metadataOf(entry);
+          const metadata = await this.serde.loadsTyped(metaType || 'json', unb64(meta));
           if (filter && !Object.entries(filter).every(([k, v]) => metadata[k] === v)) continue;
           if (limit !== undefined) {
             if (limit <= 0) return;
             limit -= 1;
           }
-          yield await this._tuple(thread, index, entry, metadata);
+          const r = await this._get(thread, entry.id);
+          if (r) yield await this._tuple(thread, r.artifact, metadata);
         }
       }
     }
@@ -295,30 +318,33 @@ class CairnSaver extends BaseCheckpointSaver {
       Object.entries(newVersions)
         .filter(([ch]) => Object.prototype.hasOwnProperty.call(values, ch))
         .map(async ([ch, ver]) => {
-          const [btype, bdata] = await this.serde.dumpsTyped(values[ch]);
-          return {
-            id: artifactId(['b', ns, ch, String(ver)]),
-            kind: KIND_BLOB,
-            data: b64(bdata),
-            metadata: { ns, channel: ch, version: String(ver), type: btype },
-          };
+          const [type, data] = await this.serde.dumpsTyped(values[ch]);
+          return { id: blobKey(ns, ch, ver), kind: KIND_BLOB, data: b64(data), metadata: { ns, channel: ch, version: String(ver), type } };
         })
     );
     const [[type, data], [metaType, meta]] = await Promise.all([
       this.serde.dumpsTyped(prepared),
       this.serde.dumpsTyped(metadata),
     ]);
+    const id = checkpoint.id;
     const parent = config.configurable?.checkpoint_id || null;
-    await this._save(threadId, [
-      ...blobs,
-      {
-        id: artifactId(['c', ns, checkpoint.id]),
-        kind: KIND_CHECKPOINT,
-        data: b64(data),
-        metadata: { ns, id: checkpoint.id, parent, type, meta: b64(meta), meta_type: metaType },
-      },
-    ]);
-    return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
+    const cp = {
+      id: checkpointKey(ns, id),
+      kind: KIND_CHECKPOINT,
+      data: b64(data),
+      metadata: { ns, id, parent, type, meta: b64(meta), meta_type: metaType },
+    };
+    const latest = { id: latestKey(ns), kind: KIND_LATEST, metadata: { ns, checkpoint_id: id } };
+    const thread = String(threadId);
+    await this._serial(thread, async () => {
+      const cur = await this._get(thread, latestKey(ns));
+      // The pointer only moves forward: a put of an older checkpoint (a
+      // replayed one, or another writer's) leaves it.
+      if (!cur) return this._save(thread, { put: [...blobs, cp], append: [latest] });
+      if (cur.artifact.metadata.checkpoint_id >= id) return this._save(thread, { put: [...blobs, cp] });
+      return this._save(thread, { put: [...blobs, cp, latest] }, cur.generation);
+    });
+    return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } };
   }
 
   async putWrites(config, writes, taskId, taskPath) {
@@ -329,83 +355,82 @@ class CairnSaver extends BaseCheckpointSaver {
     if (checkpointId === undefined) {
       throw new Error('Failed to put writes. The passed RunnableConfig is missing a required "checkpoint_id" field in its "configurable" property.');
     }
-    // Special channels (negative idx) replace what was there; ordinary
-    // writes are kept once, as LangGraph retries a task's writes.
-    const replace = [];
-    const once = [];
-    await Promise.all(
+    const incoming = await Promise.all(
       writes.map(async ([channel, value], i) => {
-        const idx = WRITES_IDX_MAP[channel] || i;
         const [type, data] = await this.serde.dumpsTyped(value);
-        const a = {
-          id: artifactId(['w', ns, checkpointId, taskId, String(idx)]),
-          kind: KIND_WRITE,
-          data: b64(data),
-          metadata: { ns, checkpoint_id: checkpointId, task_id: taskId, task_path: taskPath ?? '', idx, channel, type },
-        };
-        (idx >= 0 ? once : replace)[i] = a;
+        return { task_id: taskId, task_path: taskPath ?? '', idx: WRITES_IDX_MAP[channel] || i, channel, type, value: b64(data) };
       })
     );
-    const put = replace.filter(Boolean);
-    let append = once.filter(Boolean);
-    try {
-      await this._save(threadId, put, append);
-    } catch (err) {
-      if (!(err.code === 'conflict')) throw err;
-      // Some of these writes were saved before: keep those, add the rest.
-      const held = new Set(((await this._index(threadId)) || []).map((a) => a.id));
-      append = append.filter((a) => !held.has(a.id));
-      if (put.length || append.length) await this._save(threadId, put, append);
-    }
+    const thread = String(threadId);
+    await this._serial(thread, async () => {
+      const { records, read } = await this._writeRecords(thread, ns, checkpointId);
+      let changed = false;
+      for (const w of incoming) {
+        const at = records.findIndex((r) => r.task_id === w.task_id && r.idx === w.idx);
+        // Special channels (negative idx) replace what was there; ordinary
+        // writes are kept once, as LangGraph retries a task's writes.
+        if (at < 0) records.push(w);
+        else if (w.idx < 0) records[at] = w;
+        else continue;
+        changed = true;
+      }
+      if (!changed) return;
+      const art = {
+        id: writesKey(ns, checkpointId),
+        kind: KIND_WRITES,
+        data: Buffer.from(JSON.stringify(records)).toString('base64'),
+        metadata: { ns, checkpoint_id: checkpointId },
+      };
+      // A new list is appended (conflict if another writer made one
+      // meanwhile); a grown one replaces the list read, on its generation.
+      if (!read) return this._save(thread, { append: [art] });
+      return this._save(thread, { put: [art] }, read.generation);
+    });
   }
 
   async deleteThread(threadId) {
     try {
       await this.client.delete(this.sessionId(threadId));
     } catch (err) {
-      if (!(err.code === 'not_found')) throw err;
+      if (err.code !== 'not_found') throw err;
     }
   }
 
   /**
-   * Walks the parent chain once for all requested channels, on one
-   * artifact listing (see BaseCheckpointSaver.getDeltaChannelHistory).
+   * Walks the parent chain once for all requested channels, reading one
+   * checkpoint and its writes per step (see
+   * BaseCheckpointSaver.getDeltaChannelHistory).
    */
   async getDeltaChannelHistory({ config, channels }) {
     if (channels.length === 0) return {};
     const threadId = config.configurable?.thread_id;
-    const ns = config.configurable?.checkpoint_ns ?? '';
-    const index = (threadId === undefined ? null : await this._index(threadId)) || [];
-    const cps = this._checkpointsOf(index, ns);
-    const byId = new Map(cps.map((a) => [a.metadata.id, a]));
-    const start = getCheckpointId(config) ? byId.get(getCheckpointId(config)) : cps[0];
-    const chain = [];
-    let current = start?.metadata.parent;
-    while (current) {
-      const e = byId.get(current);
-      if (!e) break;
-      chain.push(e);
-      current = e.metadata.parent;
-    }
     const collected = {};
     const seed = {};
-    const remaining = new Set(channels);
     for (const ch of channels) collected[ch] = [];
-    for (const entry of chain) {
-      if (remaining.size === 0) break;
-      const ckpt = await this._withValues(threadId, index, entry);
-      const here = new Map();
-      for (const ch of remaining) {
-        if (Object.prototype.hasOwnProperty.call(ckpt.channel_values, ch) && ckpt.channel_values[ch] !== undefined) {
-          here.set(ch, ckpt.channel_values[ch]);
+    if (threadId !== undefined && threadId !== null) {
+      const thread = String(threadId);
+      const ns = config.configurable?.checkpoint_ns ?? '';
+      const startId = getCheckpointId(config) || (await this._latestId(thread, ns));
+      const start = startId ? await this._get(thread, checkpointKey(ns, startId)) : null;
+      const remaining = new Set(channels);
+      let current = start?.artifact.metadata.parent;
+      while (current && remaining.size > 0) {
+        const r = await this._get(thread, checkpointKey(ns, current));
+        if (!r) break;
+        const ckpt = await this._checkpointOf(thread, r.artifact);
+        const here = new Map();
+        for (const ch of remaining) {
+          if (Object.prototype.hasOwnProperty.call(ckpt.channel_values, ch) && ckpt.channel_values[ch] !== undefined) {
+            here.set(ch, ckpt.channel_values[ch]);
+          }
         }
-      }
-      const stepWrites = this._writesOf(index, ns, entry.metadata.id).filter((a) => remaining.has(a.metadata.channel));
-      const loaded = await this._loadWrites(threadId, stepWrites);
-      for (let i = loaded.length - 1; i >= 0; i -= 1) collected[loaded[i][1]].push(loaded[i]);
-      for (const [ch, v] of here) {
-        seed[ch] = v;
-        remaining.delete(ch);
+        const loaded = await this._loadWrites(thread, ns, current, (w) => remaining.has(w.channel));
+        for (let i = loaded.length - 1; i >= 0; i -= 1) collected[loaded[i][1]].push(loaded[i]);
+        for (const [ch, v] of here) {
+          seed[ch] = v;
+          remaining.delete(ch);
+        }
+        current = r.artifact.metadata.parent;
       }
     }
     const result = {};
@@ -418,4 +443,4 @@ class CairnSaver extends BaseCheckpointSaver {
   }
 }
 
-module.exports = { CairnSaver, KIND_CHECKPOINT, KIND_WRITE, KIND_BLOB };
+module.exports = { CairnSaver, KIND_CHECKPOINT, KIND_WRITES, KIND_BLOB, KIND_LATEST };
