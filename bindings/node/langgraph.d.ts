@@ -26,6 +26,7 @@ export declare const KIND_CHECKPOINT: 'langgraph.checkpoint';
 export declare const KIND_WRITES: 'langgraph.writes';
 export declare const KIND_BLOB: 'langgraph.blob';
 export declare const KIND_LATEST: 'langgraph.latest';
+export declare const KIND_NAMESPACES: 'langgraph.namespaces';
 
 /** A LangGraph.js checkpointer over cairn: one session per thread. */
 export declare class CairnSaver extends BaseCheckpointSaver {

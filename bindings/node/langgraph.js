@@ -16,15 +16,21 @@
 //   - the pending writes of a checkpoint are one artifact of kind
 //     "langgraph.writes", id w/<ns>/<checkpoint id> (a JSON list);
 //   - the latest checkpoint of a namespace is named by an artifact of kind
-//     "langgraph.latest", id l/<ns>.
+//     "langgraph.latest", id l/<ns>; the namespaces by one of kind
+//     "langgraph.namespaces", id n;
+//   - the session's messages are the checkpoint log: each put appends
+//     {langgraph: "checkpoint", ns, id, parent, meta, meta_type, prev_max},
+//     prev_max being the namespace's latest checkpoint id before it (every
+//     earlier entry of the namespace has an id no greater).
 // (An id longer than 200 bytes is replaced by a digest of its parts.)
 // So getTuple reads the pointer, the checkpoint, its writes and its
-// channels' blobs, each one artifact by id: its cost does not grow with
-// the thread. put and putWrites are one delta save each (after one
-// artifact read, and compare-and-swap on the generation when they move
-// the pointer or add to a writes list); list() enumerates a thread's
-// checkpoints from its artifact metadata (no data), then reads only the
-// checkpoints it returns. deleteThread deletes the session inside cairn.
+// channels' blobs, each one artifact by id, and list() reads the log
+// backwards from its tail, a page at a time, emitting an entry as soon as
+// prev_max proves no earlier entry sorts before it: neither grows with
+// the thread (list's `before` and a selective `filter` read back as far as
+// their matches). put and putWrites are one delta save each, after one
+// artifact read, with compare-and-swap on the session's generation (a lost
+// race is retried). deleteThread deletes the session inside cairn.
 // Errors are told by code, not class: a bundler or test runner may load
 // index.js twice, and then its classes differ.
 //
@@ -52,6 +58,12 @@ const KIND_CHECKPOINT = 'langgraph.checkpoint';
 const KIND_WRITES = 'langgraph.writes';
 const KIND_BLOB = 'langgraph.blob';
 const KIND_LATEST = 'langgraph.latest';
+const KIND_NAMESPACES = 'langgraph.namespaces';
+const NAMESPACES_ID = 'n';
+// Messages read per page of the checkpoint log.
+const LOG_PAGE = 64;
+// Checkpoints list() reads at once.
+const LIST_BATCH = 16;
 // Artifact ids are capped at 256 bytes and a nested namespace can be long:
 // past this, an id is a digest of its parts (the metadata carries them).
 const MAX_ARTIFACT_ID = 200;
@@ -160,15 +172,64 @@ class CairnSaver extends BaseCheckpointSaver {
   // expectGeneration, only on that generation (else ConflictError). A
   // missing session is created (expecting generation 0, so a racing
   // creator is not overwritten).
-  async _save(threadId, { put = [], append = [] }, expectGeneration) {
+  async _save(threadId, { put = [], append = [], messages = [] }, expectGeneration) {
     const sid = this.sessionId(threadId);
+    const change = { put_artifacts: put, append_artifacts: append };
+    if (messages.length) change.append_messages = messages;
     try {
-      await this.client.save(sid, { change: { put_artifacts: put, append_artifacts: append }, expectGeneration });
+      await this.client.save(sid, { change, expectGeneration });
       return;
     } catch (err) {
       if (err.code !== 'not_found') throw err;
     }
-    await this.client.save(sid, { snapshot: { messages: [], artifacts: [...put, ...append] }, expectGeneration: 0 });
+    await this.client.save(sid, { snapshot: { messages, artifacts: [...put, ...append] }, expectGeneration: 0 });
+  }
+
+  // Messages [start, end) of a thread's session, following `next` when a
+  // page comes back short.
+  async _messages(sid, start, end) {
+    const out = [];
+    while (start < end) {
+      const p = await this.client.messages(sid, { from: start, to: end });
+      out.push(...p.messages);
+      if (p.next <= start) break;
+      start = p.next;
+    }
+    return out;
+  }
+
+  // The log entries of one namespace, newest id first: the log is read
+  // backwards from its tail, and an entry is emitted once the prev_max of
+  // the earliest entry read proves nothing earlier sorts before it.
+  async *_logEntries(thread, ns) {
+    const sid = this.sessionId(thread);
+    let first;
+    try {
+      first = await this.client.messages(sid, { tail: LOG_PAGE });
+    } catch (err) {
+      if (err.code === 'not_found') return;
+      throw err;
+    }
+    let from = first.from;
+    let page = first.more ? [...first.messages, ...(await this._messages(sid, first.next, first.total))] : first.messages;
+    const pending = []; // read, not yet emitted, newest id first
+    for (;;) {
+      for (let i = page.length - 1; i >= 0; i--) {
+        const e = page[i];
+        if (!e || e.langgraph !== 'checkpoint' || e.ns !== ns) continue;
+        let at = 0;
+        while (at < pending.length && pending[at].id > e.id) at++;
+        pending.splice(at, 0, e);
+        while (pending.length && (e.prev_max === null || e.prev_max === undefined || pending[0].id > e.prev_max)) {
+          yield pending.shift();
+        }
+      }
+      if (from <= 0) break;
+      const start = Math.max(0, from - LOG_PAGE);
+      page = await this._messages(sid, start, from);
+      from = start;
+    }
+    while (pending.length) yield pending.shift();
   }
 
   // The stored write records of one checkpoint and the read, or [] and null.
@@ -275,34 +336,41 @@ class CairnSaver extends BaseCheckpointSaver {
     const wantId = config.configurable?.checkpoint_id;
     const beforeId = before?.configurable?.checkpoint_id;
     for (const thread of threads) {
-      let index;
-      try {
-        index = (await this.client.artifacts(this.sessionId(thread))).artifacts || [];
-      } catch (err) {
-        if (err.code === 'not_found') continue;
-        throw err;
+      let namespaces;
+      if (wantNs !== undefined) {
+        namespaces = [wantNs];
+      } else {
+        const r = await this._get(thread, NAMESPACES_ID);
+        namespaces = r ? JSON.parse(Buffer.from(r.artifact.data || '', 'base64').toString('utf8')).sort() : [];
       }
-      const entries = index.filter((a) => a.kind === KIND_CHECKPOINT && a.metadata);
-      const namespaces = [...new Set(entries.map((a) => a.metadata.ns))].sort();
       for (const ns of namespaces) {
-        if (wantNs !== undefined && ns !== wantNs) continue;
-        // Newest first: checkpoint ids are uuid6, which sort by time.
-        const inNs = entries
-          .filter((a) => a.metadata.ns === ns)
-          .sort((x, y) => (x.metadata.id < y.metadata.id ? 1 : x.metadata.id > y.metadata.id ? -1 : 0));
-        for (const entry of inNs) {
-          const { id, meta, meta_type: metaType } = entry.metadata;
-          if (wantId && id !== wantId) continue;
-          if (beforeId && id >= beforeId) continue;
-          const metadata = await this.serde.loadsTyped(metaType || 'json', unb64(meta));
+        // The tuples of a batch of entries are read at once: the calls
+        // overlap in cairn instead of waiting on each other.
+        let batch = [];
+        const flush = async function* (self) {
+          const tuples = await Promise.all(
+            batch.map(async ([e, metadata]) => {
+              const r = await self._get(thread, checkpointKey(ns, e.id));
+              return r ? self._tuple(thread, r.artifact, metadata) : null;
+            })
+          );
+          batch = [];
+          for (const t of tuples) if (t) yield t;
+        };
+        for await (const e of this._logEntries(thread, ns)) {
+          if (wantId && e.id !== wantId) continue;
+          if (beforeId && e.id >= beforeId) continue;
+          const metadata = await this.serde.loadsTyped(e.meta_type || 'json', unb64(e.meta));
           if (filter && !Object.entries(filter).every(([k, v]) => metadata[k] === v)) continue;
           if (limit !== undefined) {
-            if (limit <= 0) return;
+            if (limit <= 0) break;
             limit -= 1;
           }
-          const r = await this._get(thread, entry.id);
-          if (r) yield await this._tuple(thread, r.artifact, metadata);
+          batch.push([e, metadata]);
+          if (batch.length >= LIST_BATCH || limit === 0) yield* flush(this);
         }
+        yield* flush(this);
+        if (limit !== undefined && limit <= 0) return;
       }
     }
   }
@@ -335,14 +403,28 @@ class CairnSaver extends BaseCheckpointSaver {
       metadata: { ns, id, parent, type, meta: b64(meta), meta_type: metaType },
     };
     const latest = { id: latestKey(ns), kind: KIND_LATEST, metadata: { ns, checkpoint_id: id } };
+    const entry = { langgraph: 'checkpoint', ns, id, parent, meta: b64(meta), meta_type: metaType };
     const thread = String(threadId);
     await this._serial(thread, async () => {
       const cur = await this._get(thread, latestKey(ns));
+      if (!cur) {
+        // The namespace's first checkpoint: register the namespace. The
+        // pointer is appended, so a racing first put conflicts.
+        const reg = await this._get(thread, NAMESPACES_ID);
+        const names = reg ? JSON.parse(Buffer.from(reg.artifact.data || '', 'base64').toString('utf8')) : [];
+        if (!names.includes(ns)) names.push(ns);
+        const nsArt = { id: NAMESPACES_ID, kind: KIND_NAMESPACES, data: Buffer.from(JSON.stringify(names)).toString('base64') };
+        const messages = [{ ...entry, prev_max: null }];
+        if (!reg) return this._save(thread, { put: [...blobs, cp], append: [latest, nsArt], messages });
+        return this._save(thread, { put: [...blobs, cp, nsArt], append: [latest], messages }, reg.generation);
+      }
+      // On the generation read, so prev_max bounds every earlier entry.
       // The pointer only moves forward: a put of an older checkpoint (a
       // replayed one, or another writer's) leaves it.
-      if (!cur) return this._save(thread, { put: [...blobs, cp], append: [latest] });
-      if (cur.artifact.metadata.checkpoint_id >= id) return this._save(thread, { put: [...blobs, cp] });
-      return this._save(thread, { put: [...blobs, cp, latest] }, cur.generation);
+      const prevMax = cur.artifact.metadata.checkpoint_id;
+      const messages = [{ ...entry, prev_max: prevMax }];
+      if (prevMax >= id) return this._save(thread, { put: [...blobs, cp], messages }, cur.generation);
+      return this._save(thread, { put: [...blobs, cp, latest], messages }, cur.generation);
     });
     return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } };
   }
@@ -443,4 +525,4 @@ class CairnSaver extends BaseCheckpointSaver {
   }
 }
 
-module.exports = { CairnSaver, KIND_CHECKPOINT, KIND_WRITES, KIND_BLOB, KIND_LATEST };
+module.exports = { CairnSaver, KIND_CHECKPOINT, KIND_WRITES, KIND_BLOB, KIND_LATEST, KIND_NAMESPACES };

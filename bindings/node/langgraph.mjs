@@ -3,4 +3,4 @@
 import m from './langgraph.js';
 
 export default m;
-export const { CairnSaver, KIND_CHECKPOINT, KIND_WRITES, KIND_BLOB, KIND_LATEST } = m;
+export const { CairnSaver, KIND_CHECKPOINT, KIND_WRITES, KIND_BLOB, KIND_LATEST, KIND_NAMESPACES } = m;

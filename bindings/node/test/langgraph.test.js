@@ -102,6 +102,37 @@ test('getTuple reads a few artifacts by id, however long the thread', { timeout:
   // The pointer, the checkpoint, its writes and two blobs: by id, nothing listed.
   assert.deepEqual([...new Set(calls)], ['artifact']);
   assert.equal(calls.length, 5);
+
+  // list(limit: 10): one page of the log's tail, then the ten checkpoints.
+  calls.length = 0;
+  const steps = [];
+  for await (const tup of saver.list({ configurable: { thread_id: 't', checkpoint_ns: '' } }, { limit: 10 })) steps.push(tup.metadata.step);
+  assert.deepEqual(steps, Array.from({ length: 10 }, (_, i) => 59 - i));
+  assert.equal(calls.filter((m) => m === 'messages').length, 1);
+  assert.ok(!calls.includes('artifacts') && !calls.includes('resumeSession'), `list read too much: ${calls.join(' ')}`);
+});
+
+test('list sorts by checkpoint id when checkpoints were put out of order', { timeout: 120000 }, async (t) => {
+  const { emptyCheckpoint } = await import('@langchain/langgraph-checkpoint');
+  const { CairnSaver } = require('../langgraph.js');
+  const { c } = await MODES.embedded(t);
+  const saver = new CairnSaver({ client: c });
+  // uuid6 ids sort by the time they are made; these sort by n.
+  const uuid6 = (n) => `1f000000-0000-6000-8000-${String(n).padStart(12, '0')}`;
+  // More than a log page (64), in an order far from the ids'.
+  const order = Array.from({ length: 150 }, (_, i) => (i * 37) % 150);
+  for (const n of order) {
+    await saver.put({ configurable: { thread_id: 't', checkpoint_ns: '' } }, { ...emptyCheckpoint(), id: uuid6(n) }, { source: 'loop', step: n, parents: {} }, {});
+  }
+  const got = [];
+  for await (const tup of saver.list({ configurable: { thread_id: 't', checkpoint_ns: '' } })) got.push(tup.metadata.step);
+  assert.deepEqual(got, Array.from({ length: 150 }, (_, i) => 149 - i));
+  const before = [];
+  for await (const tup of saver.list({ configurable: { thread_id: 't' } }, { before: { configurable: { checkpoint_id: uuid6(100) } }, limit: 5 })) {
+    before.push(tup.metadata.step);
+  }
+  assert.deepEqual(before, [99, 98, 97, 96, 95]);
+  assert.equal((await saver.getTuple({ configurable: { thread_id: 't' } })).metadata.step, 149);
 });
 
 test('putWrites from two savers at once keeps every write (compare-and-swap)', { timeout: 120000 }, async (t) => {
@@ -118,4 +149,50 @@ test('putWrites from two savers at once keeps every write (compare-and-swap)', {
     tuple.pendingWrites.map((w) => w[2]).sort((a, b) => a - b),
     [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
   );
+});
+
+test('TypeScript resolves cairn-sessions/langgraph (ESM and CommonJS)', { timeout: 120000 }, (t) => {
+  const os = require('node:os');
+  const { execFileSync } = require('node:child_process');
+  const bin = path.join(PKG, 'node_modules', 'typescript', 'bin', 'tsc');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-node-lg-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.mkdirSync(path.join(dir, 'node_modules'));
+  fs.symlinkSync(PKG, path.join(dir, 'node_modules', 'cairn-sessions'), 'dir');
+  // The peer dependency, as a dependent installs it beside the package.
+  fs.symlinkSync(path.join(PKG, 'node_modules', '@langchain'), path.join(dir, 'node_modules', '@langchain'), 'dir');
+  fs.writeFileSync(
+    path.join(dir, 'a.mts'),
+    `import { connect, type AgentRun } from 'cairn-sessions';
+import { CairnSaver } from 'cairn-sessions/langgraph';
+import { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
+export async function f(ws: string): Promise<BaseCheckpointSaver> {
+  const client = await connect({ workspace: ws });
+  const run: AgentRun = await client.startRun('s1', { resume: true });
+  await run.turn([{ role: 'user' }], { usage: { input_tokens: 1 }, toolCalls: 2 });
+  await run.complete();
+  return new CairnSaver({ client, sessionPrefix: 'lg:' });
+}
+// @ts-expect-error: the client is required
+new CairnSaver({});
+`
+  );
+  fs.writeFileSync(
+    path.join(dir, 'b.cts'),
+    `import lg = require('cairn-sessions/langgraph');
+export const p: Promise<lg.CairnSaver> = lg.CairnSaver.connect({ embedded: true });
+`
+  );
+  let out = '';
+  try {
+    execFileSync(
+      process.execPath,
+      [bin, '--noEmit', '--strict', '--target', 'es2022', '--lib', 'es2022', '--module', 'node16', '--moduleResolution', 'node16',
+        '--types', '', '--skipLibCheck', '--pretty', 'false', path.join(dir, 'a.mts'), path.join(dir, 'b.cts')],
+      { cwd: dir, encoding: 'utf8', stdio: 'pipe', timeout: 120000 }
+    );
+  } catch (err) {
+    out = `${err.stdout || ''}${err.stderr || ''}` || String(err);
+  }
+  assert.strictEqual(out, '', `tsc found errors:\n${out}`);
 });
