@@ -5,10 +5,13 @@
 //   - a thread is a session, named sessionPrefix + thread_id
 //     ("langgraph:" + thread_id unless told otherwise);
 //   - a checkpoint is an artifact of kind "langgraph.checkpoint", id
-//     c/<ns>/<checkpoint id>: its data is the serialized checkpoint
-//     without its channel values, its metadata {ns, id, parent, type,
-//     meta, meta_type} names the namespace, the checkpoint id, the parent
-//     checkpoint id and the serialized CheckpointMetadata (base64);
+//     c/<ns>/<checkpoint id>: its data is the serialized
+//     CheckpointMetadata, length-prefixed (4 bytes, big-endian), then the
+//     serialized checkpoint without its channel values; its metadata
+//     {ns, id, parent, type, meta_type} names the namespace, the
+//     checkpoint id and the parent checkpoint id. (Both serialized values
+//     are content, which cairn keeps byte for byte; artifact metadata is
+//     scrubbed of credential-shaped strings, so none is kept there.)
 //   - a channel value is an artifact of kind "langgraph.blob", id
 //     b/<ns>/<channel>/<version>, saved only by the put whose newVersions
 //     names it: a checkpoint's channel_versions name the blobs that make
@@ -93,6 +96,20 @@ function missingThread(what) {
   return new Error(
     `Failed to ${what}. The passed RunnableConfig is missing a required "thread_id" field in its "configurable" property.`
   );
+}
+
+// A checkpoint artifact's data: the metadata, length-prefixed, then the
+// checkpoint (base64, as the wire has it).
+function joinData(meta, checkpoint) {
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(meta.byteLength);
+  return Buffer.concat([len, Buffer.from(meta.buffer, meta.byteOffset, meta.byteLength), Buffer.from(checkpoint.buffer, checkpoint.byteOffset, checkpoint.byteLength)]).toString('base64');
+}
+
+function splitData(data) {
+  const b = Buffer.from(data || '', 'base64');
+  const n = b.readUInt32BE(0);
+  return { meta: new Uint8Array(b.subarray(4, 4 + n)), checkpoint: new Uint8Array(b.subarray(4 + n)) };
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -252,7 +269,7 @@ class CairnSaver extends BaseCheckpointSaver {
   // the blobs its channel_versions name.
   async _checkpointOf(threadId, artifact) {
     const { ns, type } = artifact.metadata;
-    const checkpoint = await this.serde.loadsTyped(type, unb64(artifact.data));
+    const checkpoint = await this.serde.loadsTyped(type, splitData(artifact.data).checkpoint);
     const values = {};
     await Promise.all(
       Object.entries(checkpoint.channel_versions || {}).map(async ([ch, ver]) => {
@@ -266,11 +283,11 @@ class CairnSaver extends BaseCheckpointSaver {
 
   // The tuple of a checkpoint artifact (with its data).
   async _tuple(threadId, artifact, metadata) {
-    const { ns, id, parent, meta, meta_type: metaType } = artifact.metadata;
+    const { ns, id, parent, meta_type: metaType } = artifact.metadata;
     const [checkpoint, pendingWrites, meta2] = await Promise.all([
       this._checkpointOf(threadId, artifact),
       this._loadWrites(threadId, ns, id),
-      metadata === undefined ? this.serde.loadsTyped(metaType || 'json', unb64(meta)) : metadata,
+      metadata === undefined ? this.serde.loadsTyped(metaType || 'json', splitData(artifact.data).meta) : metadata,
     ]);
     if (checkpoint.v < 4 && parent) await this._migratePendingSends(checkpoint, threadId, ns, parent);
     const tuple = {
@@ -399,8 +416,8 @@ class CairnSaver extends BaseCheckpointSaver {
     const cp = {
       id: checkpointKey(ns, id),
       kind: KIND_CHECKPOINT,
-      data: b64(data),
-      metadata: { ns, id, parent, type, meta: b64(meta), meta_type: metaType },
+      data: joinData(meta, data),
+      metadata: { ns, id, parent, type, meta_type: metaType },
     };
     const latest = { id: latestKey(ns), kind: KIND_LATEST, metadata: { ns, checkpoint_id: id } };
     const entry = { langgraph: 'checkpoint', ns, id, parent, meta: b64(meta), meta_type: metaType };
