@@ -141,8 +141,13 @@ fuzz:
 node-deps:
 	cd bindings/node && npm ci --no-audit --no-fund --loglevel=error
 
+# npm test runs the binding's own tests (node --test); test:validation runs
+# the official @langchain/langgraph-checkpoint-validation suite against
+# CairnSaver, embedded and through a daemon, under vitest (the package's
+# CLI is broken in 1.1.1).
 test-node: bins lib node-deps
 	cd bindings/node && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd npm test
+	cd bindings/node && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd npm run test:validation
 
 # The cross-language scenario: Python saves, exports and is killed; Node.js
 # imports into another workspace and resumes the run there; Rust finishes

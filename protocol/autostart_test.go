@@ -56,6 +56,9 @@ func TestMain(m *testing.M) {
 	if ws := os.Getenv(holderEnv); ws != "" {
 		os.Exit(holdEmbedded(ws))
 	}
+	if spec := os.Getenv(runChildEnv); spec != "" {
+		os.Exit(runChild(spec))
+	}
 	code := m.Run()
 	if cairndPath != "" {
 		os.RemoveAll(filepath.Dir(cairndPath))

@@ -19,4 +19,9 @@
 //     reconnects, auto-starting the daemon, on the next call.
 //   - Events reach subscribers without ever blocking the reader: each
 //     Subscription has a bounded buffer and counts what it drops.
+//
+// On top of the calls, two helpers: ParallelResumable runs a resumable
+// workflow's steps, and StartRun / WithRun (run.go) give a host with its
+// own agent loop an AgentRun that checkpoints each finished tool turn and
+// resumes a session's interrupted run with its counters.
 package protocol

@@ -214,6 +214,15 @@ export class Client {
     options?: CompleteRunOptions
   ): Promise<CompleteRunResult>;
   resumeRun(runId: string, options?: { sessionId?: string; newRunId?: string }): Promise<ResumeRunResult>;
+  /**
+   * Starts a run for a host's own loop: run.turn() checkpoints each finished
+   * tool turn, run.complete() ends it. resume: true picks up the session's
+   * interrupted run from its last finished turn (a new run when none).
+   */
+  startRun(sessionId: string, options?: StartRunOptions): Promise<AgentRun>;
+  /** startRun, then fn(run); completes the run when fn returns (an error leaves it resumable). */
+  withRun<T>(sessionId: string, fn: (run: AgentRun) => Promise<T>): Promise<T>;
+  withRun<T>(sessionId: string, options: StartRunOptions, fn: (run: AgentRun) => Promise<T>): Promise<T>;
   /** Opens (or reopens) a workflow; resolves to the steps already completed, in spec order. */
   beginWorkflow(workflowId: string, steps: StepArg[], options?: { sessionId?: string }): Promise<StepRecord[]>;
   completeStep(
@@ -292,6 +301,45 @@ export function openHandles(): number;
 export function errorClassFor(code: string): typeof CairnError;
 /** Every error code, each with its class. */
 export const codes: string[];
+
+export interface StartRunOptions {
+  /** Pick up the session's interrupted run, if it has one. */
+  resume?: boolean;
+  /** The new run's id (default: one cairn makes). */
+  runId?: string;
+}
+
+export interface TurnOptions {
+  /** What this turn spent; added to the run's totals. */
+  usage?: Partial<Usage>;
+  /** The turn's tool calls, or their count. */
+  toolCalls?: number | unknown[];
+  /** A state to resume with. */
+  state?: Json;
+}
+
+/** One agent run of a session, checkpointed turn by turn (startRun/withRun). */
+export class AgentRun {
+  readonly client: Client;
+  readonly sessionId: string;
+  readonly runId: string;
+  /** The run this one resumed, or null. */
+  readonly resumedFrom: string | null;
+  readonly resumed: boolean;
+  /** The last finished turn (0 before the first). */
+  readonly turns: number;
+  /** Usage totals over the run line, resumed runs included. */
+  readonly usage: Usage;
+  readonly toolCallsCount: number;
+  readonly state: Json | undefined;
+  /** On resume: the session's messages up to the last finished turn. */
+  readonly messages: Json[];
+  readonly done: boolean;
+  /** Checkpoints one finished turn; resolves to its number. */
+  turn(newMessages?: Json[], options?: TurnOptions): Promise<number>;
+  complete(status?: 'completed' | 'failed' | 'interrupted'): Promise<void>;
+  fail(): Promise<void>;
+}
 
 export class CairnError extends Error {
   constructor(code: string, message: string, rc?: number);

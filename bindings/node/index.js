@@ -28,6 +28,7 @@ const net = require('net');
 const os = require('os');
 const path = require('path');
 const koffi = require('koffi');
+const runHelper = require('./run.js');
 
 // ---------------------------------------------------------------- errors
 
@@ -510,6 +511,25 @@ class Client {
     return this._call('completeRun', p);
   }
 
+  /**
+   * Starts a run of sessionId for a host's own loop (see run.js): each
+   * run.turn() checkpoints a finished tool turn, run.complete() ends it.
+   * With resume: true it picks up the session's interrupted run from its
+   * last finished turn, counters carried on (a new run when there is none).
+   */
+  startRun(sessionId, options = {}) {
+    return runHelper.startRun(this, sessionId, only(options, ['resume', 'runId'], 'startRun'));
+  }
+
+  /**
+   * startRun, then fn(run); completes the run when fn returns. When fn
+   * throws, the run is left as a crash leaves it, to be resumed.
+   */
+  withRun(sessionId, options, fn) {
+    if (typeof options === 'function') return runHelper.withRun(this, sessionId, {}, options);
+    return runHelper.withRun(this, sessionId, only(options || {}, ['resume', 'runId'], 'withRun'), fn);
+  }
+
   resumeRun(runId, { sessionId, newRunId } = {}) {
     const p = { run_id: need(runId, 'runId') };
     if (sessionId) p.session_id = sessionId;
@@ -859,6 +879,7 @@ module.exports = {
   openHandles,
   Client,
   Subscription,
+  AgentRun: runHelper.AgentRun,
   CairnError,
   ...errorClasses,
   errorClassFor: (code) => classByCode.get(code) || CairnError,

@@ -13,6 +13,7 @@ export const {
   openHandles,
   Client,
   Subscription,
+  AgentRun,
   CairnError,
   errorClassFor,
   codes,

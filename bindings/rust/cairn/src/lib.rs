@@ -58,11 +58,13 @@ mod base64;
 mod client;
 mod error;
 mod ffi;
+mod run;
 mod types;
 mod workflow;
 
 pub use client::{Client, Options, Save, Step, Subscription, WorkflowError, connect};
 pub use error::{Error, ErrorCode, Result};
+pub use run::{AgentRun, RunOptions, Turn};
 pub use types::*;
 
 /// The raw declarations of `cairn.h` this crate wraps.

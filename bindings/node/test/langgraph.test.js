@@ -1,0 +1,198 @@
+'use strict';
+// CairnSaver with a real LangGraph.js graph: examples/langgraph_resume.mjs
+// (the README's example, checked to be the same text) is SIGKILLed in the
+// middle of a step; a new process resumes at that step, does not rerun the
+// finished ones, and ends with the state an uninterrupted run gives.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const readline = require('node:readline');
+const { cairn, MODES, daemonOptions, stopDaemon, tmpWorkspace } = require('./helpers');
+
+const PKG = path.resolve(__dirname, '..');
+const EXAMPLE = path.join(PKG, 'examples', 'langgraph_resume.mjs');
+
+// Runs the example; SIGKILLs it once it prints `killAt`. Resolves to its lines.
+function example(ws, { stepMs, killAt }) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [EXAMPLE, ws], {
+      cwd: PKG,
+      env: { ...process.env, STEP_MS: String(stepMs) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const lines = [];
+    const timer = setTimeout(() => p.kill('SIGKILL'), 60000);
+    readline.createInterface({ input: p.stdout }).on('line', (l) => {
+      lines.push(l);
+      if (killAt && l === killAt) p.kill('SIGKILL');
+    });
+    p.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (killAt ? signal === 'SIGKILL' && lines.includes(killAt) : code === 0) resolve(lines);
+      else reject(new Error(`example exited (${code}, ${signal}): ${lines.join(' | ')}`));
+    });
+  });
+}
+
+async function stopWorkspaceDaemon(ws) {
+  const c = await cairn.connect(daemonOptions(ws, { autoStart: false })).catch(() => null);
+  if (!c) return;
+  const st = await c.status();
+  await c.close();
+  await stopDaemon(st.daemon && st.daemon.pid);
+}
+
+test('README shows examples/langgraph_resume.mjs as it is', () => {
+  const readme = fs.readFileSync(path.join(PKG, 'README.md'), 'utf8');
+  assert.ok(readme.includes(fs.readFileSync(EXAMPLE, 'utf8')), 'README.md lacks the text of examples/langgraph_resume.mjs');
+});
+
+test('a graph SIGKILLed mid-step resumes in a new process with the uninterrupted state', { timeout: 120000 }, async (t) => {
+  const ws = tmpWorkspace(t);
+  const ref = tmpWorkspace(t);
+  t.after(() => stopWorkspaceDaemon(ws));
+  t.after(() => stopWorkspaceDaemon(ref));
+
+  // Each step takes 3 s: plan finishes, and code is killed as it starts.
+  const first = await example(ws, { stepMs: 3000, killAt: 'step code: working' });
+  assert.deepEqual(first, ['step plan: working', 'step code: working']);
+  const second = await example(ws, { stepMs: 0 });
+  assert.equal(second[0], 'resuming at code');
+  assert.ok(!second.includes('step plan: working'), `plan ran again: ${second.join(' | ')}`);
+  const want = await example(ref, { stepMs: 0 });
+  assert.equal(second[second.length - 1], want[want.length - 1]);
+  assert.deepEqual(JSON.parse(want[want.length - 1]), ['start', 'plan (after 1 entries)', 'code (after 2 entries)', 'test (after 3 entries)']);
+});
+
+// A client that records the method of every call it passes on.
+function recording(client) {
+  const calls = [];
+  const proxy = new Proxy(client, {
+    get(target, prop) {
+      const v = target[prop];
+      if (typeof v !== 'function') return v;
+      return (...args) => {
+        calls.push(prop === 'call' ? args[0] : prop);
+        return v.apply(target, args);
+      };
+    },
+  });
+  return { proxy, calls };
+}
+
+test('getTuple reads a few artifacts by id, however long the thread', { timeout: 120000 }, async (t) => {
+  const { emptyCheckpoint, uuid6 } = await import('@langchain/langgraph-checkpoint');
+  const { CairnSaver } = require('../langgraph.js');
+  const { c } = await MODES.embedded(t);
+  const { proxy, calls } = recording(c);
+  const saver = new CairnSaver({ client: proxy });
+  let config = { configurable: { thread_id: 't', checkpoint_ns: '' } };
+  for (let n = 0; n < 60; n++) {
+    const cp = { ...emptyCheckpoint(), id: uuid6(n), channel_values: { a: n, b: 'x' }, channel_versions: { a: n + 1, b: 1 } };
+    config = await saver.put(config, cp, { source: 'loop', step: n, parents: {} }, n === 0 ? { a: 1, b: 1 } : { a: n + 1 });
+    await saver.putWrites(config, [['a', n]], `task-${n}`);
+  }
+  calls.length = 0;
+  const tuple = await saver.getTuple({ configurable: { thread_id: 't' } });
+  assert.deepEqual(tuple.checkpoint.channel_values, { a: 59, b: 'x' });
+  assert.deepEqual(tuple.pendingWrites, [['task-59', 'a', 59]]);
+  // The pointer, the checkpoint, its writes and two blobs: by id, nothing listed.
+  assert.deepEqual([...new Set(calls)], ['artifact']);
+  assert.equal(calls.length, 5);
+
+  // list(limit: 10): one page of the log's tail, then the ten checkpoints.
+  calls.length = 0;
+  const steps = [];
+  for await (const tup of saver.list({ configurable: { thread_id: 't', checkpoint_ns: '' } }, { limit: 10 })) steps.push(tup.metadata.step);
+  assert.deepEqual(steps, Array.from({ length: 10 }, (_, i) => 59 - i));
+  assert.equal(calls.filter((m) => m === 'messages').length, 1);
+  assert.ok(!calls.includes('artifacts') && !calls.includes('resumeSession'), `list read too much: ${calls.join(' ')}`);
+});
+
+test('list sorts by checkpoint id when checkpoints were put out of order', { timeout: 120000 }, async (t) => {
+  const { emptyCheckpoint } = await import('@langchain/langgraph-checkpoint');
+  const { CairnSaver } = require('../langgraph.js');
+  const { c } = await MODES.embedded(t);
+  const saver = new CairnSaver({ client: c });
+  // uuid6 ids sort by the time they are made; these sort by n.
+  const uuid6 = (n) => `1f000000-0000-6000-8000-${String(n).padStart(12, '0')}`;
+  // More than a log page (64), in an order far from the ids'.
+  const order = Array.from({ length: 150 }, (_, i) => (i * 37) % 150);
+  for (const n of order) {
+    await saver.put({ configurable: { thread_id: 't', checkpoint_ns: '' } }, { ...emptyCheckpoint(), id: uuid6(n) }, { source: 'loop', step: n, parents: {} }, {});
+  }
+  const got = [];
+  for await (const tup of saver.list({ configurable: { thread_id: 't', checkpoint_ns: '' } })) got.push(tup.metadata.step);
+  assert.deepEqual(got, Array.from({ length: 150 }, (_, i) => 149 - i));
+  const before = [];
+  for await (const tup of saver.list({ configurable: { thread_id: 't' } }, { before: { configurable: { checkpoint_id: uuid6(100) } }, limit: 5 })) {
+    before.push(tup.metadata.step);
+  }
+  assert.deepEqual(before, [99, 98, 97, 96, 95]);
+  assert.equal((await saver.getTuple({ configurable: { thread_id: 't' } })).metadata.step, 149);
+});
+
+test('putWrites from two savers at once keeps every write (compare-and-swap)', { timeout: 120000 }, async (t) => {
+  const { emptyCheckpoint, uuid6 } = await import('@langchain/langgraph-checkpoint');
+  const { CairnSaver } = require('../langgraph.js');
+  const { c } = await MODES.daemon(t);
+  // Two savers do not queue behind each other: their saves race in cairn.
+  const s1 = new CairnSaver({ client: c });
+  const s2 = new CairnSaver({ client: c });
+  const config = await s1.put({ configurable: { thread_id: 't', checkpoint_ns: '' } }, { ...emptyCheckpoint(), id: uuid6(0) }, { source: 'loop', step: 0, parents: {} }, {});
+  await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? s1 : s2).putWrites(config, [['ch', i]], `task-${i}`)));
+  const tuple = await s1.getTuple(config);
+  assert.deepEqual(
+    tuple.pendingWrites.map((w) => w[2]).sort((a, b) => a - b),
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+  );
+});
+
+test('TypeScript resolves cairn-sessions/langgraph (ESM and CommonJS)', { timeout: 120000 }, (t) => {
+  const os = require('node:os');
+  const { execFileSync } = require('node:child_process');
+  const bin = path.join(PKG, 'node_modules', 'typescript', 'bin', 'tsc');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-node-lg-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.mkdirSync(path.join(dir, 'node_modules'));
+  fs.symlinkSync(PKG, path.join(dir, 'node_modules', 'cairn-sessions'), 'dir');
+  // The peer dependency, as a dependent installs it beside the package.
+  fs.symlinkSync(path.join(PKG, 'node_modules', '@langchain'), path.join(dir, 'node_modules', '@langchain'), 'dir');
+  fs.writeFileSync(
+    path.join(dir, 'a.mts'),
+    `import { connect, type AgentRun } from 'cairn-sessions';
+import { CairnSaver } from 'cairn-sessions/langgraph';
+import { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
+export async function f(ws: string): Promise<BaseCheckpointSaver> {
+  const client = await connect({ workspace: ws });
+  const run: AgentRun = await client.startRun('s1', { resume: true });
+  await run.turn([{ role: 'user' }], { usage: { input_tokens: 1 }, toolCalls: 2 });
+  await run.complete();
+  return new CairnSaver({ client, sessionPrefix: 'lg:' });
+}
+// @ts-expect-error: the client is required
+new CairnSaver({});
+`
+  );
+  fs.writeFileSync(
+    path.join(dir, 'b.cts'),
+    `import lg = require('cairn-sessions/langgraph');
+export const p: Promise<lg.CairnSaver> = lg.CairnSaver.connect({ embedded: true });
+`
+  );
+  let out = '';
+  try {
+    execFileSync(
+      process.execPath,
+      [bin, '--noEmit', '--strict', '--target', 'es2022', '--lib', 'es2022', '--module', 'node16', '--moduleResolution', 'node16',
+        '--types', '', '--skipLibCheck', '--pretty', 'false', path.join(dir, 'a.mts'), path.join(dir, 'b.cts')],
+      { cwd: dir, encoding: 'utf8', stdio: 'pipe', timeout: 120000 }
+    );
+  } catch (err) {
+    out = `${err.stdout || ''}${err.stderr || ''}` || String(err);
+  }
+  assert.strictEqual(out, '', `tsc found errors:\n${out}`);
+});

@@ -1,0 +1,260 @@
+//! The run helper: a host with its own agent loop hands each finished tool
+//! turn to [`AgentRun::turn`], and cairn checkpoints it (the turn's
+//! messages, its number, the running usage and tool-call totals and an
+//! optional state) in one commit. Nothing is written while a turn is under
+//! way, so a process killed in the middle of a tool call resumes from the
+//! last finished turn. [`AgentRun::complete`] ends the run; a run never
+//! completed (an error, a crash) is left running, for
+//! [`Client::start_run`] with `resume` to pick up with its counters.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::client::{Client, Save};
+use crate::error::{Error, ErrorCode, Result};
+use crate::types::{
+    CheckpointRequest, CompleteRunRequest, IncludeArtifacts, IncludeTraces, ResumeOptions,
+    Snapshot, Usage, run_status,
+};
+
+/// How [`Client::start_run`] starts a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunOptions<'a> {
+    /// Pick up the session's interrupted run (the latest, when there are
+    /// several) from its last finished turn; without one, a new run starts.
+    pub resume: bool,
+    /// The new run's id (`None`: cairn makes one).
+    pub run_id: Option<&'a str>,
+}
+
+impl RunOptions<'_> {
+    /// Options that resume the session's interrupted run, if it has one.
+    pub fn resume() -> RunOptions<'static> {
+        RunOptions {
+            resume: true,
+            run_id: None,
+        }
+    }
+}
+
+/// One finished tool turn, as [`AgentRun::turn`] saves it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Turn<'a> {
+    /// The turn's new messages.
+    pub messages: &'a [Value],
+    /// What the turn spent; added to the run's totals.
+    pub usage: Usage,
+    /// How many tool calls the turn made.
+    pub tool_calls: i64,
+    /// A state to resume with.
+    pub state: Option<&'a Value>,
+}
+
+/// One agent run of a session, checkpointed turn by turn; made by
+/// [`Client::start_run`] or [`Client::with_run`].
+#[derive(Debug)]
+pub struct AgentRun<'c> {
+    client: &'c Client,
+    session_id: String,
+    run_id: String,
+    resumed_from: Option<String>,
+    messages: Vec<Value>,
+    turns: i64,
+    usage: Usage,
+    tool_calls_count: i64,
+    state: Option<Value>,
+    done: bool,
+}
+
+fn add_usage(a: Usage, b: Usage) -> Usage {
+    Usage {
+        input_tokens: a.input_tokens + b.input_tokens,
+        output_tokens: a.output_tokens + b.output_tokens,
+        total_tokens: a.total_tokens + b.total_tokens,
+        cost: a.cost + b.cost,
+    }
+}
+
+impl Client {
+    /// Starts a run of `session_id` (creating the session when it does not
+    /// exist), or with `options.resume` picks up its interrupted run with
+    /// the turn, usage, tool-call count and state it had checkpointed.
+    pub fn start_run(&self, session_id: &str, options: &RunOptions<'_>) -> Result<AgentRun<'_>> {
+        if options.resume {
+            let found = self.resume_session_with(
+                session_id,
+                &ResumeOptions {
+                    messages_tail: Some(0),
+                    artifacts: Some(IncludeArtifacts::None),
+                    traces: Some(IncludeTraces::None),
+                    drift: Some(false),
+                    processes: Some(false),
+                },
+            );
+            let interrupted = match found {
+                Ok(r) => r.interrupted_runs,
+                Err(e) if e.code == ErrorCode::NotFound => Vec::new(),
+                Err(e) => return Err(e),
+            };
+            if let Some(last) = interrupted.last() {
+                let r = self.resume_run(&last.run_id, Some(session_id), options.run_id)?;
+                return Ok(AgentRun {
+                    client: self,
+                    session_id: session_id.to_string(),
+                    run_id: r.run_id,
+                    resumed_from: Some(r.resumed_from),
+                    messages: r.messages,
+                    turns: r.turn,
+                    usage: r.usage,
+                    tool_calls_count: r.tool_calls_count,
+                    state: r.state,
+                    done: false,
+                });
+            }
+        }
+        self.ensure_session(session_id)?;
+        let r = self.begin_run(session_id, options.run_id)?;
+        Ok(AgentRun {
+            client: self,
+            session_id: session_id.to_string(),
+            run_id: r.run_id,
+            resumed_from: None,
+            messages: Vec::new(),
+            turns: 0,
+            usage: Usage::default(),
+            tool_calls_count: 0,
+            state: None,
+            done: false,
+        })
+    }
+
+    /// Starts a run (as [`Client::start_run`]), calls `f` with it and
+    /// completes it when `f` returns `Ok`. When `f` fails the run is left
+    /// as a crash leaves it, to be resumed.
+    pub fn with_run<T, E: From<Error>>(
+        &self,
+        session_id: &str,
+        options: &RunOptions<'_>,
+        f: impl FnOnce(&mut AgentRun<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        let mut run = self.start_run(session_id, options)?;
+        let out = f(&mut run)?;
+        run.complete()?;
+        Ok(out)
+    }
+
+    // Creates session_id, empty, when it does not exist: beginRun needs
+    // one. A racing creator wins (generation 0 expected); its session is
+    // as good.
+    fn ensure_session(&self, session_id: &str) -> Result<()> {
+        match self.summary(session_id) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.code == ErrorCode::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        match self.save(session_id, Save::Snapshot(&Snapshot::default()), Some(0)) {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == ErrorCode::Conflict => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl AgentRun<'_> {
+    /// The session the run writes to.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The run's id; a resumed run has a new one (see `resumed_from`).
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The run this one resumed, if it resumed one.
+    pub fn resumed_from(&self) -> Option<&str> {
+        self.resumed_from.as_deref()
+    }
+
+    /// On resume, the session's messages up to the last finished turn.
+    pub fn messages(&self) -> &[Value] {
+        &self.messages
+    }
+
+    /// The last finished turn (0 before the first).
+    pub fn turns(&self) -> i64 {
+        self.turns
+    }
+
+    /// The usage over the run line, resumed runs included.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// The tool calls over the run line, resumed runs included.
+    pub fn tool_calls_count(&self) -> i64 {
+        self.tool_calls_count
+    }
+
+    /// The state saved with the last finished turn, if any.
+    pub fn state(&self) -> Option<&Value> {
+        self.state.as_ref()
+    }
+
+    /// Checkpoints one finished turn and returns its number. The totals
+    /// change only when the checkpoint is saved.
+    pub fn turn(&mut self, turn: &Turn<'_>) -> Result<i64> {
+        if self.done {
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!("turn: run {} is finished", self.run_id),
+            ));
+        }
+        let n = self.turns + 1;
+        let usage = add_usage(self.usage, turn.usage);
+        let tools = self.tool_calls_count + turn.tool_calls;
+        self.client.checkpoint(&CheckpointRequest {
+            run_id: Cow::Borrowed(&self.run_id),
+            session_id: Some(Cow::Borrowed(&self.session_id)),
+            turn: n,
+            new_messages: Cow::Borrowed(turn.messages),
+            usage,
+            tool_calls_count: tools,
+            state: turn.state.map(Cow::Borrowed),
+        })?;
+        self.turns = n;
+        self.usage = usage;
+        self.tool_calls_count = tools;
+        if let Some(s) = turn.state {
+            self.state = Some(s.clone());
+        }
+        Ok(n)
+    }
+
+    /// Ends the run as completed, with its totals. Completing again does
+    /// nothing.
+    pub fn complete(&mut self) -> Result<()> {
+        self.end(run_status::COMPLETED)
+    }
+
+    /// Ends the run as failed: it can no longer be resumed.
+    pub fn fail(&mut self) -> Result<()> {
+        self.end(run_status::FAILED)
+    }
+
+    fn end(&mut self, status: &str) -> Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        self.client.complete_run(&CompleteRunRequest {
+            run_id: Cow::Borrowed(&self.run_id),
+            session_id: Some(Cow::Borrowed(&self.session_id)),
+            status: Cow::Borrowed(status),
+            usage: Some(self.usage),
+            tool_calls_count: Some(self.tool_calls_count),
+        })?;
+        self.done = true;
+        Ok(())
+    }
+}

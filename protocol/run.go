@@ -1,0 +1,216 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/session"
+)
+
+// RunOptions says how StartRun starts a run.
+type RunOptions struct {
+	// Resume picks up the session's interrupted run (the latest, when there
+	// are several) from its last finished turn; without one, a new run
+	// starts.
+	Resume bool
+	// RunID names the new run (default: one cairn makes).
+	RunID string
+}
+
+// Turn is one finished tool turn, as AgentRun.Turn saves it.
+type Turn struct {
+	// Messages are the turn's new messages.
+	Messages []session.Value
+	// Usage is what the turn spent; it is added to the run's totals.
+	Usage session.Usage
+	// ToolCalls is how many tool calls the turn made.
+	ToolCalls int64
+	// State, when set, is saved to resume with.
+	State session.Value
+}
+
+// AgentRun is one agent run of a session for a host with its own loop:
+// Turn checkpoints each finished tool turn (its messages, the turn number,
+// the running usage and tool-call totals and a state) in one commit, and
+// nothing is written while a turn is under way, so a process killed in the
+// middle of a tool call resumes from the last finished turn. Complete ends
+// the run; a run never completed (an error, a crash) is left running, for
+// StartRun with Resume to pick up. An AgentRun is safe for one goroutine
+// at a time; Turn and Complete serialize.
+type AgentRun struct {
+	c         *Client
+	sessionID string
+	runID     string
+	from      string
+	messages  []session.Value
+
+	mu    sync.Mutex
+	turns int64
+	usage session.Usage
+	tools int64
+	state session.Value
+	done  bool
+}
+
+// StartRun starts a run of sessionID (creating the session when it does
+// not exist), or with opts.Resume picks up its interrupted run with the
+// counters that run had checkpointed.
+func (c *Client) StartRun(ctx context.Context, sessionID string, opts RunOptions) (*AgentRun, error) {
+	if err := session.ValidateID("session", sessionID); err != nil {
+		return nil, err
+	}
+	if opts.Resume {
+		zero, no := int64(0), false
+		rs, err := c.ResumeSessionWith(ctx, api.ResumeSessionRequest{
+			SessionID: sessionID, MessagesTail: &zero, Artifacts: api.IncludeNone, Traces: api.IncludeNone,
+			Drift: &no, Processes: &no,
+		})
+		if err != nil && session.CodeOf(err) != session.CodeNotFound {
+			return nil, err
+		}
+		if err == nil && len(rs.InterruptedRuns) > 0 {
+			last := rs.InterruptedRuns[len(rs.InterruptedRuns)-1]
+			r, err := c.ResumeRun(ctx, api.ResumeRunRequest{RunID: last.RunID, SessionID: sessionID, NewRunID: opts.RunID})
+			if err != nil {
+				return nil, err
+			}
+			return &AgentRun{c: c, sessionID: sessionID, runID: r.RunID, from: r.ResumedFrom, messages: r.Messages,
+				turns: r.Turn, usage: r.Usage, tools: r.ToolCallsCount, state: r.State}, nil
+		}
+	}
+	if err := c.ensureSession(ctx, sessionID); err != nil {
+		return nil, err
+	}
+	r, err := c.BeginRun(ctx, api.BeginRunRequest{SessionID: sessionID, RunID: opts.RunID})
+	if err != nil {
+		return nil, err
+	}
+	return &AgentRun{c: c, sessionID: sessionID, runID: r.RunID}, nil
+}
+
+// ensureSession creates sessionID, empty, when it does not exist: beginRun
+// needs one. A racing creator wins (generation 0 expected); its session is
+// as good.
+func (c *Client) ensureSession(ctx context.Context, sessionID string) error {
+	_, err := c.Summary(ctx, sessionID)
+	if err == nil || session.CodeOf(err) != session.CodeNotFound {
+		return err
+	}
+	zero := uint64(0)
+	_, err = c.Save(ctx, api.SaveRequest{SessionID: sessionID,
+		Snapshot: &session.Snapshot{Messages: []session.Value{}}, ExpectGeneration: &zero})
+	if session.CodeOf(err) == session.CodeConflict {
+		return nil
+	}
+	return err
+}
+
+// SessionID is the session the run writes to.
+func (r *AgentRun) SessionID() string { return r.sessionID }
+
+// RunID is the run's id; a resumed run has a new one (see ResumedFrom).
+func (r *AgentRun) RunID() string { return r.runID }
+
+// ResumedFrom is the run this one resumed, or "".
+func (r *AgentRun) ResumedFrom() string { return r.from }
+
+// Messages are, on resume, the session's messages up to the last finished
+// turn.
+func (r *AgentRun) Messages() []session.Value { return r.messages }
+
+// Turns is the last finished turn (0 before the first).
+func (r *AgentRun) Turns() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.turns
+}
+
+// Usage is the usage over the run line, resumed runs included.
+func (r *AgentRun) Usage() session.Usage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.usage
+}
+
+// ToolCallsCount is the tool calls over the run line, resumed runs included.
+func (r *AgentRun) ToolCallsCount() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tools
+}
+
+// State is the state saved with the last finished turn, if any.
+func (r *AgentRun) State() session.Value {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state
+}
+
+// errRunDone is returned by Turn on a completed run.
+var errRunDone = errors.New("run is finished")
+
+// Turn checkpoints one finished turn and returns its number. The totals
+// change only when the checkpoint is saved.
+func (r *AgentRun) Turn(ctx context.Context, t Turn) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return 0, session.Wrap(session.CodeConflict, errRunDone, "turn: run %s", r.runID)
+	}
+	n, usage, tools := r.turns+1, r.usage.Add(t.Usage), r.tools+t.ToolCalls
+	msgs := t.Messages
+	if msgs == nil {
+		msgs = []session.Value{}
+	}
+	if _, err := r.c.Checkpoint(ctx, api.CheckpointRequest{RunID: r.runID, SessionID: r.sessionID, Turn: n,
+		NewMessages: msgs, Usage: usage, ToolCallsCount: tools, State: t.State}); err != nil {
+		return 0, err
+	}
+	r.turns, r.usage, r.tools = n, usage, tools
+	if t.State != nil {
+		r.state = t.State
+	}
+	return n, nil
+}
+
+// Complete ends the run as completed, with its totals. Completing again
+// does nothing.
+func (r *AgentRun) Complete(ctx context.Context) error {
+	return r.end(ctx, "completed")
+}
+
+// Fail ends the run as failed: it can no longer be resumed.
+func (r *AgentRun) Fail(ctx context.Context) error {
+	return r.end(ctx, "failed")
+}
+
+func (r *AgentRun) end(ctx context.Context, status string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return nil
+	}
+	usage, tools := r.usage, r.tools
+	if _, err := r.c.CompleteRun(ctx, api.CompleteRunRequest{RunID: r.runID, SessionID: r.sessionID, Status: status,
+		Usage: &usage, ToolCallsCount: &tools}); err != nil {
+		return err
+	}
+	r.done = true
+	return nil
+}
+
+// WithRun starts a run (as StartRun), calls fn with it and completes it
+// when fn returns nil. When fn fails the run is left as a crash leaves it,
+// to be resumed.
+func (c *Client) WithRun(ctx context.Context, sessionID string, opts RunOptions, fn func(*AgentRun) error) error {
+	r, err := c.StartRun(ctx, sessionID, opts)
+	if err != nil {
+		return err
+	}
+	if err := fn(r); err != nil {
+		return err
+	}
+	return r.Complete(ctx)
+}
