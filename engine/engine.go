@@ -57,6 +57,14 @@ type Options struct {
 	// reply, and pages are cut to fit. The daemon sets its message size
 	// limit here.
 	MaxReplyBytes int64
+	// Host names this engine in the leases of a store that hosts share
+	// (session.Leaser). Default: the machine's name and Root, so a daemon
+	// restarted on the same workspace is the same host.
+	Host string
+	// LeaseTTL is how long a lease lasts unrenewed (0: DefaultLeaseTTL).
+	// The engine renews its leases every third of it, and each fenced
+	// commit renews the lease it writes under.
+	LeaseTTL time.Duration
 }
 
 // Engine implements cairn's operations (docs/DESIGN.md §3) over a session.Store.
@@ -81,6 +89,7 @@ type Engine struct {
 	runIDs sync.Mutex
 
 	events eventBus
+	leases leases
 }
 
 // New returns an engine over store. The engine owns the store from now on:
@@ -97,6 +106,7 @@ func New(store session.Store, opts Options) *Engine {
 		e.log = hclog.NewNullLogger()
 	}
 	e.events.log = e.log
+	e.leases.init(store, opts, e.log)
 	return e
 }
 
@@ -120,6 +130,7 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.events.closeAll()
+	e.leases.close()
 	if err := e.store.Close(); err != nil {
 		return session.Wrap(session.CodeInternal, err, "engine.Close: close store")
 	}
@@ -227,7 +238,7 @@ func (e *Engine) rmw(ctx context.Context, sid string, mayCreate bool,
 		if err := normalize(c); err != nil {
 			return res, false, err
 		}
-		opts := session.CommitOptions{Normalized: true}
+		opts := session.CommitOptions{Normalized: true, Fence: fenceOf(ctx)}
 		if cas {
 			opts.ExpectGeneration = session.Expect(gen)
 		}

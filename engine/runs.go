@@ -33,6 +33,10 @@ func (e *Engine) BeginRun(ctx context.Context, req api.BeginRunRequest) (api.Beg
 	if err != nil {
 		return api.BeginRunResult{}, err
 	}
+	// On a shared store the run is this host's from its first commit.
+	if err := e.leases.acquire(ctx, session.LeaseKeyRun(id), false); err != nil {
+		return api.BeginRunResult{}, wrapStore("BeginRun", err)
+	}
 	now := e.clock()
 	res, _, err := e.updateHead(ctx, sid, func(st *session.State, _ session.Summary) (*session.Change, error) {
 		if findRun(st, id) != nil {
@@ -109,7 +113,12 @@ func (e *Engine) Checkpoint(ctx context.Context, req api.CheckpointRequest) (api
 	if err := normalize(&tmpl); err != nil {
 		return api.CheckpointResult{}, err
 	}
-	res, _, err := e.withRun(ctx, req.RunID, req.SessionID, func(st *session.State, run *session.Run) (*session.Change, error) {
+	key := session.LeaseKeyRun(req.RunID)
+	f, err := e.leases.fence(ctx, key)
+	if err != nil {
+		return api.CheckpointResult{}, wrapStore("Checkpoint", err)
+	}
+	res, _, err := e.withRun(withFence(ctx, f), req.RunID, req.SessionID, func(st *session.State, run *session.Run) (*session.Change, error) {
 		if next, head := successor(st, run); next != nil {
 			return nil, supersededError("checkpoint", run, next, head)
 		}
@@ -141,6 +150,7 @@ func (e *Engine) Checkpoint(ctx context.Context, req api.CheckpointRequest) (api
 		}))
 	})
 	if err != nil {
+		e.leases.forget(key, err)
 		return api.CheckpointResult{}, wrapStore("Checkpoint", err)
 	}
 	return api.CheckpointResult{Generation: res.Generation, MessageCount: res.MessageCount}, nil
@@ -173,7 +183,12 @@ func (e *Engine) CompleteRun(ctx context.Context, req api.CompleteRunRequest) (a
 	}
 	now := e.clock()
 	var gen uint64
-	res, committed, err := e.withRun(ctx, req.RunID, req.SessionID, func(st *session.State, run *session.Run) (*session.Change, error) {
+	key := session.LeaseKeyRun(req.RunID)
+	f, err := e.leases.fence(ctx, key)
+	if err != nil {
+		return api.CompleteRunResult{}, wrapStore("CompleteRun", err)
+	}
+	res, committed, err := e.withRun(withFence(ctx, f), req.RunID, req.SessionID, func(st *session.State, run *session.Run) (*session.Change, error) {
 		if next, head := successor(st, run); next != nil {
 			return nil, supersededError("completeRun", run, next, head)
 		}
@@ -211,11 +226,15 @@ func (e *Engine) CompleteRun(ctx context.Context, req api.CompleteRunRequest) (a
 		}))
 	})
 	if err != nil {
+		e.leases.forget(key, err)
 		return api.CompleteRunResult{}, wrapStore("CompleteRun", err)
 	}
 	if committed {
 		gen = res.Generation
 	}
+	// The run is over, or given up: another host may resume an
+	// interrupted run without a takeover.
+	e.leases.release(ctx, key)
 	return api.CompleteRunResult{Generation: gen}, nil
 }
 
@@ -287,10 +306,24 @@ func (e *Engine) ResumeRun(ctx context.Context, req api.ResumeRunRequest) (*api.
 		}
 	}
 
+	// On a shared store, take the resumed run's lease first: from a host
+	// whose lease expired, or from any host when the caller says it is
+	// gone. Its token goes up, so that host's later writes are refused; the
+	// resume's own commit is fenced by it, so of two hosts taking the run
+	// over at once only the later holder's resume lands.
+	oldKey := session.LeaseKeyRun(req.RunID)
+	if err := e.leases.acquire(ctx, oldKey, req.Takeover); err != nil {
+		return nil, wrapStore("ResumeRun", err)
+	}
+	f, err := e.leases.fence(ctx, oldKey)
+	if err != nil {
+		return nil, wrapStore("ResumeRun", err)
+	}
+	fctx := withFence(ctx, f)
 	now := e.clock()
 	var out *api.ResumeRunResult
 	var boundary *session.ManifestRef
-	_, _, err := e.updateHead(ctx, sid, func(st *session.State, sum session.Summary) (*session.Change, error) {
+	_, _, err = e.updateHead(fctx, sid, func(st *session.State, sum session.Summary) (*session.Change, error) {
 		out = nil
 		run := findRun(st, req.RunID)
 		if run == nil {
@@ -373,6 +406,10 @@ func (e *Engine) ResumeRun(ctx context.Context, req api.ResumeRunRequest) (*api.
 		}))
 	})
 	if err != nil {
+		e.leases.forget(oldKey, err)
+		return nil, wrapStore("ResumeRun", err)
+	}
+	if err := e.leases.acquire(ctx, session.LeaseKeyRun(newID), false); err != nil {
 		return nil, wrapStore("ResumeRun", err)
 	}
 	// The run died (or was abandoned) after its last checkpoint: whatever

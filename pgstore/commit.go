@@ -142,6 +142,11 @@ func valuesBytes(vs []session.Value) [][]byte {
 // apply writes the commit inside tx and returns its result and generation.
 func (s *Store) apply(ctx context.Context, tx pgx.Tx, id string, changes []*session.Change, opts session.CommitOptions, token []byte) (session.CommitResult, uint64, error) {
 	var res session.CommitResult
+	// The lease, first: its row lock orders this commit against a
+	// takeover, and a fence that fails writes nothing.
+	if err := fence(ctx, tx, opts.Fence); err != nil {
+		return res, 0, err
+	}
 	var cur, msgs, traces int64
 	var head []byte
 	err := tx.QueryRow(ctx, "SELECT generation, head, message_count, trace_count FROM sessions WHERE id = $1", id).Scan(&cur, &head, &msgs, &traces)

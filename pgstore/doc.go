@@ -25,6 +25,12 @@
 // unavailable and may or may not have landed: a caller that needs to know
 // reads the session's generation.
 //
-// Not yet here: leases and fencing of runs across hosts (not_owner), and
-// events across hosts (LISTEN/NOTIFY).
+// Store is a session.Leaser: leases on runs and workflows live in the
+// leases table and expire by the server's clock, and each change of holder
+// raises the lease's fencing token. A commit or step fenced by
+// CommitOptions.Fence checks holder and token with an UPDATE that also
+// renews the lease, first thing in its own transaction, and writes nothing
+// (not_owner) when they no longer match.
+//
+// Not yet here: events across hosts (LISTEN/NOTIFY).
 package pgstore

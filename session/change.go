@@ -70,6 +70,12 @@ type CommitOptions struct {
 	// stamps the workspace manifest): the store does not normalise it
 	// again, which on a whole snapshot would scan every value twice.
 	Normalized bool
+	// Fence, when non-nil, makes the commit conditional on a lease (see
+	// Leaser): a store that implements Leaser checks, in the commit's own
+	// transaction, that Fence.Holder still holds Fence.Key with
+	// Fence.Token, renews it, and otherwise fails with ErrNotOwner and
+	// writes nothing. Stores without leases ignore it.
+	Fence *Fence
 }
 
 // Expect returns a pointer to g, for CommitOptions.ExpectGeneration.

@@ -213,7 +213,7 @@ export class Client {
     status: 'completed' | 'failed' | 'interrupted',
     options?: CompleteRunOptions
   ): Promise<CompleteRunResult>;
-  resumeRun(runId: string, options?: { sessionId?: string; newRunId?: string }): Promise<ResumeRunResult>;
+  resumeRun(runId: string, options?: { sessionId?: string; newRunId?: string; takeover?: boolean }): Promise<ResumeRunResult>;
   /** Opens (or reopens) a workflow; resolves to the steps already completed, in spec order. */
   beginWorkflow(workflowId: string, steps: StepArg[], options?: { sessionId?: string }): Promise<StepRecord[]>;
   completeStep(

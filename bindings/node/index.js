@@ -510,10 +510,11 @@ class Client {
     return this._call('completeRun', p);
   }
 
-  resumeRun(runId, { sessionId, newRunId } = {}) {
+  resumeRun(runId, { sessionId, newRunId, takeover } = {}) {
     const p = { run_id: need(runId, 'runId') };
     if (sessionId) p.session_id = sessionId;
     if (newRunId) p.new_run_id = newRunId;
+    if (takeover) p.takeover = true;
     return this._call('resumeRun', p);
   }
 

@@ -558,10 +558,12 @@ class Client:
         return self._call(b"completeRun", req)  # type: ignore[no-any-return]
 
     def resume_run(
-        self, run_id: str, session_id: Optional[str] = None, new_run_id: Optional[str] = None
+        self, run_id: str, session_id: Optional[str] = None, new_run_id: Optional[str] = None,
+        takeover: bool = False,
     ) -> ResumeRunResult:
-        """Resumes a run from its latest loop checkpoint as a new run."""
-        req = _params({"run_id": run_id}, session_id=session_id, new_run_id=new_run_id)
+        """Resumes a run from its latest loop checkpoint as a new run (takeover: on a
+        shared store, take the run from a host that still holds it, because it is gone)."""
+        req = _params({"run_id": run_id}, session_id=session_id, new_run_id=new_run_id, takeover=takeover or None)
         return self._call(b"resumeRun", req)  # type: ignore[no-any-return]
 
     # -- workflows --------------------------------------------------------

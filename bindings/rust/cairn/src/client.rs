@@ -444,6 +444,7 @@ impl Client {
                 run_id: run_id.into(),
                 session_id: session_id.map(Into::into),
                 new_run_id: new_run_id.map(Into::into),
+                takeover: false,
             },
         )
     }
@@ -463,6 +464,7 @@ impl Client {
                 workflow_id: workflow_id.into(),
                 session_id: session_id.map(Into::into),
                 steps: steps.into(),
+                takeover: false,
             },
         )?;
         Ok(r.completed)
