@@ -43,8 +43,8 @@ func (e *Engine) BeginRun(ctx context.Context, req api.BeginRunRequest) (api.Beg
 			return nil, session.Errorf(session.CodeConflict, "run %q already exists in session %q", id, sid)
 		}
 		return &session.Change{UpsertRuns: []session.Run{{RunID: id, Status: session.RunRunning, StartedAt: now}}}, nil
-	}, func(res session.CommitResult) {
-		e.events.publish(committedEvent(sid, res.Generation))
+	}, func(res session.CommitResult) []api.Event {
+		return []api.Event{committedEvent(sid, res.Generation)}
 	})
 	if err != nil {
 		return api.BeginRunResult{}, wrapStore("BeginRun", err)
@@ -144,10 +144,10 @@ func (e *Engine) Checkpoint(ctx context.Context, req api.CheckpointRequest) (api
 		r.Usage, r.ToolCallsCount = req.Usage, req.ToolCallsCount
 		c.UpsertRuns = []session.Run{r}
 		return &c, nil
-	}, func(sid string, res session.CommitResult) {
-		e.events.publish(committedEvent(sid, res.Generation), api.NewEvent(api.EventRunCheckpointed, api.RunCheckpointedData{
+	}, func(sid string, res session.CommitResult) []api.Event {
+		return []api.Event{committedEvent(sid, res.Generation), api.NewEvent(api.EventRunCheckpointed, api.RunCheckpointedData{
 			SessionID: sid, RunID: req.RunID, Turn: req.Turn, Generation: res.Generation,
-		}))
+		})}
 	})
 	if err != nil {
 		e.leases.forget(key, err)
@@ -220,10 +220,10 @@ func (e *Engine) CompleteRun(ctx context.Context, req api.CompleteRunRequest) (a
 		}
 		c.UpsertRuns = []session.Run{r}
 		return c, nil
-	}, func(sid string, res session.CommitResult) {
-		e.events.publish(committedEvent(sid, res.Generation), api.NewEvent(api.EventRunCompleted, api.RunCompletedData{
+	}, func(sid string, res session.CommitResult) []api.Event {
+		return []api.Event{committedEvent(sid, res.Generation), api.NewEvent(api.EventRunCompleted, api.RunCompletedData{
 			SessionID: sid, RunID: req.RunID, Status: req.Status, Generation: res.Generation,
-		}))
+		})}
 	})
 	if err != nil {
 		e.leases.forget(key, err)
@@ -400,10 +400,10 @@ func (e *Engine) ResumeRun(ctx context.Context, req api.ResumeRunRequest) (*api.
 			ToolCallsCount: cp.ToolCallsCount,
 		})
 		return &session.Change{UpsertRuns: runs}, nil
-	}, func(res session.CommitResult) {
-		e.events.publish(committedEvent(sid, res.Generation), api.NewEvent(api.EventRunResumed, api.RunResumedData{
+	}, func(res session.CommitResult) []api.Event {
+		return []api.Event{committedEvent(sid, res.Generation), api.NewEvent(api.EventRunResumed, api.RunResumedData{
 			SessionID: sid, RunID: newID, ResumedFrom: req.RunID, Generation: res.Generation,
-		}))
+		})}
 	})
 	if err != nil {
 		e.leases.forget(oldKey, err)
@@ -441,7 +441,7 @@ var errNotRunningHere = errors.New("engine: run is not running in the guessed se
 // one that does before settling for FindRun's answer.
 func (e *Engine) withRun(ctx context.Context, runID, hint string,
 	build func(st *session.State, run *session.Run) (*session.Change, error),
-	after func(sid string, res session.CommitResult),
+	after func(sid string, res session.CommitResult) []api.Event,
 ) (session.CommitResult, bool, error) {
 	sid, guessed, err := e.locateRun(ctx, runID, hint)
 	if err != nil {
@@ -457,7 +457,7 @@ func (e *Engine) withRun(ctx context.Context, runID, hint string,
 				return nil, errNotRunningHere
 			}
 			return build(st, run)
-		}, func(res session.CommitResult) { after(sid, res) })
+		}, func(res session.CommitResult) []api.Event { return after(sid, res) })
 		if !errors.Is(err, errNotRunningHere) {
 			return res, ok, err
 		}

@@ -114,7 +114,7 @@ func (e *Engine) CompleteStep(ctx context.Context, req api.CompleteStepRequest) 
 		e.leases.forget(key, err)
 		return wrapStore("CompleteStep", err)
 	}
-	e.events.publish(api.NewEvent(api.EventWorkflowStepCompleted, api.WorkflowStepCompletedData{
+	e.publishOut(ctx, api.NewEvent(api.EventWorkflowStepCompleted, api.WorkflowStepCompletedData{
 		WorkflowID: req.WorkflowID, StepID: req.StepID,
 	}))
 	return nil

@@ -307,6 +307,13 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, id string, changes []*sess
 		return res, 0, errLostRace
 	}
 	batch.Queue("INSERT INTO commits (session_id, generation, token, committed_at, changes) VALUES ($1, $2, $3, $4, $5)", id, int64(gen), token, now, rec)
+	if opts.Notify != nil {
+		// Sent on COMMIT, and only if it commits: listeners get the
+		// commits' payloads in the order the commits landed.
+		if p := opts.Notify(gen); p != "" {
+			batch.Queue("SELECT pg_notify($1, $2)", Channel, p)
+		}
+	}
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return res, 0, err
 	}

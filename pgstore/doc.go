@@ -32,5 +32,7 @@
 // renews the lease, first thing in its own transaction, and writes nothing
 // (not_owner) when they no longer match.
 //
-// Not yet here: events across hosts (LISTEN/NOTIFY).
+// Store is a session.Notifier too: a commit with CommitOptions.Notify sends
+// its events with pg_notify on Channel inside its own transaction, so
+// every host's Listen gets them only if it commits, in commit order.
 package pgstore

@@ -76,6 +76,11 @@ type CommitOptions struct {
 	// Fence.Token, renews it, and otherwise fails with ErrNotOwner and
 	// writes nothing. Stores without leases ignore it.
 	Fence *Fence
+	// Notify, when non-nil, is called by a store that implements Notifier
+	// inside the commit's transaction with the generation it commits; the
+	// payload it returns (none when empty) reaches every listener once the
+	// commit is durable, in commit order. Other stores ignore it.
+	Notify func(generation uint64) string
 }
 
 // Expect returns a pointer to g, for CommitOptions.ExpectGeneration.

@@ -53,3 +53,19 @@ type Leaser interface {
 	// otherwise, and nothing is written).
 	SaveStepFenced(ctx context.Context, workflowID, owner string, rec StepRecord, f Fence) error
 }
+
+// Notifier is implemented by stores that hosts share, so that the events
+// of a commit on one host reach subscribers on every host. A commit whose
+// CommitOptions.Notify is set sends the payload Notify returns from inside
+// its own transaction, so listeners get payloads in the order the commits
+// landed and never one of a commit that did not.
+type Notifier interface {
+	// Notify sends payload to every listener now, outside any commit (for
+	// events that are not a session's generation).
+	Notify(ctx context.Context, payload string) error
+	// Listen calls fn with every payload sent on the database, this
+	// host's own included, in commit order, until ctx ends. It reconnects
+	// when its connection is lost; payloads sent while it was
+	// disconnected are not delivered, and lost is called once it is back.
+	Listen(ctx context.Context, fn func(payload string), lost func()) error
+}
