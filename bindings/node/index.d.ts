@@ -57,6 +57,8 @@ export interface ConnectOptions {
   autoStart?: boolean;
   /** Extra arguments for a daemon this call starts, e.g. ["--idle-timeout=30s"]. */
   daemonArgs?: string[];
+  /** A postgres:// URL: keep the sessions in that PostgreSQL database, shared with every host using it. */
+  store?: string;
 }
 
 /** An artifact as save takes it: its data may be bytes, sent as base64. */

@@ -300,7 +300,7 @@ function invoke(client, method, req) {
 
 // ----------------------------------------------------------------- client
 
-const CONNECT_OPTIONS = ['workspace', 'embedded', 'daemon', 'autoStart', 'daemonArgs'];
+const CONNECT_OPTIONS = ['workspace', 'embedded', 'daemon', 'autoStart', 'daemonArgs', 'store'];
 
 function jsonOrUndefined(o) {
   return o === undefined ? undefined : JSON.stringify(o);
@@ -815,7 +815,7 @@ class Subscription {
 async function connect(options = {}) {
   const n = load();
   const o = {};
-  const { workspace, embedded, daemon, autoStart, daemonArgs } = options;
+  const { workspace, embedded, daemon, autoStart, daemonArgs, store } = options;
   for (const k of Object.keys(options)) {
     if (!CONNECT_OPTIONS.includes(k)) {
       throw makeError('invalid_argument', `connect: unknown option ${JSON.stringify(k)}`);
@@ -826,6 +826,7 @@ async function connect(options = {}) {
   if (daemon !== undefined) o.daemon = daemon;
   if (autoStart !== undefined) o.auto_start = !!autoStart;
   if (daemonArgs !== undefined) o.daemon_args = daemonArgs;
+  if (store !== undefined) o.store = store;
   // The completion pipe every call of every client answers on (once per
   // process), before the handle opens, so that a failure leaks no handle.
   ensurePipe(n);

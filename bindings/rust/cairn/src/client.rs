@@ -42,6 +42,10 @@ pub struct Options {
     /// false: fail with `unavailable` instead of starting a daemon
     /// (default true).
     pub auto_start: bool,
+    /// A `postgres://` URL: keep the sessions in that PostgreSQL database,
+    /// shared with every host using it (cairn_open's `store`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
 }
 
 impl Default for Options {
@@ -52,6 +56,7 @@ impl Default for Options {
             daemon: None,
             daemon_args: Vec::new(),
             auto_start: true,
+            store: None,
         }
     }
 }
@@ -84,6 +89,12 @@ impl Options {
         S: Into<String>,
     {
         self.daemon_args = args.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Keeps the sessions in the PostgreSQL database at `url`.
+    pub fn store(mut self, url: impl Into<String>) -> Options {
+        self.store = Some(url.into());
         self
     }
 
