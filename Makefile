@@ -151,13 +151,18 @@ test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-install
+bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-install bench-pg
 
 # Through the installed wheel, in a fresh process with no daemon running:
 # cairn.connect() (auto-starting the wheel's cairnd) to the first
 # acknowledged save, beside cairnd's own start and `import cairn`, N=10.
 bench-install: dist-python
 	timeout 600 $(PYTHON) bench/install/connect_bench.py $(DIST)/cairn_sessions-*.whl
+
+# pgstore commit latency and tail read against a raw INSERT + COMMIT floor on
+# one real PostgreSQL server, 1 and 32 clients over two cairnd processes.
+bench-pg: bins
+	timeout 900 $(GO) run ./bench/pg -cairnd build/cairnd
 
 bench-store:
 	$(GO) run ./bench/storebench
