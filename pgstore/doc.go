@@ -1,7 +1,10 @@
 // Package pgstore is a session.Store on PostgreSQL, so hosts that share one
 // database share their sessions, loop checkpoints and workflow checkpoints.
 //
-// Every commit is one transaction. It appends a row to commits (the
+// Every commit is one transaction, sent as one pipelined batch after
+// reading the session's row FOR UPDATE, or as a single batch when the
+// store committed the session last and its cached row still holds (see
+// headCache). It appends a row to commits (the
 // generation's changes, replayed by Load) and updates the session's row with
 // UPDATE ... WHERE generation = <the generation it read>, under a row lock,
 // so the compare-and-swap of CommitOptions.ExpectGeneration holds across

@@ -78,21 +78,35 @@ func fence(ctx context.Context, tx pgx.Tx, f *session.Fence) error {
 	if f == nil {
 		return nil
 	}
-	ttl := f.TTL
-	if ttl <= 0 {
-		ttl = time.Second
-	}
-	ct, err := tx.Exec(ctx, "UPDATE leases SET expires_at = now() + make_interval(secs => $4) WHERE key = $1 AND holder = $2 AND token = $3",
-		f.Key, f.Holder, f.Token, seconds(ttl))
+	ct, err := tx.Exec(ctx, fenceSQL, fenceArgs(f)...)
 	if err != nil {
 		return err
 	}
 	if ct.RowsAffected() == 1 {
 		return nil
 	}
+	return fenceRefused(ctx, tx, f)
+}
+
+// fenceSQL checks and renews a lease: one row when the fence holds.
+const fenceSQL = "UPDATE leases SET expires_at = now() + make_interval(secs => $4) WHERE key = $1 AND holder = $2 AND token = $3"
+
+func fenceArgs(f *session.Fence) []any {
+	ttl := f.TTL
+	if ttl <= 0 {
+		ttl = time.Second
+	}
+	return []any{f.Key, f.Holder, f.Token, seconds(ttl)}
+}
+
+// fenceRefused is the not_owner error of a fence that did not hold,
+// naming the lease's holder now.
+func fenceRefused(ctx context.Context, tx interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, f *session.Fence) error {
 	var holder string
 	var token int64
-	err = tx.QueryRow(ctx, "SELECT holder, token FROM leases WHERE key = $1", f.Key).Scan(&holder, &token)
+	err := tx.QueryRow(ctx, "SELECT holder, token FROM leases WHERE key = $1", f.Key).Scan(&holder, &token)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return session.Errorf(session.CodeNotOwner, "%s: host %q holds no lease on it (token %d); nothing was written", f.Key, f.Holder, f.Token)
 	}

@@ -45,6 +45,8 @@ type Store struct {
 	pool *pgxpool.Pool
 	dsn  string // as given to Open
 	url  string // without the password, for messages
+
+	heads headCache
 }
 
 var (

@@ -14,6 +14,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := session.ValidateID("session", id); err != nil {
 		return err
 	}
+	s.heads.drop(id)
 	return s.tx(ctx, "pgstore.Delete "+quote(id), func(tx pgx.Tx) error {
 		ct, err := tx.Exec(ctx, "DELETE FROM sessions WHERE id = $1", id)
 		if err != nil {
