@@ -175,3 +175,30 @@ func TestPostgresWorkflowTakeover(t *testing.T) {
 		t.Fatalf("workflow on B at the end: %+v, %v", again, err)
 	}
 }
+
+// TestPostgresCleanStopReleases: a host that stops cleanly (SIGTERM) gives
+// up its leases, so another host resumes its run without a takeover.
+func TestPostgresCleanStopReleases(t *testing.T) {
+	srv := pgtest.Start(t)
+	url := srv.CreateDB("cleanstop")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a := startCairnd(t, t.TempDir(), "--store", url)
+	ca := a.dial(t)
+	if _, err := ca.Save(ctx, api.SaveRequest{SessionID: "s", Snapshot: &session.Snapshot{}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.BeginRun(ctx, api.BeginRunRequest{SessionID: "s", RunID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.Checkpoint(ctx, api.CheckpointRequest{RunID: "r", SessionID: "s", Turn: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ca.Close()
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	<-a.done
+	b := startCairnd(t, t.TempDir(), "--store", url)
+	if _, err := b.dial(t).ResumeRun(ctx, api.ResumeRunRequest{RunID: "r", SessionID: "s"}); err != nil {
+		t.Fatalf("resume after A stopped cleanly, without takeover: %v", err)
+	}
+}

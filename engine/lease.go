@@ -83,10 +83,16 @@ func (l *leases) renew(log interface{ Warn(string, ...any) }) {
 	}
 }
 
+// close stops the renewal and gives up this host's leases: a host that
+// stops cleanly lets another pick its runs and workflows up at once. A
+// host that dies keeps them until they expire.
 func (l *leases) close() {
 	if l.leaser != nil {
 		close(l.stop)
 		<-l.done
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = l.leaser.ReleaseLeases(ctx, l.host) // best effort: they expire anyway
 	}
 }
 

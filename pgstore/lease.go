@@ -70,6 +70,12 @@ func (s *Store) ReleaseLease(ctx context.Context, key, holder string) error {
 	return mapErr(err, "pgstore.ReleaseLease %q", key)
 }
 
+// ReleaseLeases drops every lease holder holds.
+func (s *Store) ReleaseLeases(ctx context.Context, holder string) error {
+	_, err := s.pool.Exec(ctx, "DELETE FROM leases WHERE holder = $1", holder)
+	return mapErr(err, "pgstore.ReleaseLeases %q", holder)
+}
+
 // fence checks, inside tx, that f's holder still holds its key with its
 // token, and renews the lease; not_owner otherwise. The UPDATE takes the
 // lease row's lock, so a takeover waits for this commit to end, and a

@@ -49,6 +49,9 @@ type Leaser interface {
 	// ReleaseLease drops holder's lease on key (a finished run or
 	// workflow); a lease held by another holder is left alone.
 	ReleaseLease(ctx context.Context, key, holder string) error
+	// ReleaseLeases drops every lease holder holds (a host that stops
+	// cleanly), so other hosts may pick its runs up without a takeover.
+	ReleaseLeases(ctx context.Context, holder string) error
 	// SaveStepFenced is SaveStep that lands only under f (not_owner
 	// otherwise, and nothing is written).
 	SaveStepFenced(ctx context.Context, workflowID, owner string, rec StepRecord, f Fence) error
