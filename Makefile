@@ -75,7 +75,7 @@ test-dist-rust: dist-rust
 
 ## test: every test suite: Go, C (through the Go test of capi), Python (and
 ## the installed wheel), Node.js and Rust, the installed packages, the README
-test: vet test-go test-fuzz-short test-python test-dist test-dist-node test-dist-rust test-node test-rust test-xlang test-readme
+test: vet test-go test-fuzz-short test-python test-dist test-dist-node test-dist-rust test-node test-rust test-xlang test-xlang-pg test-readme
 
 PYTHON ?= python3
 
@@ -144,6 +144,11 @@ test-node: bins lib node-deps
 test-xlang: bins lib node-deps
 	bash bindings/testdata/run_scenario.sh
 	bash bindings/testdata/truncate_tail.sh
+
+# The same scenario with every stage's daemon on one PostgreSQL database
+# (CAIRN_STORE), from a throwaway server (internal/pgtest/pgserve).
+test-xlang-pg: bins lib node-deps
+	bash bindings/testdata/run_scenario_pg.sh
 
 # The Rust binding links build/libcairn.so (build.rs); cargo fetches serde
 # and serde_json from crates.io as Cargo.lock pins them.
