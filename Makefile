@@ -156,7 +156,7 @@ test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-install bench-pg
+bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-install bench-pg bench-pg-saver
 
 # Through the installed wheel, in a fresh process with no daemon running:
 # cairn.connect() (auto-starting the wheel's cairnd) to the first
@@ -168,6 +168,11 @@ bench-install: dist-python
 # one real PostgreSQL server, 1 and 32 clients over two cairnd processes.
 bench-pg: bins
 	timeout 900 $(GO) run ./bench/pg -cairnd build/cairnd
+
+# cairn's save per turn against LangGraph's PostgresSaver on one server,
+# 1,000 turns (langgraph-checkpoint-postgres from PyPI, in a build/ venv).
+bench-pg-saver: bins lib
+	timeout 900 bash bench/pg/saver.sh
 
 bench-store:
 	$(GO) run ./bench/storebench
