@@ -7,7 +7,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent test-xlang-pg bench-pg bench-pg-saver
 
 all: build
 
@@ -75,7 +75,7 @@ test-dist-rust: dist-rust
 
 ## test: every test suite: Go, C (through the Go test of capi), Python (and
 ## the installed wheel), Node.js and Rust, the installed packages, the README
-test: vet test-go test-fuzz-short test-python test-dist test-dist-node test-dist-rust test-node test-rust test-xlang test-readme test-diskuse
+test: vet test-go test-fuzz-short test-python test-dist test-dist-node test-dist-rust test-node test-rust test-xlang test-readme test-diskuse test-xlang-pg
 
 PYTHON ?= python3
 
@@ -157,19 +157,34 @@ test-xlang: bins lib node-deps
 	bash bindings/testdata/run_scenario.sh
 	bash bindings/testdata/truncate_tail.sh
 
+# The same scenario with every stage's daemon on one PostgreSQL database
+# (CAIRN_STORE), from a throwaway server (internal/pgtest/pgserve).
+test-xlang-pg: bins lib node-deps
+	bash bindings/testdata/run_scenario_pg.sh
+
 # The Rust binding links build/libcairn.so (build.rs); cargo fetches serde
 # and serde_json from crates.io as Cargo.lock pins them.
 test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install bench-tracker-sync bench-agent
+bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install bench-tracker-sync bench-agent bench-pg bench-pg-saver
 
 # Through the installed wheel, in a fresh process with no daemon running:
 # cairn.connect() (auto-starting the wheel's cairnd) to the first
 # acknowledged save, beside cairnd's own start and `import cairn`, N=10.
 bench-install: dist-python
 	timeout 600 $(PYTHON) bench/install/connect_bench.py $(DIST)/cairn_sessions-*.whl
+
+# pgstore commit latency and tail read against a raw INSERT + COMMIT floor on
+# one real PostgreSQL server, 1 and 32 clients over two cairnd processes.
+bench-pg: bins
+	timeout 900 $(GO) run ./bench/pg -cairnd build/cairnd
+
+# cairn's save per turn against LangGraph's PostgresSaver on one server,
+# 1,000 turns (langgraph-checkpoint-postgres from PyPI, in a build/ venv).
+bench-pg-saver: bins lib
+	timeout 900 bash bench/pg/saver.sh
 
 bench-store:
 	$(GO) run ./bench/storebench

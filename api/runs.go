@@ -60,6 +60,11 @@ type ResumeRunRequest struct {
 	RunID     string `json:"run_id"`
 	SessionID string `json:"session_id,omitempty"`
 	NewRunID  string `json:"new_run_id,omitempty"`
+	// Takeover, on a store that hosts share, takes the run's lease from
+	// the host that holds it even before the lease expires: the caller
+	// says that host is gone. Without it a run whose lease is live on
+	// another host is conflict.
+	Takeover bool `json:"takeover,omitempty"`
 }
 
 // ResumeRunResult is what the host needs to continue a run's loop: the new
@@ -89,6 +94,9 @@ type BeginWorkflowRequest struct {
 	WorkflowID string     `json:"workflow_id"`
 	SessionID  string     `json:"session_id,omitempty"`
 	Steps      []StepSpec `json:"steps"`
+	// Takeover, on a store that hosts share, takes the workflow's lease
+	// from the host that holds it even before the lease expires.
+	Takeover bool `json:"takeover,omitempty"`
 }
 
 // BeginWorkflowResult lists the steps already completed, in spec order.

@@ -60,7 +60,8 @@ func TestPostgresStoreAcrossHosts(t *testing.T) {
 	b := startCairnd(t, wsB)
 	cb := b.dial(t)
 	defer cb.Close()
-	res, err := cb.ResumeRun(ctx, api.ResumeRunRequest{RunID: run.RunID, SessionID: "s"})
+	// A is gone but its lease is live: the caller says so (takeover).
+	res, err := cb.ResumeRun(ctx, api.ResumeRunRequest{RunID: run.RunID, SessionID: "s", Takeover: true})
 	if err != nil {
 		t.Fatalf("resume on host B: %v\n%s", err, b.logText())
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -57,6 +58,14 @@ type Options struct {
 	// reply, and pages are cut to fit. The daemon sets its message size
 	// limit here.
 	MaxReplyBytes int64
+	// Host names this engine in the leases of a store that hosts share
+	// (session.Leaser). Default: the machine's name and Root, so a daemon
+	// restarted on the same workspace is the same host.
+	Host string
+	// LeaseTTL is how long a lease lasts unrenewed (0: DefaultLeaseTTL).
+	// The engine renews its leases every third of it, and each fenced
+	// commit renews the lease it writes under.
+	LeaseTTL time.Duration
 }
 
 // Engine implements cairn's operations (docs/DESIGN.md §3) over a session.Store.
@@ -81,6 +90,8 @@ type Engine struct {
 	runIDs sync.Mutex
 
 	events eventBus
+	leases leases
+	notify *notifier // nil unless the store carries events between hosts
 }
 
 // New returns an engine over store. The engine owns the store from now on:
@@ -97,6 +108,8 @@ func New(store session.Store, opts Options) *Engine {
 		e.log = hclog.NewNullLogger()
 	}
 	e.events.log = e.log
+	e.leases.init(store, opts, e.log)
+	e.startListening()
 	return e
 }
 
@@ -120,6 +133,8 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.events.closeAll()
+	e.leases.close()
+	e.stopListening()
 	if err := e.store.Close(); err != nil {
 		return session.Wrap(session.CodeInternal, err, "engine.Close: close store")
 	}
@@ -150,7 +165,7 @@ func (e *Engine) clock() time.Time { return e.now().UTC() }
 // set) to diff the snapshot against. See rmw.
 func (e *Engine) update(ctx context.Context, sid string, mayCreate bool,
 	build func(st *session.State) (*session.Change, error),
-	after func(res session.CommitResult),
+	after func(res session.CommitResult) []api.Event,
 ) (session.CommitResult, bool, error) {
 	read := func() (*session.State, session.Summary, error) {
 		st, err := e.store.Load(ctx, sid, 0)
@@ -168,7 +183,7 @@ func (e *Engine) update(ctx context.Context, sid string, mayCreate bool,
 // content. The session must exist. See rmw.
 func (e *Engine) updateHead(ctx context.Context, sid string,
 	build func(st *session.State, sum session.Summary) (*session.Change, error),
-	after func(res session.CommitResult),
+	after func(res session.CommitResult) []api.Event,
 ) (session.CommitResult, bool, error) {
 	read := func() (*session.State, session.Summary, error) { return e.store.Head(ctx, sid) }
 	return e.rmw(ctx, sid, false, read, build, after)
@@ -186,13 +201,14 @@ var errStale = errors.New("engine: the session moved on between two reads")
 // compare-and-swap on the generation read, and retries from the read when
 // a writer outside this engine got there first. build returning a nil
 // change means "nothing to do": rmw returns a zero result and ok false.
-// after, when non-nil, runs under the lock once the commit is durable
-// (events are published there so subscribers see each session's events in
-// generation order).
+// after, when non-nil, gives the commit's events: they are published
+// under the lock once the commit is durable (so subscribers see each
+// session's events in generation order), or, on a store that carries
+// events between hosts, sent inside the commit itself (see notifyWith).
 func (e *Engine) rmw(ctx context.Context, sid string, mayCreate bool,
 	read func() (*session.State, session.Summary, error),
 	build func(st *session.State, sum session.Summary) (*session.Change, error),
-	after func(res session.CommitResult),
+	after func(res session.CommitResult) []api.Event,
 ) (res session.CommitResult, ok bool, err error) {
 	unlock := e.sessions.lock(sid)
 	defer unlock()
@@ -227,16 +243,14 @@ func (e *Engine) rmw(ctx context.Context, sid string, mayCreate bool,
 		if err := normalize(c); err != nil {
 			return res, false, err
 		}
-		opts := session.CommitOptions{Normalized: true}
+		opts := session.CommitOptions{Normalized: true, Fence: fenceOf(ctx), Notify: e.notifyWith(after)}
 		if cas {
 			opts.ExpectGeneration = session.Expect(gen)
 		}
 		e.stamp(ctx, c)
 		res, err = e.store.Commit(ctx, sid, c, opts)
 		if err == nil {
-			if after != nil {
-				after(res)
-			}
+			e.emit(res, after)
 			return res, true, nil
 		}
 		if session.CodeOf(err) != session.CodeConflict || !cas || attempt >= maxCASAttempts {

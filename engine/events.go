@@ -32,6 +32,10 @@ type eventBus struct {
 // events on a queue and sends them from its own goroutine. A panicking fn
 // is recovered and logged; the operation has already succeeded. Events are
 // published only after the commit is durable, and never for a failed call.
+// On a store that carries events between hosts (session.Notifier) fn is
+// called instead on the engine's listening goroutine with the events of
+// every host's commits, each session's in generation order, a moment after
+// the operation returned.
 func (e *Engine) Subscribe(fn func(api.Event)) (cancel func()) {
 	b := &e.events
 	b.mu.Lock()

@@ -475,11 +475,12 @@ func (e *Engine) Import(ctx context.Context, doc []byte) (api.ImportResult, erro
 			}
 		}
 	}
-	res, err := e.store.Commit(ctx, sid, c, session.CommitOptions{MustNotExist: true, Normalized: true})
+	events := func(res session.CommitResult) []api.Event { return []api.Event{committedEvent(sid, res.Generation)} }
+	res, err := e.store.Commit(ctx, sid, c, session.CommitOptions{MustNotExist: true, Normalized: true, Notify: e.notifyWith(events)})
 	if err != nil {
 		return api.ImportResult{}, wrapStore("Import", err)
 	}
-	e.events.publish(committedEvent(sid, res.Generation))
+	e.emit(res, events)
 	return api.ImportResult{SessionID: sid, Generation: res.Generation}, nil
 }
 

@@ -33,14 +33,18 @@ func (e *Engine) BeginRun(ctx context.Context, req api.BeginRunRequest) (api.Beg
 	if err != nil {
 		return api.BeginRunResult{}, err
 	}
+	// On a shared store the run is this host's from its first commit.
+	if err := e.leases.acquire(ctx, session.LeaseKeyRun(id), false); err != nil {
+		return api.BeginRunResult{}, wrapStore("BeginRun", err)
+	}
 	now := e.clock()
 	res, _, err := e.updateHead(ctx, sid, func(st *session.State, _ session.Summary) (*session.Change, error) {
 		if findRun(st, id) != nil {
 			return nil, session.Errorf(session.CodeConflict, "run %q already exists in session %q", id, sid)
 		}
 		return &session.Change{UpsertRuns: []session.Run{{RunID: id, Status: session.RunRunning, StartedAt: now}}}, nil
-	}, func(res session.CommitResult) {
-		e.events.publish(committedEvent(sid, res.Generation))
+	}, func(res session.CommitResult) []api.Event {
+		return []api.Event{committedEvent(sid, res.Generation)}
 	})
 	if err != nil {
 		return api.BeginRunResult{}, wrapStore("BeginRun", err)
@@ -109,7 +113,12 @@ func (e *Engine) Checkpoint(ctx context.Context, req api.CheckpointRequest) (api
 	if err := normalize(&tmpl); err != nil {
 		return api.CheckpointResult{}, err
 	}
-	res, _, err := e.withRun(ctx, req.RunID, req.SessionID, func(st *session.State, run *session.Run) (*session.Change, error) {
+	key := session.LeaseKeyRun(req.RunID)
+	f, err := e.leases.fence(ctx, key)
+	if err != nil {
+		return api.CheckpointResult{}, wrapStore("Checkpoint", err)
+	}
+	res, _, err := e.withRun(withFence(ctx, f), req.RunID, req.SessionID, func(st *session.State, run *session.Run) (*session.Change, error) {
 		if next, head := successor(st, run); next != nil {
 			return nil, supersededError("checkpoint", run, next, head)
 		}
@@ -135,12 +144,13 @@ func (e *Engine) Checkpoint(ctx context.Context, req api.CheckpointRequest) (api
 		r.Usage, r.ToolCallsCount = req.Usage, req.ToolCallsCount
 		c.UpsertRuns = []session.Run{r}
 		return &c, nil
-	}, func(sid string, res session.CommitResult) {
-		e.events.publish(committedEvent(sid, res.Generation), api.NewEvent(api.EventRunCheckpointed, api.RunCheckpointedData{
+	}, func(sid string, res session.CommitResult) []api.Event {
+		return []api.Event{committedEvent(sid, res.Generation), api.NewEvent(api.EventRunCheckpointed, api.RunCheckpointedData{
 			SessionID: sid, RunID: req.RunID, Turn: req.Turn, Generation: res.Generation,
-		}))
+		})}
 	})
 	if err != nil {
+		e.leases.forget(key, err)
 		return api.CheckpointResult{}, wrapStore("Checkpoint", err)
 	}
 	return api.CheckpointResult{Generation: res.Generation, MessageCount: res.MessageCount}, nil
@@ -173,7 +183,12 @@ func (e *Engine) CompleteRun(ctx context.Context, req api.CompleteRunRequest) (a
 	}
 	now := e.clock()
 	var gen uint64
-	res, committed, err := e.withRun(ctx, req.RunID, req.SessionID, func(st *session.State, run *session.Run) (*session.Change, error) {
+	key := session.LeaseKeyRun(req.RunID)
+	f, err := e.leases.fence(ctx, key)
+	if err != nil {
+		return api.CompleteRunResult{}, wrapStore("CompleteRun", err)
+	}
+	res, committed, err := e.withRun(withFence(ctx, f), req.RunID, req.SessionID, func(st *session.State, run *session.Run) (*session.Change, error) {
 		if next, head := successor(st, run); next != nil {
 			return nil, supersededError("completeRun", run, next, head)
 		}
@@ -205,17 +220,21 @@ func (e *Engine) CompleteRun(ctx context.Context, req api.CompleteRunRequest) (a
 		}
 		c.UpsertRuns = []session.Run{r}
 		return c, nil
-	}, func(sid string, res session.CommitResult) {
-		e.events.publish(committedEvent(sid, res.Generation), api.NewEvent(api.EventRunCompleted, api.RunCompletedData{
+	}, func(sid string, res session.CommitResult) []api.Event {
+		return []api.Event{committedEvent(sid, res.Generation), api.NewEvent(api.EventRunCompleted, api.RunCompletedData{
 			SessionID: sid, RunID: req.RunID, Status: req.Status, Generation: res.Generation,
-		}))
+		})}
 	})
 	if err != nil {
+		e.leases.forget(key, err)
 		return api.CompleteRunResult{}, wrapStore("CompleteRun", err)
 	}
 	if committed {
 		gen = res.Generation
 	}
+	// The run is over, or given up: another host may resume an
+	// interrupted run without a takeover.
+	e.leases.release(ctx, key)
 	return api.CompleteRunResult{Generation: gen}, nil
 }
 
@@ -287,10 +306,24 @@ func (e *Engine) ResumeRun(ctx context.Context, req api.ResumeRunRequest) (*api.
 		}
 	}
 
+	// On a shared store, take the resumed run's lease first: from a host
+	// whose lease expired, or from any host when the caller says it is
+	// gone. Its token goes up, so that host's later writes are refused; the
+	// resume's own commit is fenced by it, so of two hosts taking the run
+	// over at once only the later holder's resume lands.
+	oldKey := session.LeaseKeyRun(req.RunID)
+	if err := e.leases.acquire(ctx, oldKey, req.Takeover); err != nil {
+		return nil, wrapStore("ResumeRun", err)
+	}
+	f, err := e.leases.fence(ctx, oldKey)
+	if err != nil {
+		return nil, wrapStore("ResumeRun", err)
+	}
+	fctx := withFence(ctx, f)
 	now := e.clock()
 	var out *api.ResumeRunResult
 	var boundary *session.ManifestRef
-	_, _, err := e.updateHead(ctx, sid, func(st *session.State, sum session.Summary) (*session.Change, error) {
+	_, _, err = e.updateHead(fctx, sid, func(st *session.State, sum session.Summary) (*session.Change, error) {
 		out = nil
 		run := findRun(st, req.RunID)
 		if run == nil {
@@ -367,12 +400,16 @@ func (e *Engine) ResumeRun(ctx context.Context, req api.ResumeRunRequest) (*api.
 			ToolCallsCount: cp.ToolCallsCount,
 		})
 		return &session.Change{UpsertRuns: runs}, nil
-	}, func(res session.CommitResult) {
-		e.events.publish(committedEvent(sid, res.Generation), api.NewEvent(api.EventRunResumed, api.RunResumedData{
+	}, func(res session.CommitResult) []api.Event {
+		return []api.Event{committedEvent(sid, res.Generation), api.NewEvent(api.EventRunResumed, api.RunResumedData{
 			SessionID: sid, RunID: newID, ResumedFrom: req.RunID, Generation: res.Generation,
-		}))
+		})}
 	})
 	if err != nil {
+		e.leases.forget(oldKey, err)
+		return nil, wrapStore("ResumeRun", err)
+	}
+	if err := e.leases.acquire(ctx, session.LeaseKeyRun(newID), false); err != nil {
 		return nil, wrapStore("ResumeRun", err)
 	}
 	// The run died (or was abandoned) after its last checkpoint: whatever
@@ -404,7 +441,7 @@ var errNotRunningHere = errors.New("engine: run is not running in the guessed se
 // one that does before settling for FindRun's answer.
 func (e *Engine) withRun(ctx context.Context, runID, hint string,
 	build func(st *session.State, run *session.Run) (*session.Change, error),
-	after func(sid string, res session.CommitResult),
+	after func(sid string, res session.CommitResult) []api.Event,
 ) (session.CommitResult, bool, error) {
 	sid, guessed, err := e.locateRun(ctx, runID, hint)
 	if err != nil {
@@ -420,7 +457,7 @@ func (e *Engine) withRun(ctx context.Context, runID, hint string,
 				return nil, errNotRunningHere
 			}
 			return build(st, run)
-		}, func(res session.CommitResult) { after(sid, res) })
+		}, func(res session.CommitResult) []api.Event { return after(sid, res) })
 		if !errors.Is(err, errNotRunningHere) {
 			return res, ok, err
 		}

@@ -70,11 +70,12 @@ func (e *Engine) Save(ctx context.Context, req api.SaveRequest) (api.SaveResult,
 	unlock := e.sessions.lock(sid)
 	defer unlock()
 	e.stamp(ctx, c)
-	res, err := e.store.Commit(ctx, sid, c, session.CommitOptions{ExpectGeneration: req.ExpectGeneration, Normalized: true})
+	events := func(res session.CommitResult) []api.Event { return []api.Event{committedEvent(sid, res.Generation)} }
+	res, err := e.store.Commit(ctx, sid, c, session.CommitOptions{ExpectGeneration: req.ExpectGeneration, Normalized: true, Notify: e.notifyWith(events)})
 	if err != nil {
 		return api.SaveResult{}, wrapStore("Save", err)
 	}
-	e.events.publish(committedEvent(sid, res.Generation))
+	e.emit(res, events)
 	return api.SaveResult{Generation: res.Generation}, nil
 }
 
@@ -114,8 +115,8 @@ func (e *Engine) saveSnapshot(ctx context.Context, sid string, replace *session.
 			}
 		}
 		return c, nil
-	}, func(res session.CommitResult) {
-		e.events.publish(committedEvent(sid, res.Generation))
+	}, func(res session.CommitResult) []api.Event {
+		return []api.Event{committedEvent(sid, res.Generation)}
 	})
 	if err != nil {
 		return api.SaveResult{}, wrapStore("Save", err)
@@ -196,7 +197,7 @@ func (e *Engine) Delete(ctx context.Context, sessionID string) error {
 	if err := e.store.Delete(ctx, sessionID); err != nil {
 		return wrapStore("Delete", err)
 	}
-	e.events.publish(api.NewEvent(api.EventSessionDeleted, api.SessionDeletedData{SessionID: sessionID}))
+	e.publishOut(ctx, api.NewEvent(api.EventSessionDeleted, api.SessionDeletedData{SessionID: sessionID}))
 	return nil
 }
 
@@ -267,7 +268,7 @@ func (e *Engine) Fork(ctx context.Context, req api.ForkRequest) (api.ForkResult,
 		}
 		break
 	}
-	e.events.publish(committedEvent(req.NewID, res.Generation))
+	e.publishOut(ctx, committedEvent(req.NewID, res.Generation))
 	return api.ForkResult{SessionID: req.NewID, Generation: res.Generation}, nil
 }
 

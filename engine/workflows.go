@@ -42,6 +42,11 @@ func (e *Engine) BeginWorkflow(ctx context.Context, req api.BeginWorkflowRequest
 	if err != nil {
 		return api.BeginWorkflowResult{}, err
 	}
+	// On a shared store the host that begins a workflow holds it: from
+	// then on another host's steps are refused (not_owner).
+	if err := e.leases.acquire(ctx, session.LeaseKeyWorkflow(req.WorkflowID), req.Takeover); err != nil {
+		return api.BeginWorkflowResult{}, wrapStore("BeginWorkflow", err)
+	}
 	out := api.BeginWorkflowResult{Completed: []session.StepRecord{}}
 	if w == nil {
 		return out, nil
@@ -94,10 +99,22 @@ func (e *Engine) CompleteStep(ctx context.Context, req api.CompleteStepRequest) 
 		}
 		owner = w.SessionID
 	}
-	if err := e.store.SaveStep(ctx, req.WorkflowID, owner, rec); err != nil {
+	key := session.LeaseKeyWorkflow(req.WorkflowID)
+	f, err := e.leases.fence(ctx, key)
+	if err != nil {
 		return wrapStore("CompleteStep", err)
 	}
-	e.events.publish(api.NewEvent(api.EventWorkflowStepCompleted, api.WorkflowStepCompletedData{
+	if f != nil {
+		// The lease is checked in the step's own transaction.
+		err = e.leases.leaser.SaveStepFenced(ctx, req.WorkflowID, owner, rec, *f)
+	} else {
+		err = e.store.SaveStep(ctx, req.WorkflowID, owner, rec)
+	}
+	if err != nil {
+		e.leases.forget(key, err)
+		return wrapStore("CompleteStep", err)
+	}
+	e.publishOut(ctx, api.NewEvent(api.EventWorkflowStepCompleted, api.WorkflowStepCompletedData{
 		WorkflowID: req.WorkflowID, StepID: req.StepID,
 	}))
 	return nil
@@ -118,6 +135,7 @@ func (e *Engine) FinishWorkflow(ctx context.Context, workflowID string) error {
 	if err := e.store.DeleteWorkflow(ctx, workflowID); err != nil {
 		return wrapStore("FinishWorkflow", err)
 	}
+	e.leases.release(ctx, session.LeaseKeyWorkflow(workflowID))
 	return nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/session"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // step is one change as a commit row keeps it. RestoreCheckpoints is not
@@ -40,22 +42,61 @@ func quote(id string) string { return `"` + id + `"` }
 // commit applies changes, in order, as one new generation.
 func (s *Store) commit(ctx context.Context, id string, changes []*session.Change, opts session.CommitOptions, op string) (session.CommitResult, error) {
 	cas := opts.ExpectGeneration != nil || opts.MustNotExist
+	cached, useCache := s.heads.get(id)
 	for {
 		token := make([]byte, 16)
 		rand.Read(token)
 		var res session.CommitResult
 		var gen uint64
 		committing := false
-		tx, err := s.pool.Begin(ctx)
+		conn, err := s.pool.Acquire(ctx)
 		if err != nil {
 			return res, mapErr(err, "%s", op)
 		}
-		res, gen, err = s.apply(ctx, tx, id, changes, opts, token)
+		var final *pgx.Batch
+		var next sessionRow
+		fromCache := useCache
+		if fromCache {
+			// One round trip: BEGIN, the fence, the guarded move of the
+			// session row from the cached generation, the rest, COMMIT.
+			res, gen, final, next, err = s.build(id, changes, opts, token, cached)
+			if err == nil {
+				final.QueuedQueries = append(beginFenced(opts.Fence).QueuedQueries, final.QueuedQueries...)
+			}
+		} else {
+			res, gen, final, next, err = s.apply(ctx, conn, id, changes, opts, token)
+		}
 		if err == nil {
 			committing = true
-			err = tx.Commit(ctx)
+			err = conn.SendBatch(ctx, final).Close()
 		}
-		tx.Rollback(context.Background())
+		if err != nil && !conn.Conn().IsClosed() {
+			// Whatever failed, the transaction may still be open (or
+			// aborted): end it so the connection goes back clean. The
+			// pool closes a connection that is not idle anyway.
+			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			conn.Exec(rctx, "ROLLBACK")
+			cancel()
+		}
+		conn.Release()
+		if err == nil {
+			s.heads.put(id, next)
+			return res, nil
+		}
+		s.heads.drop(id)
+		if fromCache && (isLostRace(err) || session.CodeOf(err) != session.CodeInternal) {
+			// The cached row may be stale (another writer moved the
+			// session, or the checks failed against an old head): read
+			// the row and decide again, without counting a lost race.
+			if !unreachable(err) {
+				useCache = false
+				continue
+			}
+		}
+		useCache = false
+		if isLostRace(err) {
+			err = errLostRace
+		}
 		switch {
 		case err == nil:
 			return res, nil
@@ -114,21 +155,36 @@ func stripData(list []session.Artifact) []session.Artifact {
 	return out
 }
 
-func (s *Store) putBlobs(ctx context.Context, tx pgx.Tx, list []session.Artifact) error {
+// putBlobs queues the chunks of list's artifact bytes on batch.
+func putBlobs(batch *pgx.Batch, list []session.Artifact) {
 	for _, a := range list {
 		if len(a.Data) == 0 || a.SHA256 == "" {
 			continue
 		}
-		batch := &pgx.Batch{}
 		for n := 0; n*ChunkSize < len(a.Data); n++ {
 			chunk := a.Data[n*ChunkSize : min((n+1)*ChunkSize, len(a.Data))]
 			batch.Queue("INSERT INTO blobs (sha256, n, data) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", a.SHA256, n, chunk)
 		}
-		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-			return err
-		}
 	}
-	return nil
+}
+
+// beginFenced starts a batch that opens the transaction and, under a
+// fence, renews the lease or aborts with the guard's division by zero
+// (the caller then reads the lease to say who holds it).
+func beginFenced(f *session.Fence) *pgx.Batch {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	if f != nil {
+		b.Queue("WITH u AS ("+fenceSQL+" RETURNING 1) SELECT 1 / count(*) FROM u", fenceArgs(f)...)
+	}
+	return b
+}
+
+// isLostRace reports the guard of the final batch (1/0 when the session
+// row did not move) firing.
+func isLostRace(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "22012"
 }
 
 func valuesBytes(vs []session.Value) [][]byte {
@@ -139,22 +195,69 @@ func valuesBytes(vs []session.Value) [][]byte {
 	return out
 }
 
-// apply writes the commit inside tx and returns its result and generation.
-func (s *Store) apply(ctx context.Context, tx pgx.Tx, id string, changes []*session.Change, opts session.CommitOptions, token []byte) (session.CommitResult, uint64, error) {
+// apply opens the commit's transaction on conn and reads the session's
+// row, in one round trip, and returns the commit's result and generation
+// and the batch that writes it and commits, the second and last round
+// trip. The row is read FOR UPDATE, so writers of one session queue on it
+// rather than race.
+func (s *Store) apply(ctx context.Context, conn *pgxpool.Conn, id string, changes []*session.Change, opts session.CommitOptions, token []byte) (session.CommitResult, uint64, *pgx.Batch, sessionRow, error) {
 	var res session.CommitResult
 	var cur, msgs, traces int64
 	var head []byte
-	err := tx.QueryRow(ctx, "SELECT generation, head, message_count, trace_count FROM sessions WHERE id = $1", id).Scan(&cur, &head, &msgs, &traces)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return res, 0, err
+	first := &pgx.Batch{}
+	first.Queue("BEGIN")
+	// The lease, first: its row lock orders this commit against a
+	// takeover, and a fence that fails writes nothing.
+	if opts.Fence != nil {
+		first.Queue(fenceSQL, fenceArgs(opts.Fence)...)
 	}
+	first.Queue("SELECT generation, head, message_count, trace_count FROM sessions WHERE id = $1 FOR UPDATE", id)
+	br := conn.SendBatch(ctx, first)
+	_, err := br.Exec()
+	fenced := true
+	if err == nil && opts.Fence != nil {
+		var ct pgconn.CommandTag
+		ct, err = br.Exec()
+		fenced = ct.RowsAffected() == 1
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(&cur, &head, &msgs, &traces)
+	}
+	if cerr := br.Close(); err == nil || errors.Is(err, pgx.ErrNoRows) {
+		if cerr != nil {
+			err = cerr
+		}
+	}
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return res, 0, nil, sessionRow{}, err
+	}
+	if !fenced {
+		return res, 0, nil, sessionRow{}, fenceRefused(ctx, conn, opts.Fence)
+	}
+	return s.build(id, changes, opts, token, sessionRow{gen: cur, head: head, msgs: msgs, traces: traces})
+}
+
+// sessionRow is a session's row as a commit reads it (or as this store last
+// wrote it).
+type sessionRow struct {
+	gen, msgs, traces int64
+	head              []byte
+}
+
+// build makes the batch that writes the commit on top of row and commits:
+// first the guarded move of the session row, then the rest, then COMMIT.
+// It also returns the new head, for the cache.
+func (s *Store) build(id string, changes []*session.Change, opts session.CommitOptions, token []byte, row sessionRow) (session.CommitResult, uint64, *pgx.Batch, sessionRow, error) {
+	var res session.CommitResult
+	cur, head, msgs, traces := row.gen, row.head, row.msgs, row.traces
+	var err error
 	if err := session.CheckExpect(id, uint64(cur), opts); err != nil {
-		return res, 0, err
+		return res, 0, nil, sessionRow{}, err
 	}
 	st := &session.State{}
 	if cur > 0 {
 		if st, err = decodeHead(head); err != nil {
-			return res, 0, err
+			return res, 0, nil, sessionRow{}, err
 		}
 		has := func(a string) bool {
 			for _, x := range st.Snapshot.Artifacts {
@@ -165,7 +268,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, id string, changes []*sess
 			return false
 		}
 		if err := session.CheckEdits(id, changes[0], msgs, has); err != nil {
-			return res, 0, err
+			return res, 0, nil, sessionRow{}, err
 		}
 	}
 	gen := uint64(cur) + 1
@@ -176,16 +279,10 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, id string, changes []*sess
 	batch := &pgx.Batch{}
 	for _, c := range changes {
 		if c.Replace != nil {
-			if err := s.putBlobs(ctx, tx, c.Replace.Artifacts); err != nil {
-				return res, 0, err
-			}
+			putBlobs(batch, c.Replace.Artifacts)
 		}
-		if err := s.putBlobs(ctx, tx, c.AppendArtifacts); err != nil {
-			return res, 0, err
-		}
-		if err := s.putBlobs(ctx, tx, c.PutArtifacts); err != nil {
-			return res, 0, err
-		}
+		putBlobs(batch, c.AppendArtifacts)
+		putBlobs(batch, c.PutArtifacts)
 		sc := *c // what Apply sees: no messages, traces or artifact bytes
 		sc.AppendMessages, sc.AppendTraces, sc.TruncateMessages = nil, nil, nil
 		sc.AppendArtifacts, sc.PutArtifacts = stripData(c.AppendArtifacts), stripData(c.PutArtifacts)
@@ -220,7 +317,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, id string, changes []*sess
 			for i, t := range appendTraces {
 				b, err := encode(t)
 				if err != nil {
-					return res, 0, err
+					return res, 0, nil, sessionRow{}, err
 				}
 				runs[i], datas[i] = t.RunID, b
 			}
@@ -261,7 +358,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, id string, changes []*sess
 		for _, run := range recorded {
 			b, err := encode(st.Checkpoints[run])
 			if err != nil {
-				return res, 0, err
+				return res, 0, nil, sessionRow{}, err
 			}
 			batch.Queue(`INSERT INTO checkpoints (session_id, run_id, data) VALUES ($1, $2, $3)
 				ON CONFLICT (session_id, run_id) DO UPDATE SET data = excluded.data`, id, run, b)
@@ -272,38 +369,41 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, id string, changes []*sess
 	}
 	headB, err := encode(st)
 	if err != nil {
-		return res, 0, err
+		return res, 0, nil, sessionRow{}, err
 	}
 	rec, err := encode(steps)
 	if err != nil {
-		return res, 0, err
+		return res, 0, nil, sessionRow{}, err
 	}
 	// The compare-and-swap: the session row moves from the generation
 	// read above to the next, or this commit lost a race and writes
-	// nothing. It holds across hosts: PostgreSQL re-checks the WHERE
-	// against the row a concurrent commit left.
-	var tag int64
+	// nothing: when no row moves the guard divides by zero, which aborts
+	// the transaction before its COMMIT (isLostRace). The row lock taken
+	// by the read makes that rare (a session two hosts create at once);
+	// the WHERE keeps it true across hosts regardless. It comes first, so
+	// the rest of the batch runs only once the session row is this
+	// commit's.
+	final := &pgx.Batch{}
 	if cur == 0 {
-		ct, err := tx.Exec(ctx, `INSERT INTO sessions (id, generation, head, message_count, trace_count, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`, id, int64(gen), headB, msgs, traces, now)
-		if err != nil {
-			return res, 0, err
-		}
-		tag = ct.RowsAffected()
+		final.Queue(`WITH u AS (INSERT INTO sessions (id, generation, head, message_count, trace_count, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING RETURNING 1) SELECT 1 / count(*) FROM u`,
+			id, int64(gen), headB, msgs, traces, now)
 	} else {
-		ct, err := tx.Exec(ctx, `UPDATE sessions SET generation = $2, head = $3, message_count = $4, trace_count = $5, updated_at = $6
-			WHERE id = $1 AND generation = $7`, id, int64(gen), headB, msgs, traces, now, cur)
-		if err != nil {
-			return res, 0, err
-		}
-		tag = ct.RowsAffected()
+		final.Queue(`WITH u AS (UPDATE sessions SET generation = $2, head = $3, message_count = $4, trace_count = $5, updated_at = $6
+			WHERE id = $1 AND generation = $7 RETURNING 1) SELECT 1 / count(*) FROM u`,
+			id, int64(gen), headB, msgs, traces, now, cur)
 	}
-	if tag != 1 {
-		return res, 0, errLostRace
-	}
+	final.QueuedQueries = append(final.QueuedQueries, batch.QueuedQueries...)
+	batch = final
 	batch.Queue("INSERT INTO commits (session_id, generation, token, committed_at, changes) VALUES ($1, $2, $3, $4, $5)", id, int64(gen), token, now, rec)
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-		return res, 0, err
+	if opts.Notify != nil {
+		// Sent on COMMIT, and only if it commits: listeners get the
+		// commits' payloads in the order the commits landed.
+		if p := opts.Notify(gen); p != "" {
+			batch.Queue("SELECT pg_notify($1, $2)", Channel, p)
+		}
 	}
-	return session.CommitResult{Generation: gen, MessageCount: msgs, BytesWritten: int64(len(headB) + len(rec))}, gen, nil
+	batch.Queue("COMMIT")
+	return session.CommitResult{Generation: gen, MessageCount: msgs, BytesWritten: int64(len(headB) + len(rec))}, gen, batch,
+		sessionRow{gen: int64(gen), msgs: msgs, traces: traces, head: headB}, nil
 }

@@ -1,7 +1,10 @@
 // Package pgstore is a session.Store on PostgreSQL, so hosts that share one
 // database share their sessions, loop checkpoints and workflow checkpoints.
 //
-// Every commit is one transaction. It appends a row to commits (the
+// Every commit is one transaction, sent as one pipelined batch after
+// reading the session's row FOR UPDATE, or as a single batch when the
+// store committed the session last and its cached row still holds (see
+// headCache). It appends a row to commits (the
 // generation's changes, replayed by Load) and updates the session's row with
 // UPDATE ... WHERE generation = <the generation it read>, under a row lock,
 // so the compare-and-swap of CommitOptions.ExpectGeneration holds across
@@ -25,6 +28,14 @@
 // unavailable and may or may not have landed: a caller that needs to know
 // reads the session's generation.
 //
-// Not yet here: leases and fencing of runs across hosts (not_owner), and
-// events across hosts (LISTEN/NOTIFY).
+// Store is a session.Leaser: leases on runs and workflows live in the
+// leases table and expire by the server's clock, and each change of holder
+// raises the lease's fencing token. A commit or step fenced by
+// CommitOptions.Fence checks holder and token with an UPDATE that also
+// renews the lease, first thing in its own transaction, and writes nothing
+// (not_owner) when they no longer match.
+//
+// Store is a session.Notifier too: a commit with CommitOptions.Notify sends
+// its events with pg_notify on Channel inside its own transaction, so
+// every host's Listen gets them only if it commits, in commit order.
 package pgstore

@@ -26,7 +26,7 @@ import (
 var migrations embed.FS
 
 // SchemaVersion is the newest database schema this build knows.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // ChunkSize is the largest piece of an artifact's bytes one row holds.
 const ChunkSize = 1 << 20
@@ -45,6 +45,8 @@ type Store struct {
 	pool *pgxpool.Pool
 	dsn  string // as given to Open
 	url  string // without the password, for messages
+
+	heads headCache
 }
 
 var (

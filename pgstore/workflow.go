@@ -14,6 +14,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := session.ValidateID("session", id); err != nil {
 		return err
 	}
+	s.heads.drop(id)
 	return s.tx(ctx, "pgstore.Delete "+quote(id), func(tx pgx.Tx) error {
 		ct, err := tx.Exec(ctx, "DELETE FROM sessions WHERE id = $1", id)
 		if err != nil {
@@ -121,10 +122,22 @@ func (s *Store) Workflows(ctx context.Context, sessionID string) ([]*session.Wor
 // SaveStep records a completed step in one transaction, under the
 // workflow row's lock, so steps saved at once from several hosts all stay.
 func (s *Store) SaveStep(ctx context.Context, wid, sessionID string, st session.StepRecord) error {
+	return s.saveStep(ctx, wid, sessionID, st, nil)
+}
+
+// SaveStepFenced is SaveStep under f, checked in the same transaction.
+func (s *Store) SaveStepFenced(ctx context.Context, wid, sessionID string, st session.StepRecord, f session.Fence) error {
+	return s.saveStep(ctx, wid, sessionID, st, &f)
+}
+
+func (s *Store) saveStep(ctx context.Context, wid, sessionID string, st session.StepRecord, f *session.Fence) error {
 	if err := session.NormalizeStep(wid, &st); err != nil {
 		return err
 	}
 	return s.tx(ctx, "pgstore.SaveStep "+quote(wid), func(tx pgx.Tx) error {
+		if err := fence(ctx, tx, f); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, "INSERT INTO workflows (id, session_id, data) VALUES ($1, $2, '') ON CONFLICT (id) DO NOTHING", wid, sessionID); err != nil {
 			return err
 		}

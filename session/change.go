@@ -70,6 +70,17 @@ type CommitOptions struct {
 	// stamps the workspace manifest): the store does not normalise it
 	// again, which on a whole snapshot would scan every value twice.
 	Normalized bool
+	// Fence, when non-nil, makes the commit conditional on a lease (see
+	// Leaser): a store that implements Leaser checks, in the commit's own
+	// transaction, that Fence.Holder still holds Fence.Key with
+	// Fence.Token, renews it, and otherwise fails with ErrNotOwner and
+	// writes nothing. Stores without leases ignore it.
+	Fence *Fence
+	// Notify, when non-nil, is called by a store that implements Notifier
+	// inside the commit's transaction with the generation it commits; the
+	// payload it returns (none when empty) reaches every listener once the
+	// commit is durable, in commit order. Other stores ignore it.
+	Notify func(generation uint64) string
 }
 
 // Expect returns a pointer to g, for CommitOptions.ExpectGeneration.

@@ -57,6 +57,8 @@ export interface ConnectOptions {
   autoStart?: boolean;
   /** Extra arguments for a daemon this call starts, e.g. ["--idle-timeout=30s"]. */
   daemonArgs?: string[];
+  /** A postgres:// URL: keep the sessions in that PostgreSQL database, shared with every host using it. */
+  store?: string;
 }
 
 /** An artifact as save takes it: its data may be bytes, sent as base64. */
@@ -213,7 +215,7 @@ export class Client {
     status: 'completed' | 'failed' | 'interrupted',
     options?: CompleteRunOptions
   ): Promise<CompleteRunResult>;
-  resumeRun(runId: string, options?: { sessionId?: string; newRunId?: string }): Promise<ResumeRunResult>;
+  resumeRun(runId: string, options?: { sessionId?: string; newRunId?: string; takeover?: boolean }): Promise<ResumeRunResult>;
   /**
    * Starts a run for a host's own loop: run.turn() checkpoints each finished
    * tool turn, run.complete() ends it. resume: true picks up the session's

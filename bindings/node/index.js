@@ -301,7 +301,7 @@ function invoke(client, method, req) {
 
 // ----------------------------------------------------------------- client
 
-const CONNECT_OPTIONS = ['workspace', 'embedded', 'daemon', 'autoStart', 'daemonArgs'];
+const CONNECT_OPTIONS = ['workspace', 'embedded', 'daemon', 'autoStart', 'daemonArgs', 'store'];
 
 function jsonOrUndefined(o) {
   return o === undefined ? undefined : JSON.stringify(o);
@@ -530,10 +530,11 @@ class Client {
     return runHelper.withRun(this, sessionId, only(options || {}, ['resume', 'runId'], 'withRun'), fn);
   }
 
-  resumeRun(runId, { sessionId, newRunId } = {}) {
+  resumeRun(runId, { sessionId, newRunId, takeover } = {}) {
     const p = { run_id: need(runId, 'runId') };
     if (sessionId) p.session_id = sessionId;
     if (newRunId) p.new_run_id = newRunId;
+    if (takeover) p.takeover = true;
     return this._call('resumeRun', p);
   }
 
@@ -834,7 +835,7 @@ class Subscription {
 async function connect(options = {}) {
   const n = load();
   const o = {};
-  const { workspace, embedded, daemon, autoStart, daemonArgs } = options;
+  const { workspace, embedded, daemon, autoStart, daemonArgs, store } = options;
   for (const k of Object.keys(options)) {
     if (!CONNECT_OPTIONS.includes(k)) {
       throw makeError('invalid_argument', `connect: unknown option ${JSON.stringify(k)}`);
@@ -845,6 +846,7 @@ async function connect(options = {}) {
   if (daemon !== undefined) o.daemon = daemon;
   if (autoStart !== undefined) o.auto_start = !!autoStart;
   if (daemonArgs !== undefined) o.daemon_args = daemonArgs;
+  if (store !== undefined) o.store = store;
   // The completion pipe every call of every client answers on (once per
   // process), before the handle opens, so that a failure leaks no handle.
   ensurePipe(n);

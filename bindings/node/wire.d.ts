@@ -50,6 +50,7 @@ export interface BeginRunResult {
 export interface BeginWorkflowRequest {
   session_id?: string;
   steps: StepSpec[];
+  takeover?: boolean;
   workflow_id: string;
 }
 
@@ -464,6 +465,7 @@ export interface ResumeRunRequest {
   new_run_id?: string;
   run_id: string;
   session_id?: string;
+  takeover?: boolean;
 }
 
 export interface ResumeRunResult {

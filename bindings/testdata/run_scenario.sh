@@ -11,7 +11,10 @@
 #      steps Python completed in A are skipped) and reports the runs.
 # Stages 2 and 3 print canonical JSON, compared byte for byte with
 # expected_node.json and expected_rust.json (made by gen_expected.py without
-# cairn). Needs build/libcairn.so, build/cairnd, the Python and Node.js
+# cairn). With CAIRN_STORE set (run_scenario_pg.sh) the three stages share
+# that PostgreSQL database instead: workspace A's daemon is stopped cleanly
+# after Python is killed (releasing its leases), and Node.js finds the
+# session already there rather than importing it. Needs build/libcairn.so, build/cairnd, the Python and Node.js
 # bindings (npm ci done) and cargo.
 set -euo pipefail
 
@@ -50,6 +53,12 @@ grep -q '^READY$' "$out/python.out" || { echo "python stage never got ready" >&2
 daemon_pid="$(sed -n 's/^daemon_pid=//p' "$out/python.out")"
 { kill -9 "$py_pid" && wait "$py_pid"; } 2>/dev/null || true # bash would report "Killed"
 py_pid=""
+if [ -n "${CAIRN_STORE:-}" ]; then
+	# Host A goes away cleanly, giving up its run's and workflow's leases.
+	kill -TERM "$daemon_pid"
+	for _ in $(seq 100); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
+	daemon_pid=""
+fi
 
 # 2. Node.js.
 node "$here/stages/node_stage.js" "$ws2" "$cairnd" "$here/scenario.json" "$out/export.json" > "$out/node.json"

@@ -29,9 +29,20 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// T is what a Server needs of its owner: a *testing.T or *testing.B, or a
+// program's stand-in (see pgserve).
+type T interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+	Cleanup(func())
+}
+
+var _ T = testing.TB(nil)
+
 // Server is a running PostgreSQL server owned by one test.
 type Server struct {
-	t      testing.TB
+	t      T
 	bin    string // folder holding initdb, pg_ctl and postgres
 	dir    string // the temp folder: data/ and the socket
 	port   int
@@ -80,7 +91,7 @@ func hasAll(dir string) bool {
 
 // Start initialises a database cluster in a new temp folder and starts a
 // server on it; t.Cleanup stops it and removes the folder.
-func Start(t testing.TB) *Server {
+func Start(t T) *Server {
 	t.Helper()
 	bin, err := BinDir()
 	if err != nil {
@@ -145,7 +156,7 @@ func (s *Server) command(name string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-func freePort(t testing.TB) int {
+func freePort(t T) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)

@@ -410,6 +410,7 @@ async def connect(
     auto_start: bool = True,
     *,
     max_threads: int = MAX_THREADS,
+    store: Optional[str] = None,
 ) -> AsyncClient:
     """As :func:`cairn.connect` (without ``workspace``: the one found from the
     current directory), without blocking the loop (a daemon start can take a
@@ -418,7 +419,7 @@ async def connect(
     loop = asyncio.get_running_loop()
     try:
         c = await loop.run_in_executor(
-            pool, functools.partial(_sync.connect, workspace, embedded, daemon, daemon_args, auto_start)
+            pool, functools.partial(_sync.connect, workspace, embedded, daemon, daemon_args, auto_start, store=store)
         )
     except BaseException:
         pool.shutdown(wait=False)

@@ -558,10 +558,12 @@ class Client:
         return self._call(b"completeRun", req)  # type: ignore[no-any-return]
 
     def resume_run(
-        self, run_id: str, session_id: Optional[str] = None, new_run_id: Optional[str] = None
+        self, run_id: str, session_id: Optional[str] = None, new_run_id: Optional[str] = None,
+        takeover: bool = False,
     ) -> ResumeRunResult:
-        """Resumes a run from its latest loop checkpoint as a new run."""
-        req = _params({"run_id": run_id}, session_id=session_id, new_run_id=new_run_id)
+        """Resumes a run from its latest loop checkpoint as a new run (takeover: on a
+        shared store, take the run from a host that still holds it, because it is gone)."""
+        req = _params({"run_id": run_id}, session_id=session_id, new_run_id=new_run_id, takeover=takeover or None)
         return self._call(b"resumeRun", req)  # type: ignore[no-any-return]
 
     # -- workflows --------------------------------------------------------
@@ -769,6 +771,7 @@ def connect(
     daemon: Optional[PathLike] = None,
     daemon_args: Optional[Sequence[str]] = None,
     auto_start: bool = True,
+    store: Optional[str] = None,
 ) -> Client:
     """Opens a client on ``workspace``.
 
@@ -786,6 +789,8 @@ def connect(
     once. ``embedded=True`` runs the engine in this
     process and takes the workspace's store lock
     (:class:`~cairn.LockedError` when a daemon or another process holds it).
+    ``store``, a ``postgres://`` URL, keeps the sessions in that PostgreSQL
+    database, shared with every host that uses it.
     """
     lib = _lib.load()
     opts: Dict[str, Any] = {}
@@ -803,6 +808,8 @@ def connect(
         opts["daemon_args"] = [str(a) for a in daemon_args]
     if not auto_start:
         opts["auto_start"] = False
+    if store:
+        opts["store"] = store
     h = ctypes.c_uint64()
     e = _c_void_p()
     rc = lib.cairn_open(_dumps(opts), _byref(h), _byref(e))

@@ -921,6 +921,7 @@ class _ResumeRunRequestBase(TypedDict):
 class ResumeRunRequest(_ResumeRunRequestBase, total=False):
     session_id: str
     new_run_id: str
+    takeover: bool
 
 
 class _ResumeRunResultBase(TypedDict):
@@ -951,6 +952,7 @@ class _BeginWorkflowRequestBase(TypedDict):
 
 class BeginWorkflowRequest(_BeginWorkflowRequestBase, total=False):
     session_id: str
+    takeover: bool
 
 
 class BeginWorkflowResult(TypedDict):

@@ -42,6 +42,10 @@ pub struct Options {
     /// false: fail with `unavailable` instead of starting a daemon
     /// (default true).
     pub auto_start: bool,
+    /// A `postgres://` URL: keep the sessions in that PostgreSQL database,
+    /// shared with every host using it (cairn_open's `store`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
 }
 
 impl Default for Options {
@@ -52,6 +56,7 @@ impl Default for Options {
             daemon: None,
             daemon_args: Vec::new(),
             auto_start: true,
+            store: None,
         }
     }
 }
@@ -84,6 +89,12 @@ impl Options {
         S: Into<String>,
     {
         self.daemon_args = args.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Keeps the sessions in the PostgreSQL database at `url`.
+    pub fn store(mut self, url: impl Into<String>) -> Options {
+        self.store = Some(url.into());
         self
     }
 
@@ -444,6 +455,7 @@ impl Client {
                 run_id: run_id.into(),
                 session_id: session_id.map(Into::into),
                 new_run_id: new_run_id.map(Into::into),
+                takeover: false,
             },
         )
     }
@@ -463,6 +475,7 @@ impl Client {
                 workflow_id: workflow_id.into(),
                 session_id: session_id.map(Into::into),
                 steps: steps.into(),
+                takeover: false,
             },
         )?;
         Ok(r.completed)

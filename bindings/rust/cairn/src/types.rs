@@ -1039,6 +1039,9 @@ pub struct ResumeRunRequest<'a> {
     pub session_id: Option<Cow<'a, str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_run_id: Option<Cow<'a, str>>,
+    /// On a shared store: take the run from a host that still holds its lease.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub takeover: bool,
 }
 
 /// The params of `begin_workflow`.
@@ -1049,6 +1052,9 @@ pub struct BeginWorkflowRequest<'a> {
     pub session_id: Option<Cow<'a, str>>,
     #[serde(default, deserialize_with = "nullable")]
     pub steps: Cow<'a, [StepSpec]>,
+    /// On a shared store: take the workflow from a host that still holds it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub takeover: bool,
 }
 
 /// The result of `begin_workflow`: the steps already completed.

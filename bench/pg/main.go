@@ -1,0 +1,204 @@
+// Command pg measures the PostgreSQL store on one real server (from the
+// machine's binaries, fsync and synchronous_commit on), in one run:
+//
+//   - the floor: a raw single-row INSERT, autocommitted, of a message-sized
+//     row, from 1 and from 32 clients;
+//   - pgstore's commit of one appended message, called in process (1
+//     client), and through two cairnd processes serving the same database
+//     (1 client, and 32 clients split over the two daemons);
+//   - the tail read (the last 20 messages) through a daemon at 100, 10,000
+//     and 100,000 messages.
+//
+// It prints a Markdown table of medians, p99s and throughputs.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/pgtest"
+	"github.com/cairn-dev/cairn/pgstore"
+	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/session"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+var ctx = context.Background()
+
+func main() {
+	n := flag.Int("n", 1000, "commits per latency sample set")
+	per := flag.Int("per-client", 100, "commits per client in the 32-client runs")
+	cairnd := flag.String("cairnd", "build/cairnd", "the cairnd to start")
+	noTrack := flag.Bool("no-track-files", false, "start the daemons with --no-track-files")
+	flag.Parse()
+	owner := &pgtest.Program{}
+	defer owner.Close()
+	srv := pgtest.Start(owner)
+	url := srv.CreateDB("bench")
+	msg := []byte(`{"role":"assistant","content":"` + strings.Repeat("x", 180) + `"}`)
+
+	pool, err := pgxpool.New(ctx, url+"&pool_max_conns=40")
+	check(err)
+	defer pool.Close()
+	_, err = pool.Exec(ctx, "CREATE TABLE floor (id bigserial PRIMARY KEY, session text NOT NULL, data bytea NOT NULL)")
+	check(err)
+	var rows []string
+	add := func(name string, lat []time.Duration, wall time.Duration) {
+		rows = append(rows, row(name, lat, wall))
+	}
+
+	insert := func(c int) error {
+		_, err := pool.Exec(ctx, "INSERT INTO floor (session, data) VALUES ($1, $2)", fmt.Sprint("s", c), msg)
+		return err
+	}
+	lat, wall := run(1, *n, insert)
+	add("raw INSERT + COMMIT (floor), 1 client", lat, wall)
+
+	st, err := pgstore.Open(ctx, url, pgstore.Options{})
+	check(err)
+	commit := func(c int) error {
+		_, err := st.Commit(ctx, fmt.Sprint("direct", c), &session.Change{AppendMessages: []session.Value{msg}}, session.CommitOptions{})
+		return err
+	}
+	lat, wall = run(1, *n, commit)
+	add("pgstore.Commit in process, 1 client", lat, wall)
+
+	// Two daemons (two workspaces) on the database.
+	var socks [2]string
+	for i := range socks {
+		socks[i] = startDaemon(owner, *cairnd, url, *noTrack)
+	}
+	dial := func(i int) *protocol.Client {
+		c, err := protocol.Dial(ctx, socks[i%2], nil)
+		check(err)
+		return c
+	}
+	c0 := dial(0)
+	save := func(c *protocol.Client, sid string) error {
+		_, err := c.Save(ctx, api.SaveRequest{SessionID: sid, Change: &session.Change{AppendMessages: []session.Value{msg}}})
+		return err
+	}
+	lat, wall = run(1, *n, func(int) error { return save(c0, "d1") })
+	add("save through cairnd, 1 client", lat, wall)
+
+	clients := make([]*protocol.Client, 32)
+	for i := range clients {
+		clients[i] = dial(i)
+	}
+	lat, wall = run(32, *per, func(i int) error { return insert(i) })
+	add("raw INSERT + COMMIT (floor), 32 clients", lat, wall)
+	lat, wall = run(32, *per, commit)
+	add("pgstore.Commit in process, 32 clients (own sessions)", lat, wall)
+	lat, wall = run(32, *per, func(i int) error { return save(clients[i], fmt.Sprint("d32-", i)) })
+	add("save through two cairnd, 32 clients (own sessions)", lat, wall)
+
+	// Tail reads as the session grows, in batches of 1,000 messages.
+	var tails []string
+	grown := 0
+	batch := make([]session.Value, 1000)
+	for i := range batch {
+		batch[i] = msg
+	}
+	for _, size := range []int{100, 10000, 100000} {
+		for grown < size {
+			k := min(len(batch), size-grown)
+			_, err := c0.Save(ctx, api.SaveRequest{SessionID: "tail", Change: &session.Change{AppendMessages: batch[:k]}})
+			check(err)
+			grown += k
+		}
+		lat, wall = run(1, 300, func(int) error {
+			r, err := c0.Messages(ctx, api.MessagesRequest{SessionID: "tail", Tail: 20})
+			if err == nil && len(r.Messages) != 20 {
+				err = fmt.Errorf("tail read %d messages", len(r.Messages))
+			}
+			return err
+		})
+		tails = append(tails, row(fmt.Sprintf("tail read (20) through cairnd at %d messages", size), lat, wall))
+	}
+	fmt.Println("| operation | median | p99 | throughput |")
+	fmt.Println("|---|---|---|---|")
+	for _, r := range append(rows, tails...) {
+		fmt.Println(r)
+	}
+}
+
+// run has clients goroutines each do each operations, and returns every
+// operation's latency and the wall time.
+func run(clients, each int, op func(client int) error) ([]time.Duration, time.Duration) {
+	var mu sync.Mutex
+	var all []time.Duration
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lat := make([]time.Duration, 0, each)
+			for range each {
+				t := time.Now()
+				check(op(c))
+				lat = append(lat, time.Since(t))
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return all, time.Since(start)
+}
+
+func row(name string, lat []time.Duration, wall time.Duration) string {
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	q := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+	return fmt.Sprintf("| %s | %s | %s | %.0f/s |", name, us(q(0.5)), us(q(0.99)), float64(len(lat))/wall.Seconds())
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d.Microseconds())) }
+
+func startDaemon(owner *pgtest.Program, cairnd, url string, noTrack bool) string {
+	ws, err := os.MkdirTemp("", "cairn-pgbench-")
+	check(err)
+	args := []string{"--workspace", ws, "--store", url, "--log-level", "warn"}
+	if noTrack {
+		args = append(args, "--no-track-files")
+	}
+	cmd := exec.Command(cairnd, args...)
+	cmd.Stderr = os.Stderr
+	check(cmd.Start())
+	owner.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		os.RemoveAll(ws)
+	})
+	sock, err := protocol.SocketPath(ws)
+	check(err)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := protocol.Dial(ctx, sock, nil)
+		if err == nil {
+			c.Close()
+			return sock
+		}
+		if time.Now().After(deadline) {
+			check(fmt.Errorf("cairnd on %s did not answer: %w", filepath.Base(ws), err))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench/pg:", err)
+		os.Exit(1)
+	}
+}
