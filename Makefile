@@ -7,7 +7,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv venv-adapters test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
 
 all: build
 
@@ -91,7 +91,16 @@ venv:
 	@$(VPYTHON) -c 'import sys' 2>/dev/null || { rm -rf $(VENV) && $(PYTHON) -m venv --system-site-packages $(VENV); }
 	@$(VPYTHON) -c 'import pytest' 2>/dev/null || $(VPYTHON) -m pip install --quiet --disable-pip-version-check 'pytest>=7'
 
-test-python: bins lib venv
+# The framework packages the adapters are tested against (cairn.langgraph,
+# cairn.agents), at the exact versions in constraints-adapters.txt. The
+# stamp makes reruns instant and offline; editing the pins reinstalls.
+ADAPTERS_STAMP := $(VENV)/.adapters-installed
+venv-adapters: venv $(ADAPTERS_STAMP)
+$(ADAPTERS_STAMP): bindings/python/constraints-adapters.txt
+	$(VPYTHON) -m pip install --quiet --disable-pip-version-check -r bindings/python/constraints-adapters.txt
+	@touch $@
+
+test-python: bins lib venv venv-adapters
 	cd bindings/python && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd $(CURDIR)/$(VPYTHON) -m pytest -q -p no:cacheprovider
 
 # The wheel, installed with pip --no-index into a fresh venv in a temp dir,
