@@ -7,7 +7,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv venv-adapters test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv venv-adapters bench-adapters test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean
 
 all: build
 
@@ -160,7 +160,7 @@ test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-install
+bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-install bench-adapters
 
 # Through the installed wheel, in a fresh process with no daemon running:
 # cairn.connect() (auto-starting the wheel's cairnd) to the first
@@ -185,6 +185,12 @@ bench-bindings: bins lib node-deps
 # messages in a workspace of 20,000 files; the fdatasync floor; and
 # cairnd's idle RSS with 2,000 sessions (READS_FLAGS, e.g. --rss-mib 1024).
 READS_FLAGS ?=
+# The framework adapters against SQLite in one script: LangGraph
+# checkpointers, a chat graph's invoke, Agents SDK sessions
+# (bench/adapters/bench.py; figures in bench/adapters/README.md).
+bench-adapters: bins lib venv-adapters
+	CAIRN_LIBRARY=$(CURDIR)/$(BUILD)/libcairn.so CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd $(VPYTHON) bench/adapters/bench.py
+
 bench-reads: bins lib
 	$(PYTHON) bench/reads/reads_bench.py $(READS_FLAGS)
 

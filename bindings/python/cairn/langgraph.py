@@ -40,6 +40,7 @@ import hashlib
 import json
 import random
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -91,6 +92,7 @@ class CairnSaver(BaseCheckpointSaver[str]):
         serde: Optional[SerializerProtocol] = None,
         session_prefix: str = "langgraph:",
         run_prefix: str = "langgraph-run:",
+        blob_cache_bytes: int = 64 << 20,
     ) -> None:
         super().__init__(serde=serde)
         self.client = client
@@ -98,6 +100,17 @@ class CairnSaver(BaseCheckpointSaver[str]):
         self.run_prefix = run_prefix
         self._lock = threading.Lock()
         self._runs_seen: set = set()
+        # A channel value's key carries the channel's version, and LangGraph
+        # never stores two values under one version of a channel (this
+        # saver's versions also have a random part no later write reuses),
+        # so values are cached, bounded by bytes; checkpoints, heads and
+        # writes are always read.
+        self._blobs: "OrderedDict[Tuple[str, str], Any]" = OrderedDict()
+        self._blob_bytes = 0
+        self.blob_cache_bytes = blob_cache_bytes
+        # The newest checkpoint id this saver stored or read per (session,
+        # namespace), so that a put need not read the head first.
+        self._heads: Dict[Tuple[str, str], str] = {}
 
     # -- mapping -------------------------------------------------------------
 
@@ -134,11 +147,8 @@ class CairnSaver(BaseCheckpointSaver[str]):
         checkpoint: Checkpoint = self._load(rec["cp"])
         values: Dict[str, Any] = {}
         for ch, ver in checkpoint["channel_versions"].items():
-            blob = self._artifact(sid, _key("b", ns, ch, str(ver)))
-            if blob is None:
-                continue
-            tb = json.loads(blob[0])
-            if tb[0] != "empty":
+            tb = self._blob(sid, _key("b", ns, ch, str(ver)))
+            if tb is not None and tb[0] != "empty":
                 values[ch] = self._load(tb)
         checkpoint = {**checkpoint, "channel_values": values}
         parent = rec.get("parent")
@@ -154,6 +164,42 @@ class CairnSaver(BaseCheckpointSaver[str]):
             ),
             pending_writes=[(w[0], w[1], self._load(w[2])) for w in self._writes(sid, ns, cp_id)[0]],
         )
+
+    def _blob(self, sid: str, aid: str) -> Optional[List[str]]:
+        k = (sid, aid)
+        with self._lock:
+            tb = self._blobs.get(k)
+            if tb is not None:
+                self._blobs.move_to_end(k)
+                return tb  # type: ignore[no-any-return]
+        got = self._artifact(sid, aid)
+        if got is None:
+            return None
+        tb = json.loads(got[0])
+        self._remember(k, tb)
+        return tb  # type: ignore[no-any-return]
+
+    def _remember(self, k: Tuple[str, str], tb: List[str]) -> None:
+        # A put replaces what the key held (a caller may store another
+        # value under a version it used before, as the store does).
+        n = len(tb[1])
+        with self._lock:
+            if k in self._blobs:
+                self._blob_bytes -= len(self._blobs.pop(k)[1])
+            if n > self.blob_cache_bytes // 4:
+                return
+            self._blobs[k] = tb
+            self._blob_bytes += n
+            while self._blob_bytes > self.blob_cache_bytes:
+                _, old = self._blobs.popitem(last=False)
+                self._blob_bytes -= len(old[1])
+
+    def _forget(self, sid: str) -> None:
+        with self._lock:
+            for k in [k for k in self._blobs if k[0] == sid]:
+                self._blob_bytes -= len(self._blobs.pop(k)[1])
+            for k in [k for k in self._heads if k[0] == sid]:
+                del self._heads[k]
 
     def _writes(self, sid: str, ns: str, cp_id: str) -> Tuple[List[List[Any]], int]:
         """The checkpoint's pending writes in writes_sort_key order, and the
@@ -253,22 +299,27 @@ class CairnSaver(BaseCheckpointSaver[str]):
         values: Dict[str, Any] = cp.pop("channel_values")  # type: ignore[misc]
         md = get_checkpoint_metadata(config, metadata)
         parent = c.get("checkpoint_id")
-        arts = [
-            self._art(
-                _key("b", ns, ch, str(ver)),
-                self._dump(values[ch]) if ch in values else ["empty", ""],
-            )
+        blobs = {
+            _key("b", ns, ch, str(ver)): self._dump(values[ch]) if ch in values else ["empty", ""]
             for ch, ver in new_versions.items()
-        ]
+        }
+        arts = [self._art(k, tb) for k, tb in blobs.items()]
         arts.append(self._art(_key("c", ns, cp["id"]), {"cp": self._dump(cp), "md": self._dump(md), "parent": parent}))
-        head = self._artifact(sid, _key("h", ns))
-        if head is None or head[0].decode("utf-8") < cp["id"]:
+        head = self._heads.get((sid, ns))
+        if head is None or head >= cp["id"]:
+            got = self._artifact(sid, _key("h", ns))
+            head = got[0].decode("utf-8") if got else None
+        if head is None or head < cp["id"]:
             arts.append({"id": _key("h", ns), "kind": "langgraph", "data": cp["id"].encode("utf-8")})
         run_id = md.get("run_id")
         entry = {"ns": ns, "id": cp["id"], "parent": parent, "md": self._dump(md)}
         if run_id:
             entry["run_id"] = str(run_id)
         self.client.save(sid, change={"put_artifacts": arts, "append_messages": [entry]})
+        if head is None or head < cp["id"]:
+            self._heads[(sid, ns)] = cp["id"]
+        for k, tb in blobs.items():
+            self._remember((sid, k), tb)
         if run_id:
             self._note_run(str(run_id), thread_id)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cp["id"]}}
@@ -328,8 +379,10 @@ class CairnSaver(BaseCheckpointSaver[str]):
     # -- deletes, copies, pruning -------------------------------------------
 
     def delete_thread(self, thread_id: str) -> None:
+        sid = self.session_id(thread_id)
+        self._forget(sid)
         try:
-            self.client.delete(self.session_id(thread_id))
+            self.client.delete(sid)
         except NotFoundError:
             pass
 
@@ -371,6 +424,7 @@ class CairnSaver(BaseCheckpointSaver[str]):
                 for ch, ver in cp["channel_versions"].items():
                     want.add(_key("b", e["ns"], ch, str(ver)))
         drop = [a["id"] for a in self.client.artifacts(sid)["artifacts"] if a["id"] not in want]
+        self._forget(sid)
         self.client.save(
             sid,
             change={
@@ -389,8 +443,13 @@ class CairnSaver(BaseCheckpointSaver[str]):
         runs = {str(r) for r in run_ids}
         for r in runs:
             rs = self.run_prefix + r
+            threads = set()
             try:
-                threads = {m["thread_id"] for m in self.client.messages(rs)["messages"]}
+                page = self.client.messages(rs)
+                threads.update(m["thread_id"] for m in page["messages"])
+                while page["more"]:
+                    page = self.client.messages(rs, from_=page["next"])
+                    threads.update(m["thread_id"] for m in page["messages"])
             except NotFoundError:
                 continue
             for tid in threads:
@@ -450,9 +509,8 @@ class CairnSaver(BaseCheckpointSaver[str]):
             versions = self._load(r["cp"])["channel_versions"]
             for ch in list(remaining):
                 if ch in versions:
-                    blob = self._artifact(sid, _key("b", ns, ch, str(versions[ch])))
-                    if blob is not None:
-                        tb = json.loads(blob[0])
+                    tb = self._blob(sid, _key("b", ns, ch, str(versions[ch])))
+                    if tb is not None:
                         if tb[0] != "empty":
                             seeds[ch] = self._load(tb)
                             remaining.discard(ch)
