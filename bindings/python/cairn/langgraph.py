@@ -149,7 +149,7 @@ class CairnSaver(BaseCheckpointSaver[str]):
         for ch, ver in checkpoint["channel_versions"].items():
             tb = self._blob(sid, _key("b", ns, ch, str(ver)))
             if tb is not None and tb[0] != "empty":
-                values[ch] = self._load(tb)
+                values[ch] = self.serde.loads_typed(tb)
         checkpoint = {**checkpoint, "channel_values": values}
         parent = rec.get("parent")
         return CheckpointTuple(
@@ -165,7 +165,9 @@ class CairnSaver(BaseCheckpointSaver[str]):
             pending_writes=[(w[0], w[1], self._load(w[2])) for w in self._writes(sid, ns, cp_id)[0]],
         )
 
-    def _blob(self, sid: str, aid: str) -> Optional[List[str]]:
+    def _blob(self, sid: str, aid: str) -> Optional[Tuple[str, bytes]]:
+        """A channel value as the serializer's (type, bytes): the artifact's
+        data is the type, a NUL, and the bytes as they are."""
         k = (sid, aid)
         with self._lock:
             tb = self._blobs.get(k)
@@ -175,11 +177,13 @@ class CairnSaver(BaseCheckpointSaver[str]):
         got = self._artifact(sid, aid)
         if got is None:
             return None
-        tb = json.loads(got[0])
+        data = got[0]
+        i = data.index(b"\0")
+        tb = (data[:i].decode("utf-8"), data[i + 1 :])
         self._remember(k, tb)
-        return tb  # type: ignore[no-any-return]
+        return tb
 
-    def _remember(self, k: Tuple[str, str], tb: List[str]) -> None:
+    def _remember(self, k: Tuple[str, str], tb: Tuple[str, bytes]) -> None:
         # A put replaces what the key held (a caller may store another
         # value under a version it used before, as the store does).
         n = len(tb[1])
@@ -300,10 +304,10 @@ class CairnSaver(BaseCheckpointSaver[str]):
         md = get_checkpoint_metadata(config, metadata)
         parent = c.get("checkpoint_id")
         blobs = {
-            _key("b", ns, ch, str(ver)): self._dump(values[ch]) if ch in values else ["empty", ""]
+            _key("b", ns, ch, str(ver)): self.serde.dumps_typed(values[ch]) if ch in values else ("empty", b"")
             for ch, ver in new_versions.items()
         }
-        arts = [self._art(k, tb) for k, tb in blobs.items()]
+        arts = [{"id": k, "kind": "langgraph", "data": tb[0].encode("utf-8") + b"\0" + tb[1]} for k, tb in blobs.items()]
         arts.append(self._art(_key("c", ns, cp["id"]), {"cp": self._dump(cp), "md": self._dump(md), "parent": parent}))
         head = self._heads.get((sid, ns))
         if head is None or head >= cp["id"]:
@@ -512,7 +516,7 @@ class CairnSaver(BaseCheckpointSaver[str]):
                     tb = self._blob(sid, _key("b", ns, ch, str(versions[ch])))
                     if tb is not None:
                         if tb[0] != "empty":
-                            seeds[ch] = self._load(tb)
+                            seeds[ch] = self.serde.loads_typed(tb)
                             remaining.discard(ch)
             cursor = r.get("parent")
         out: Dict[str, Any] = {}
