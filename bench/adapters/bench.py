@@ -194,15 +194,20 @@ def agents(sizes: List[int], tmp: str, stack: List[Callable[[], None]]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--parts", default="checkpoints,chat,agents", help="comma-separated subset")
     args = ap.parse_args()
-    sc = lambda xs: sorted({max(int(x * args.scale), 25) for x in xs})  # noqa: E731
+    sc = lambda xs: sorted({max(int(x * args.scale), 10) for x in xs})  # noqa: E731
     tmp = tempfile.mkdtemp(prefix="cairn-bench-ad-")
     stack: List[Callable[[], None]] = []
     try:
         print(f"cairn {cairn.version()}; python {sys.version.split()[0]}; sqlite {sqlite3.sqlite_version}")
-        checkpoints(sc([10, 1000, 10000]), tmp, stack)
-        chat(sc([10, 150, 1000]), tmp, stack)
-        agents(sc([100, 20000]), tmp, stack)
+        parts = args.parts.split(",")
+        if "checkpoints" in parts:
+            checkpoints(sc([10, 1000, 10000]), tmp, stack)
+        if "chat" in parts:
+            chat(sc([10, 150, 1000]), tmp, stack)
+        if "agents" in parts:
+            agents(sc([100, 20000]), tmp, stack)
     finally:
         for f in reversed(stack):
             try:
