@@ -7,7 +7,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent test-xlang-pg bench-pg bench-pg-saver
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent test-xlang-pg bench-pg bench-pg-saver venv-adapters bench-adapters
 
 all: build
 
@@ -91,7 +91,16 @@ venv:
 	@$(VPYTHON) -c 'import sys' 2>/dev/null || { rm -rf $(VENV) && $(PYTHON) -m venv --system-site-packages $(VENV); }
 	@$(VPYTHON) -c 'import pytest' 2>/dev/null || $(VPYTHON) -m pip install --quiet --disable-pip-version-check 'pytest>=7'
 
-test-python: bins lib venv
+# The framework packages the adapters are tested against (cairn.langgraph,
+# cairn.agents), at the exact versions in constraints-adapters.txt. The
+# stamp makes reruns instant and offline; editing the pins reinstalls.
+ADAPTERS_STAMP := $(VENV)/.adapters-installed
+venv-adapters: venv $(ADAPTERS_STAMP)
+$(ADAPTERS_STAMP): bindings/python/constraints-adapters.txt
+	$(VPYTHON) -m pip install --quiet --disable-pip-version-check -r bindings/python/constraints-adapters.txt
+	@touch $@
+
+test-python: bins lib venv venv-adapters
 	cd bindings/python && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd $(CURDIR)/$(VPYTHON) -m pytest -q -p no:cacheprovider
 
 # The wheel, installed with pip --no-index into a fresh venv in a temp dir,
@@ -168,7 +177,7 @@ test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install bench-tracker-sync bench-agent bench-pg bench-pg-saver
+bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install bench-tracker-sync bench-agent bench-pg bench-pg-saver bench-adapters
 
 # Through the installed wheel, in a fresh process with no daemon running:
 # cairn.connect() (auto-starting the wheel's cairnd) to the first
@@ -202,6 +211,12 @@ bench-open:
 # through the daemon, side by side.
 bench-bindings: bins lib node-deps
 	$(PYTHON) bench/bindings/run.py
+
+# The framework adapters against SQLite in one script: LangGraph
+# checkpointers, a chat graph's invoke, Agents SDK sessions
+# (bench/adapters/bench.py; figures in bench/adapters/README.md).
+bench-adapters: bins lib venv-adapters
+	CAIRN_LIBRARY=$(CURDIR)/$(BUILD)/libcairn.so CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd $(VPYTHON) bench/adapters/bench.py
 
 # Issue 13's targeted reads (tail, one artifact, summary, resume with a
 # tail, truncate by one) through the Python binding, embedded and through

@@ -224,7 +224,14 @@ func (s *Store) Artifacts(ctx context.Context, id string, ids []string, withData
 				return session.Page[session.Artifact]{}, session.Errorf(session.CodeNotFound, "session %q holds no artifact %q", id, a)
 			}
 		}
-		order = slices.DeleteFunc(slices.Clone(order), func(a string) bool { return !slices.Contains(ids, a) })
+		if len(ids) == 1 {
+			// One artifact by id (the engine's artifact read): no walk over
+			// the session's order, so the read costs the same however many
+			// artifacts the session holds.
+			order = ids
+		} else {
+			order = slices.DeleteFunc(slices.Clone(order), func(a string) bool { return !slices.Contains(ids, a) })
+		}
 	}
 	out := make([]session.Artifact, 0, len(order))
 	for _, aid := range order {

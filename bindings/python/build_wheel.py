@@ -38,6 +38,13 @@ HERE = Path(__file__).resolve().parent
 # The distribution name: `cairn` on PyPI is another project's.
 DIST_NAME = "cairn-sessions"
 
+# The optional framework adapters (cairn.langgraph, cairn.agents): ranges
+# that hold the exact versions constraints-adapters.txt tests against.
+EXTRAS = {
+    "langgraph": ["langgraph>=1.2,<2", "langgraph-checkpoint>=4.3,<5"],
+    "agents": ["openai-agents>=0.24,<1"],
+}
+
 
 def project_version() -> str:
     m = re.search(r'^version\s*=\s*"([^"]+)"', (HERE / "pyproject.toml").read_text(), re.M)
@@ -100,7 +107,9 @@ def build(lib: Path, daemon: Path, cli: Path, license_file: Path, out: Path) -> 
         " with libcairn and cairnd\n"
         "License: Apache-2.0\n"
         "Requires-Python: >=3.8\n"
-        "Classifier: Programming Language :: Python :: 3\n"
+        + "".join(f"Provides-Extra: {x}\n" for x in EXTRAS)
+        + "".join(f'Requires-Dist: {r}; extra == "{x}"\n' for x, reqs in EXTRAS.items() for r in reqs)
+        + "Classifier: Programming Language :: Python :: 3\n"
         "Classifier: License :: OSI Approved :: Apache Software License\n"
         "Classifier: Typing :: Typed\n"
         "Description-Content-Type: text/markdown\n"

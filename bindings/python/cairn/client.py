@@ -11,6 +11,7 @@ import time
 import weakref
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import (
+    TYPE_CHECKING,
     Any,
     Callable,
     Dict,
@@ -28,6 +29,9 @@ from typing import (
 
 from . import _lib
 from .errors import CairnError, from_return
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runloop import RunLoop
 from .types import (
     JSON,
     ArtifactData,
@@ -661,6 +665,24 @@ class Client:
         for i, f in futures.items():
             results[i] = f.result()
         return results
+
+    def run_loop(
+        self,
+        session_id: str,
+        *,
+        resume: bool = False,
+        run_id: Optional[str] = None,
+        on_error: Literal["resume", "fail"] = "resume",
+    ) -> "RunLoop":
+        """A run of the host's own loop that checkpoints every tool turn:
+        ``with client.run_loop("s1", resume=True) as run: ... run.turn(msgs,
+        usage=..., tool_calls=...)``. ``resume`` picks up the session's
+        interrupted run (else begins one); a clean exit completes the run,
+        an exception leaves it resumable (``on_error="fail"``: ends it
+        failed). See :mod:`cairn.runloop`."""
+        from .runloop import RunLoop
+
+        return RunLoop(self, session_id, resume=resume, run_id=run_id, on_error=on_error)
 
     # -- events -----------------------------------------------------------
 

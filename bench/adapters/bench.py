@@ -1,0 +1,221 @@
+"""Framework adapters against SQLite, in one script on one machine:
+`make bench-adapters` (python3 bench/adapters/bench.py [--scale F]).
+
+- LangGraph checkpointers: CairnSaver (embedded, daemon), SqliteSaver
+  (its defaults, and PRAGMA synchronous=FULL) and AsyncSqliteSaver:
+  put, get_tuple and list(limit=10) at 10, 1,000 and 10,000 checkpoints
+  in one thread; a chat graph's invoke at turns 10, 150 and 1,000.
+- Agents SDK sessions: CairnSession (embedded, daemon) and SQLiteSession:
+  add_items, get_items(limit=10) and pop_item at 100 and 20,000 items.
+
+Each figure is the median of repeated calls, in microseconds. --scale
+shrinks every size (e.g. 0.1 for a quick look). Numbers are only
+comparable within one run; the machine may be shared."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any, Callable, Dict, List
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bindings", "python"))
+
+import cairn  # noqa: E402
+from cairn.agents import CairnSession  # noqa: E402
+from cairn.langgraph import CairnSaver  # noqa: E402
+from langgraph.checkpoint.base import empty_checkpoint  # noqa: E402
+from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver  # noqa: E402
+from langgraph.graph import START, END, MessagesState, StateGraph  # noqa: E402
+
+DAEMON_ARGS = ["--idle-timeout=30s"]
+
+
+def med(f: Callable[[], Any], n: int) -> float:
+    ts = []
+    for _ in range(n):
+        t = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts) * 1e6
+
+
+class Sync:
+    """Runs an async saver's methods on one loop, as sync calls."""
+
+    def __init__(self, saver: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self.s, self.loop = saver, loop
+
+    def get_next_version(self, cur: Any, ch: Any) -> Any:
+        return self.s.get_next_version(cur, ch)
+
+    def put(self, *a: Any) -> Any:
+        return self.loop.run_until_complete(self.s.aput(*a))
+
+    def get_tuple(self, cfg: Any) -> Any:
+        return self.loop.run_until_complete(self.s.aget_tuple(cfg))
+
+    def list(self, cfg: Any, limit: int) -> List[Any]:
+        async def go() -> List[Any]:
+            return [t async for t in self.s.alist(cfg, limit=limit)]
+
+        return self.loop.run_until_complete(go())
+
+
+def savers(tmp: str, stack: List[Callable[[], None]]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    os.makedirs(os.path.join(tmp, "emb"))
+    ce = cairn.connect(os.path.join(tmp, "emb"), embedded=True)
+    stack.append(ce.close)
+    out["CairnSaver embedded"] = CairnSaver(ce)
+    os.makedirs(os.path.join(tmp, "dmn"))
+    cd = cairn.connect(os.path.join(tmp, "dmn"), daemon_args=DAEMON_ARGS)
+    pid = cd.status()["daemon"]["pid"]
+    stack.append(cd.close)
+    stack.append(lambda: os.kill(pid, 15))
+    out["CairnSaver daemon"] = CairnSaver(cd)
+    c1 = sqlite3.connect(os.path.join(tmp, "default.db"), check_same_thread=False)
+    s1 = SqliteSaver(c1)
+    s1.setup()
+    sync_default = c1.execute("PRAGMA synchronous").fetchone()[0]
+    out[f"SqliteSaver default (synchronous={sync_default})"] = s1
+    c2 = sqlite3.connect(os.path.join(tmp, "full.db"), check_same_thread=False)
+    s2 = SqliteSaver(c2)
+    s2.setup()
+    c2.execute("PRAGMA synchronous=FULL")
+    out["SqliteSaver synchronous=FULL"] = s2
+    loop = asyncio.new_event_loop()
+    import aiosqlite
+
+    async def make() -> Any:
+        conn = await aiosqlite.connect(os.path.join(tmp, "async.db"))
+        saver = AsyncSqliteSaver(conn)
+        await saver.setup()
+        return conn, saver
+
+    ac, a = loop.run_until_complete(make())
+    out["AsyncSqliteSaver default"] = Sync(a, loop)
+    stack.append(lambda: (loop.run_until_complete(ac.close()), loop.close()))
+    return out
+
+
+def checkpoints(sizes: List[int], tmp: str, stack: List[Callable[[], None]]) -> None:
+    print(f"\n## LangGraph checkpointer: median us per call at N checkpoints in the thread")
+    print(f"{'saver':44} {'N':>6} {'put':>9} {'get_tuple':>10} {'list(10)':>9}")
+    for name, s in savers(tmp, stack).items():
+        cfg: Dict[str, Any] = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+        have = 0
+        ver = None
+
+        def put() -> None:
+            nonlocal cfg, ver, have
+            cp = empty_checkpoint()
+            ver = s.get_next_version(ver, None)
+            cp["channel_values"] = {"messages": ["hello world"] * 4, "step": have}
+            cp["channel_versions"] = {"messages": ver, "step": ver}
+            cfg = s.put(cfg, cp, {"source": "loop", "step": have}, cp["channel_versions"])
+            have += 1
+
+        for n in sizes:
+            while have < n - 20:
+                put()
+            p = med(put, 20)
+            latest = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+            g = med(lambda: s.get_tuple(latest), 50)
+            lst = med(lambda: list(s.list(latest, limit=10)), 20)
+            print(f"{name:44} {have:>6} {p:>9.0f} {g:>10.0f} {lst:>9.0f}", flush=True)
+
+
+def chat(turns: List[int], tmp: str, stack: List[Callable[[], None]]) -> None:
+    print(f"\n## Chat graph invoke(durability='sync'): median us per turn around turn T")
+    print(f"{'saver':44} {'T':>6} {'invoke':>9}")
+    os.makedirs(os.path.join(tmp, "chat"))
+    for name, s in savers(os.path.join(tmp, "chat"), stack).items():
+        if isinstance(s, Sync):
+            continue  # the async saver needs ainvoke; its sync figures are above
+        g = StateGraph(MessagesState)
+        g.add_node("bot", lambda st: {"messages": [("ai", f"reply {len(st['messages'])}")]})
+        g.add_edge(START, "bot")
+        g.add_edge("bot", END)
+        graph = g.compile(checkpointer=s)
+        cfg = {"configurable": {"thread_id": "chat"}}
+        done = 0
+        for t in turns:
+            while done < t - 5:
+                graph.invoke({"messages": [("user", "hi")]}, cfg, durability="sync")
+                done += 1
+            us = med(lambda: graph.invoke({"messages": [("user", "hi")]}, cfg, durability="sync"), 5)
+            done += 5
+            print(f"{name:44} {done:>6} {us:>9.0f}", flush=True)
+
+
+def agents(sizes: List[int], tmp: str, stack: List[Callable[[], None]]) -> None:
+    from agents.memory.sqlite_session import SQLiteSession
+
+    print(f"\n## Agents SDK session: median us per call at N items")
+    print(f"{'session':44} {'N':>6} {'add_items':>10} {'get_items(10)':>14} {'pop_item':>9}")
+    loop = asyncio.new_event_loop()
+    os.makedirs(os.path.join(tmp, "ag-emb"))
+    ce = cairn.connect(os.path.join(tmp, "ag-emb"), embedded=True)
+    stack.append(ce.close)
+    os.makedirs(os.path.join(tmp, "ag-dmn"))
+    cd = cairn.connect(os.path.join(tmp, "ag-dmn"), daemon_args=DAEMON_ARGS)
+    pid = cd.status()["daemon"]["pid"]
+    stack.append(cd.close)
+    stack.append(lambda: os.kill(pid, 15))
+    sessions = {
+        "CairnSession embedded": CairnSession("a", ce),
+        "CairnSession daemon": CairnSession("a", cd),
+        "SQLiteSession (file)": SQLiteSession("a", os.path.join(tmp, "agents.db")),
+    }
+    run = loop.run_until_complete
+    for name, s in sessions.items():
+        have = 0
+        for n in sizes:
+            while have < n:
+                k = min(500, n - have)
+                run(s.add_items([{"role": "user", "content": f"item {have + i}"} for i in range(k)]))
+                have += k
+            a = med(lambda: run(s.add_items([{"role": "user", "content": "x"}])), 20)
+            g = med(lambda: run(s.get_items(limit=10)), 50)
+            p = med(lambda: run(s.pop_item()), 20)
+            print(f"{name:44} {n:>6} {a:>10.0f} {g:>14.0f} {p:>9.0f}", flush=True)
+    loop.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--parts", default="checkpoints,chat,agents", help="comma-separated subset")
+    args = ap.parse_args()
+    sc = lambda xs: sorted({max(int(x * args.scale), 10) for x in xs})  # noqa: E731
+    tmp = tempfile.mkdtemp(prefix="cairn-bench-ad-")
+    stack: List[Callable[[], None]] = []
+    try:
+        print(f"cairn {cairn.version()}; python {sys.version.split()[0]}; sqlite {sqlite3.sqlite_version}")
+        parts = args.parts.split(",")
+        if "checkpoints" in parts:
+            checkpoints(sc([10, 1000, 10000]), tmp, stack)
+        if "chat" in parts:
+            chat(sc([10, 150, 1000]), tmp, stack)
+        if "agents" in parts:
+            agents(sc([100, 20000]), tmp, stack)
+    finally:
+        for f in reversed(stack):
+            try:
+                f()
+            except Exception:
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,591 @@
+"""cairn.langgraph: a LangGraph checkpointer that stores threads in cairn.
+
+:class:`CairnSaver` is a ``BaseCheckpointSaver`` (sync and async). Install
+the framework with the extra: ``pip install cairn-sessions[langgraph]``.
+
+Layout. A thread is one cairn session, ``session_prefix + thread_id``
+(default prefix ``"langgraph:"``, so thread ``"t1"`` is session
+``"langgraph:t1"``); every checkpoint namespace of the thread lives in that
+session. Inside it:
+
+- each checkpoint is an artifact ``c<key>`` holding the checkpoint (without
+  its channel values), its metadata and its parent's id;
+- each channel value is an artifact ``b<key>`` per (namespace, channel,
+  version), written only when ``put`` gets a new version of it, so a
+  checkpoint costs what changed, not the whole state;
+- the pending writes of a checkpoint are one artifact ``w<key>``;
+- the newest checkpoint id of each namespace is an artifact ``h<key>``;
+- each ``put`` appends one small index message (namespace, id, parent,
+  run id, metadata) used by ``list``, ``delete_for_runs`` and ``prune``.
+
+So ``get_tuple`` reads a handful of artifacts by id, and ``list(limit=N)``
+reads the index from its tail: both stay flat as a thread grows. Nothing
+on the hot path reads a whole session. A run's threads are recorded in a
+session ``run_prefix + run_id`` (default ``"langgraph-run:"``) so that
+``delete_for_runs`` visits only those threads.
+
+Crash safety: every call is one atomic, durable cairn save. Run graphs with
+``durability="sync"`` (``graph.invoke(..., durability="sync")``): LangGraph
+then waits for each checkpoint to be stored before starting the next step,
+so a process killed at any moment resumes from the last finished step. With
+the default ``"async"`` a step can start before its checkpoint is stored,
+and with ``"exit"`` nothing is stored until the graph ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import random
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any, Dict, List, Optional, Tuple
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.base import WRITES_IDX_MAP  # type: ignore[attr-defined]
+
+from .client import Client
+from .errors import ConflictError, NotFoundError
+
+__all__ = ["CairnSaver"]
+
+_PAGE = 64
+_CAS_TRIES = 50
+
+
+def _key(kind: str, *parts: str) -> str:
+    # JSON keeps the parts apart whatever they contain; long keys are hashed
+    # to stay under cairn's id limit.
+    k = kind + json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+    if len(k.encode("utf-8")) > 200:
+        k = kind + "#" + hashlib.sha256(k.encode("utf-8")).hexdigest()
+    return k
+
+
+def _b64(b: bytes) -> str:
+    return base64.b64encode(b).decode("ascii")
+
+
+class CairnSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer over a cairn :class:`~cairn.Client`
+    (embedded or through the daemon). See the module doc for the layout,
+    and run graphs with ``durability="sync"``."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        serde: Optional[SerializerProtocol] = None,
+        session_prefix: str = "langgraph:",
+        run_prefix: str = "langgraph-run:",
+        blob_cache_bytes: int = 64 << 20,
+    ) -> None:
+        super().__init__(serde=serde)
+        self.client = client
+        self.session_prefix = session_prefix
+        self.run_prefix = run_prefix
+        self._lock = threading.Lock()
+        self._runs_seen: set = set()
+        # A channel value's key carries the channel's version, and LangGraph
+        # never stores two values under one version of a channel (this
+        # saver's versions also have a random part no later write reuses),
+        # so values are cached, bounded by bytes; checkpoints, heads and
+        # writes are always read.
+        self._blobs: "OrderedDict[Tuple[str, str], Any]" = OrderedDict()
+        self._blob_bytes = 0
+        self.blob_cache_bytes = blob_cache_bytes
+        # The newest checkpoint id this saver stored or read per (session,
+        # namespace), so that a put need not read the head first.
+        self._heads: Dict[Tuple[str, str], str] = {}
+
+    # -- mapping -------------------------------------------------------------
+
+    def session_id(self, thread_id: str) -> str:
+        """The cairn session that holds ``thread_id``."""
+        return self.session_prefix + str(thread_id)
+
+    def _artifact(self, sid: str, aid: str) -> Optional[Tuple[bytes, int]]:
+        try:
+            r = self.client.artifact(sid, aid)
+        except NotFoundError:
+            return None
+        return r["artifact"]["data"], r["generation"]  # type: ignore[return-value]
+
+    def _dump(self, v: Any) -> List[str]:
+        t, b = self.serde.dumps_typed(v)
+        return [t, _b64(b)]
+
+    def _load(self, tb: Sequence[str]) -> Any:
+        return self.serde.loads_typed((tb[0], base64.b64decode(tb[1])))
+
+    @staticmethod
+    def _art(aid: str, obj: Any) -> Dict[str, Any]:
+        return {"id": aid, "kind": "langgraph", "data": json.dumps(obj, separators=(",", ":")).encode("utf-8")}
+
+    # -- reads ---------------------------------------------------------------
+
+    def _tuple(self, thread_id: str, ns: str, cp_id: str, cfg: Optional[RunnableConfig] = None) -> Optional[CheckpointTuple]:
+        sid = self.session_id(thread_id)
+        got = self._artifact(sid, _key("c", ns, cp_id))
+        if got is None:
+            return None
+        rec = json.loads(got[0])
+        checkpoint: Checkpoint = self._load(rec["cp"])
+        values: Dict[str, Any] = {}
+        for ch, ver in checkpoint["channel_versions"].items():
+            tb = self._blob(sid, _key("b", ns, ch, str(ver)))
+            if tb is not None and tb[0] != "empty":
+                values[ch] = self.serde.loads_typed(tb)
+        checkpoint = {**checkpoint, "channel_values": values}
+        parent = rec.get("parent")
+        return CheckpointTuple(
+            config=cfg
+            or {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cp_id}},
+            checkpoint=checkpoint,
+            metadata=self._load(rec["md"]),
+            parent_config=(
+                {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}
+                if parent
+                else None
+            ),
+            pending_writes=[(w[0], w[1], self._load(w[2])) for w in self._writes(sid, ns, cp_id)[0]],
+        )
+
+    def _blob(self, sid: str, aid: str) -> Optional[Tuple[str, bytes]]:
+        """A channel value as the serializer's (type, bytes): the artifact's
+        data is the type, a NUL, and the bytes as they are."""
+        k = (sid, aid)
+        with self._lock:
+            tb = self._blobs.get(k)
+            if tb is not None:
+                self._blobs.move_to_end(k)
+                return tb  # type: ignore[no-any-return]
+        got = self._artifact(sid, aid)
+        if got is None:
+            return None
+        data = got[0]
+        i = data.index(b"\0")
+        tb = (data[:i].decode("utf-8"), data[i + 1 :])
+        self._remember(k, tb)
+        return tb
+
+    def _remember(self, k: Tuple[str, str], tb: Tuple[str, bytes]) -> None:
+        # A put replaces what the key held (a caller may store another
+        # value under a version it used before, as the store does).
+        n = len(tb[1])
+        with self._lock:
+            if k in self._blobs:
+                self._blob_bytes -= len(self._blobs.pop(k)[1])
+            if n > self.blob_cache_bytes // 4:
+                return
+            self._blobs[k] = tb
+            self._blob_bytes += n
+            while self._blob_bytes > self.blob_cache_bytes:
+                _, old = self._blobs.popitem(last=False)
+                self._blob_bytes -= len(old[1])
+
+    def _forget(self, sid: str) -> None:
+        with self._lock:
+            for k in [k for k in self._blobs if k[0] == sid]:
+                self._blob_bytes -= len(self._blobs.pop(k)[1])
+            for k in [k for k in self._heads if k[0] == sid]:
+                del self._heads[k]
+
+    def _writes(self, sid: str, ns: str, cp_id: str) -> Tuple[List[List[Any]], int]:
+        """The checkpoint's pending writes in writes_sort_key order, and the
+        generation they were read at (0: none stored)."""
+        got = self._artifact(sid, _key("w", ns, cp_id))
+        if got is None:
+            return [], 0
+        ws = json.loads(got[0])
+        # [task_id, channel, value, task_path, idx]
+        ws.sort(key=lambda w: writes_sort_key(w[3], w[0], w[4]))
+        return ws, got[1]
+
+    def get_tuple(self, config: RunnableConfig) -> Optional[CheckpointTuple]:
+        c = config["configurable"]
+        thread_id = c["thread_id"]
+        ns = c.get("checkpoint_ns", "")
+        cp_id = get_checkpoint_id(config)
+        if cp_id:
+            return self._tuple(thread_id, ns, cp_id, config)
+        head = self._artifact(self.session_id(thread_id), _key("h", ns))
+        if head is None:
+            return None
+        return self._tuple(thread_id, ns, head[0].decode("utf-8"))
+
+    def _index(self, sid: str) -> Iterator[Tuple[int, Dict[str, Any]]]:
+        """The session's index entries, newest first, with their message
+        index, read from the tail a page at a time."""
+        try:
+            page = self.client.messages(sid, tail=_PAGE)
+        except NotFoundError:
+            return
+        while True:
+            start = page["from"]
+            for i, m in reversed(list(enumerate(page["messages"], start))):
+                yield i, m
+            if start == 0:
+                return
+            page = self.client.messages(sid, from_=max(0, start - _PAGE), to=start)
+
+    def _thread_ids(self) -> List[str]:
+        n = len(self.session_prefix)
+        return sorted(s["session_id"][n:] for s in self.client.list_sessions() if s["session_id"].startswith(self.session_prefix))
+
+    def list(
+        self,
+        config: Optional[RunnableConfig],
+        *,
+        filter: Optional[Dict[str, Any]] = None,
+        before: Optional[RunnableConfig] = None,
+        limit: Optional[int] = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first. With a thread in ``config`` only the
+        index of that thread is read, from its tail; ``config=None`` visits
+        every thread."""
+        if limit is not None and limit <= 0:
+            return
+        c = (config or {}).get("configurable", {})
+        threads = [c["thread_id"]] if c.get("thread_id") is not None else self._thread_ids()
+        ns_filter = c.get("checkpoint_ns")
+        cp_filter = get_checkpoint_id(config) if config else None
+        before_id = get_checkpoint_id(before) if before else None
+        n = 0
+        for tid in threads:
+            for _, e in self._index(self.session_id(tid)):
+                if ns_filter is not None and e["ns"] != ns_filter:
+                    continue
+                if cp_filter and e["id"] != cp_filter:
+                    continue
+                if before_id and e["id"] >= before_id:
+                    continue
+                if filter:
+                    md = self._load(e["md"])
+                    if not all(md.get(k) == v for k, v in filter.items()):
+                        continue
+                t = self._tuple(tid, e["ns"], e["id"])
+                if t is None:
+                    continue
+                yield t
+                n += 1
+                if limit is not None and n >= limit:
+                    return
+
+    # -- writes --------------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        c = config["configurable"]
+        thread_id = c["thread_id"]
+        ns = c.get("checkpoint_ns", "")
+        sid = self.session_id(thread_id)
+        cp = checkpoint.copy()
+        values: Dict[str, Any] = cp.pop("channel_values")  # type: ignore[misc]
+        md = get_checkpoint_metadata(config, metadata)
+        parent = c.get("checkpoint_id")
+        blobs = {
+            _key("b", ns, ch, str(ver)): self.serde.dumps_typed(values[ch]) if ch in values else ("empty", b"")
+            for ch, ver in new_versions.items()
+        }
+        arts = [{"id": k, "kind": "langgraph", "data": tb[0].encode("utf-8") + b"\0" + tb[1]} for k, tb in blobs.items()]
+        arts.append(self._art(_key("c", ns, cp["id"]), {"cp": self._dump(cp), "md": self._dump(md), "parent": parent}))
+        head = self._heads.get((sid, ns))
+        if head is None or head >= cp["id"]:
+            got = self._artifact(sid, _key("h", ns))
+            head = got[0].decode("utf-8") if got else None
+        if head is None or head < cp["id"]:
+            arts.append({"id": _key("h", ns), "kind": "langgraph", "data": cp["id"].encode("utf-8")})
+        run_id = md.get("run_id")
+        entry = {"ns": ns, "id": cp["id"], "parent": parent, "md": self._dump(md)}
+        if run_id:
+            entry["run_id"] = str(run_id)
+        self.client.save(sid, change={"put_artifacts": arts, "append_messages": [entry]})
+        if head is None or head < cp["id"]:
+            self._heads[(sid, ns)] = cp["id"]
+        for k, tb in blobs.items():
+            self._remember((sid, k), tb)
+        if run_id:
+            self._note_run(str(run_id), thread_id)
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cp["id"]}}
+
+    def _note_run(self, run_id: str, thread_id: str) -> None:
+        k = (run_id, thread_id)
+        if k in self._runs_seen:
+            return
+        self.client.save(self.run_prefix + run_id, change={"append_messages": [{"thread_id": thread_id}]})
+        self._runs_seen.add(k)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[Tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        c = config["configurable"]
+        ns = c.get("checkpoint_ns", "")
+        cp_id = c["checkpoint_id"]
+        sid = self.session_id(c["thread_id"])
+        replace = all(w[0] in WRITES_IDX_MAP for w in writes)
+        new = [[task_id, ch, self._dump(v), task_path, WRITES_IDX_MAP.get(ch, i)] for i, (ch, v) in enumerate(writes)]
+        # Read-modify-write of one artifact, made safe across processes by a
+        # compare-and-swap on the session's generation.
+        with self._lock:
+            for _ in range(_CAS_TRIES):
+                ws, gen = self._writes(sid, ns, cp_id)
+                if gen == 0:
+                    gen = self._generation(sid)
+                have = {(w[0], w[4]): i for i, w in enumerate(ws)}
+                for w in new:
+                    i = have.get((w[0], w[4]))
+                    if i is None:
+                        have[(w[0], w[4])] = len(ws)
+                        ws.append(w)
+                    elif replace:
+                        ws[i] = w
+                try:
+                    self.client.save(
+                        sid,
+                        change={"put_artifacts": [self._art(_key("w", ns, cp_id), ws)]},
+                        expect_generation=gen,
+                    )
+                    return
+                except ConflictError:
+                    continue
+            raise ConflictError(f"put_writes: session {sid!r} kept changing; gave up after {_CAS_TRIES} tries")
+
+    def _generation(self, sid: str) -> int:
+        try:
+            return int(self.client.summary(sid)["generation"])
+        except NotFoundError:
+            return 0
+
+    # -- deletes, copies, pruning -------------------------------------------
+
+    def delete_thread(self, thread_id: str) -> None:
+        sid = self.session_id(thread_id)
+        self._forget(sid)
+        try:
+            self.client.delete(sid)
+        except NotFoundError:
+            pass
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """A cairn fork of the source session: every checkpoint, write and
+        value is copied inside the engine."""
+        src, dst = self.session_id(source_thread_id), self.session_id(target_thread_id)
+        try:
+            self.client.fork(src, dst)
+        except NotFoundError:
+            return
+        runs = {e["run_id"] for _, e in self._index(dst) if e.get("run_id")}
+        for r in runs:
+            self._note_run(r, target_thread_id)
+
+    def _rewrite(self, sid: str, keep: "callable") -> None:  # type: ignore[valid-type]
+        """Drops the checkpoints whose index entry ``keep`` rejects, with
+        their writes, in one save; values no kept checkpoint refers to go
+        with them, and each namespace's head moves to its newest kept
+        checkpoint. Reads the index and the artifact list, not the data."""
+        entries = [e for _, e in self._index(sid)]
+        entries.reverse()
+        kept = [e for e in entries if keep(e)]
+        if len(kept) == len(entries):
+            return
+        heads: Dict[str, str] = {}
+        for e in kept:
+            if e["ns"] not in heads or heads[e["ns"]] < e["id"]:
+                heads[e["ns"]] = e["id"]
+        want = {_key("h", ns) for ns in heads}
+        for e in kept:
+            want.add(_key("c", e["ns"], e["id"]))
+            want.add(_key("w", e["ns"], e["id"]))
+        # The values the kept checkpoints refer to.
+        for e in kept:
+            got = self._artifact(sid, _key("c", e["ns"], e["id"]))
+            if got is not None:
+                cp = self._load(json.loads(got[0])["cp"])
+                for ch, ver in cp["channel_versions"].items():
+                    want.add(_key("b", e["ns"], ch, str(ver)))
+        drop = [a["id"] for a in self.client.artifacts(sid)["artifacts"] if a["id"] not in want]
+        self._forget(sid)
+        self.client.save(
+            sid,
+            change={
+                "truncate_messages": 0,
+                "append_messages": kept,
+                "delete_artifacts": drop,
+                "put_artifacts": [
+                    {"id": _key("h", ns), "kind": "langgraph", "data": cid.encode("utf-8")} for ns, cid in heads.items()
+                ],
+            },
+        )
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Deletes the checkpoints (and their writes) of the given runs, in
+        the threads the runs wrote to."""
+        runs = {str(r) for r in run_ids}
+        for r in runs:
+            rs = self.run_prefix + r
+            threads = set()
+            try:
+                page = self.client.messages(rs)
+                threads.update(m["thread_id"] for m in page["messages"])
+                while page["more"]:
+                    page = self.client.messages(rs, from_=page["next"])
+                    threads.update(m["thread_id"] for m in page["messages"])
+            except NotFoundError:
+                continue
+            for tid in threads:
+                try:
+                    self._rewrite(self.session_id(tid), lambda e: e.get("run_id") not in runs)
+                except NotFoundError:
+                    pass
+            self.client.delete(rs)
+            self._runs_seen = {k for k in self._runs_seen if k[0] != r}
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``"keep_latest"`` keeps the newest checkpoint of each namespace
+        (with its writes and values); ``"delete"`` deletes the threads."""
+        for tid in thread_ids:
+            if strategy == "delete":
+                self.delete_thread(tid)
+                continue
+            if strategy != "keep_latest":
+                raise ValueError(f"prune: unknown strategy {strategy!r}")
+            sid = self.session_id(tid)
+            heads: Dict[str, str] = {}
+            try:
+                for _, e in self._index(sid):
+                    if e["ns"] not in heads or heads[e["ns"]] < e["id"]:
+                        heads[e["ns"]] = e["id"]
+                self._rewrite(sid, lambda e: heads.get(e["ns"]) == e["id"])
+            except NotFoundError:
+                pass
+
+    def get_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Mapping[str, Any]:
+        """Walks the parent chain once for all channels, reading each
+        ancestor's checkpoint record and writes but only the seed values."""
+        if not channels:
+            return {}
+        c = config["configurable"]
+        thread_id = c["thread_id"]
+        ns = c.get("checkpoint_ns", "")
+        sid = self.session_id(thread_id)
+        cp_id = get_checkpoint_id(config)
+        if not cp_id:
+            head = self._artifact(sid, _key("h", ns))
+            cp_id = head[0].decode("utf-8") if head else None
+        collected: Dict[str, List[Any]] = {ch: [] for ch in channels}
+        seeds: Dict[str, Any] = {}
+        remaining = set(channels)
+        rec = self._artifact(sid, _key("c", ns, cp_id)) if cp_id else None
+        cursor = json.loads(rec[0]).get("parent") if rec else None
+        while cursor and remaining:
+            got = self._artifact(sid, _key("c", ns, cursor))
+            if got is None:
+                break
+            r = json.loads(got[0])
+            ws, _ = self._writes(sid, ns, cursor)
+            for w in reversed(ws):
+                if w[1] in remaining:
+                    collected[w[1]].append((w[0], w[1], self._load(w[2])))
+            versions = self._load(r["cp"])["channel_versions"]
+            for ch in list(remaining):
+                if ch in versions:
+                    tb = self._blob(sid, _key("b", ns, ch, str(versions[ch])))
+                    if tb is not None:
+                        if tb[0] != "empty":
+                            seeds[ch] = self.serde.loads_typed(tb)
+                            remaining.discard(ch)
+            cursor = r.get("parent")
+        out: Dict[str, Any] = {}
+        for ch in channels:
+            entry: Dict[str, Any] = {"writes": list(reversed(collected[ch]))}
+            if ch in seeds:
+                entry["seed"] = seeds[ch]
+            out[ch] = entry
+        return out
+
+    def get_next_version(self, current: Optional[str], channel: None = None) -> str:
+        if current is None:
+            v = 0
+        elif isinstance(current, int):
+            v = current
+        else:
+            v = int(current.split(".")[0])
+        return f"{v + 1:032}.{random.random():016}"
+
+    # -- async: the same calls on a worker thread -----------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> Optional[CheckpointTuple]:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: Optional[RunnableConfig],
+        *,
+        filter: Optional[Dict[str, Any]] = None,
+        before: Optional[RunnableConfig] = None,
+        limit: Optional[int] = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        it = self.list(config, filter=filter, before=before, limit=limit)
+        done = object()
+        while True:
+            t = await asyncio.to_thread(next, it, done)
+            if t is done:
+                return
+            yield t  # type: ignore[misc]
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[Tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+    async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Mapping[str, Any]:
+        return await asyncio.to_thread(lambda: self.get_delta_channel_history(config=config, channels=channels))

@@ -1,0 +1,157 @@
+"""The run helper for hosts with their own agent loop: a run that
+checkpoints every tool turn without the host asking.
+
+    with client.run_loop("s1", resume=True) as run:
+        history = run.messages            # what the resumed run had
+        while not done:
+            reply, calls = model(history)
+            results = [tool(c) for c in calls]      # never checkpointed mid-call
+            run.turn([reply, *results], usage={"input_tokens": 120}, tool_calls=len(calls))
+
+``turn`` is the only place a checkpoint is taken: the boundary after a
+completed tool turn, with the turn's messages, the run's running totals
+(usage, tool calls) and the host's optional ``state``, in one durable
+commit. A process killed anywhere, even in the middle of a tool call,
+resumes from the last completed turn with its counters carried on.
+
+On a clean exit of the ``with`` block the run is completed
+(``completeRun``, status ``"completed"``, with the final totals). On an
+exception the run is left running, as after a crash, so that
+``client.run_loop(session_id, resume=True)`` picks it up from its last
+turn; pass ``on_error="fail"`` to end it as ``"failed"`` instead (it can
+then not be resumed). ``resume=True`` resumes the session's interrupted run
+(the latest one, when there are several) or, if there is none, begins a new
+run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Literal, Optional, Sequence
+
+from .errors import NotFoundError
+
+__all__ = ["RunLoop"]
+
+
+def _add_usage(total: Dict[str, Any], more: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    out = dict(total)
+    for k, v in (more or {}).items():
+        out[k] = out.get(k, 0) + v
+    return out
+
+
+class RunLoop:
+    """One run of a host's loop; see the module doc. Attributes: ``run_id``,
+    ``session_id``, ``turn_no`` (the last completed turn), ``usage`` and
+    ``tool_calls`` (the run's totals), ``state`` (the last turn's),
+    ``resumed_from`` (the run it continues, or None) and ``messages`` (on
+    a resume, the session's messages up to the resumed boundary; else
+    empty)."""
+
+    def __init__(
+        self,
+        client: Any,
+        session_id: str,
+        *,
+        resume: bool = False,
+        run_id: Optional[str] = None,
+        on_error: Literal["resume", "fail"] = "resume",
+    ) -> None:
+        if on_error not in ("resume", "fail"):
+            raise ValueError(f"run_loop: on_error must be 'resume' or 'fail', not {on_error!r}")
+        self.client = client
+        self.session_id = session_id
+        self.on_error = on_error
+        self._want_resume = resume
+        self._want_id = run_id
+        self.run_id: Optional[str] = None
+        self.turn_no = 0
+        self.usage: Dict[str, Any] = {}
+        self.tool_calls = 0
+        self.state: Any = None
+        self.resumed_from: Optional[str] = None
+        self.messages: List[Any] = []
+        self.ended = False
+
+    # -- begin / resume ---------------------------------------------------------
+
+    def _interrupted(self) -> Optional[Dict[str, Any]]:
+        try:
+            r = self.client.resume_session(
+                self.session_id, messages_tail=1, artifacts="none", traces="none", drift=False, processes=False
+            )
+        except NotFoundError:
+            return None
+        runs = r.get("interrupted_runs") or []
+        if not runs:
+            return None
+        return max(runs, key=lambda x: (x.get("checkpointed_at", ""), x.get("turn", 0)))
+
+    def start(self) -> "RunLoop":
+        if self.run_id is not None:
+            return self
+        if self._want_resume:
+            r = self._interrupted()
+            if r is not None:
+                got = self.client.resume_run(r["run_id"], self.session_id, self._want_id)
+                self.run_id = got["run_id"]
+                self.resumed_from = got["resumed_from"]
+                self.turn_no = got["turn"]
+                self.usage = dict(got["usage"])
+                self.tool_calls = got["tool_calls_count"]
+                self.state = got.get("state")
+                self.messages = list(got["messages"])
+                return self
+        try:
+            self.run_id = self.client.begin_run(self.session_id, self._want_id)["run_id"]
+        except NotFoundError:
+            # A run needs its session: create it empty, then begin.
+            self.client.save(self.session_id, change={"append_messages": []})
+            self.run_id = self.client.begin_run(self.session_id, self._want_id)["run_id"]
+        return self
+
+    def __enter__(self) -> "RunLoop":
+        return self.start()
+
+    # -- the loop's boundary ---------------------------------------------------
+
+    def turn(
+        self,
+        new_messages: Sequence[Any],
+        *,
+        usage: Optional[Dict[str, Any]] = None,
+        tool_calls: int = 0,
+        state: Any = None,
+    ) -> int:
+        """Records a completed tool turn: its messages, this turn's
+        ``usage`` and ``tool_calls`` (added to the run's totals) and the
+        host's ``state``. Returns the turn number."""
+        if self.run_id is None:
+            self.start()
+        if self.ended:
+            raise RuntimeError(f"run_loop: run {self.run_id!r} has ended")
+        total_usage = _add_usage(self.usage, usage)
+        total_calls = self.tool_calls + tool_calls
+        n = self.turn_no + 1
+        self.client.checkpoint(
+            self.run_id, n, list(new_messages), total_usage, total_calls, state, session_id=self.session_id
+        )
+        self.turn_no, self.usage, self.tool_calls, self.state = n, total_usage, total_calls, state
+        return n
+
+    def complete(self, status: str = "completed") -> None:
+        """Ends the run (``completeRun``) with the run's totals."""
+        if self.run_id is None or self.ended:
+            return
+        self.client.complete_run(self.run_id, status, self.usage, self.tool_calls, session_id=self.session_id)
+        self.ended = True
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.complete("completed")
+        elif self.on_error == "fail":
+            self.complete("failed")
+        # else: left running, resumable from its last turn.
+
+    def __repr__(self) -> str:
+        return f"RunLoop(session_id={self.session_id!r}, run_id={self.run_id!r}, turn={self.turn_no})"

@@ -1,0 +1,90 @@
+"""client.run_loop: a host loop SIGKILLed between turns and in the middle of
+a tool call resumes, in a new process, from the last completed turn with
+its counters carried on; a clean exit completes the run; an exception
+leaves it resumable."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+import pytest
+
+import cairn
+from conftest import DAEMON, connect_daemon
+
+HERE = Path(__file__).resolve().parent
+CHILD = str(HERE / "helpers" / "runloop_child.py")
+
+
+def child(ws: str, mode: str, *args: str) -> subprocess.Popen:
+    env = dict(os.environ, CAIRN_DAEMON=DAEMON, PYTHONPATH=str(HERE.parent))
+    return subprocess.Popen([sys.executable, CHILD, ws, mode, "s1", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("mode", ["embedded", "daemon"])
+@pytest.mark.parametrize("phase", ["between", "tool"])
+def test_killed_loop_resumes_from_last_turn(mode: str, phase: str, workspace: str, daemons: List[int]) -> None:
+    p = child(workspace, mode, "6", "0", phase, "3")
+    try:
+        line = p.stdout.readline()  # type: ignore[union-attr]
+        assert line.strip() == "STOPPED", (line, p.stderr.read() if p.poll() is not None else "")  # type: ignore[union-attr]
+        p.send_signal(signal.SIGKILL)
+    finally:
+        p.wait(timeout=30)
+    assert p.returncode == -signal.SIGKILL
+    done = 3 if phase == "between" else 2  # the tool turn in flight is not recorded
+
+    q = child(workspace, mode, "6", "1")
+    out, err = q.communicate(timeout=60)
+    assert q.returncode == 0, err
+    got = json.loads(out.strip().splitlines()[-1])
+    s = got["start"]
+    assert s["resumed_from"] is not None and s["run_id"] != s["resumed_from"]
+    assert s["turn"] == done and s["tool_calls"] == done and s["usage"] == 10 * done
+    assert s["state"] == {"done": done}
+    want = [x for n in range(1, done + 1) for x in (f"call{n}", f"result{n}")]
+    assert s["messages"] == want
+    assert got["end"] == {"run_id": s["run_id"], "turn": 6, "usage": 60, "tool_calls": 6}
+
+    c = cairn.connect(workspace, embedded=True) if mode == "embedded" else connect_daemon(workspace, daemons)
+    try:
+        runs = {r["run_id"]: r for r in c.runs("s1")["runs"]}
+        assert runs[s["run_id"]]["status"] == "completed"
+        assert runs[s["run_id"]]["tool_calls_count"] == 6
+        assert runs[s["run_id"]]["usage"]["input_tokens"] == 60
+        assert runs[s["resumed_from"]]["status"] == "interrupted"
+        msgs = c.messages("s1")["messages"]
+        assert [m["content"] for m in msgs] == [x for n in range(1, 7) for x in (f"call{n}", f"result{n}")]
+    finally:
+        c.close()
+
+
+def test_exception_leaves_run_resumable(embedded: cairn.Client) -> None:
+    with pytest.raises(RuntimeError):
+        with embedded.run_loop("s2") as run:
+            run.turn([{"role": "user", "content": "a"}], usage={"output_tokens": 5}, tool_calls=2)
+            first = run.run_id
+            raise RuntimeError("tool blew up")
+    assert embedded.run(first)["run"]["status"] == "running"
+    with embedded.run_loop("s2", resume=True) as again:
+        assert again.resumed_from == first and again.turn_no == 1
+        assert again.tool_calls == 2 and again.usage["output_tokens"] == 5
+    assert embedded.run(again.run_id)["run"]["status"] == "completed"
+    # Nothing left to resume: a new run begins.
+    with embedded.run_loop("s2", resume=True) as fresh:
+        assert fresh.resumed_from is None and fresh.turn_no == 0
+
+
+def test_on_error_fail_ends_the_run(embedded: cairn.Client) -> None:
+    with pytest.raises(ValueError):
+        with embedded.run_loop("s3", on_error="fail") as run:
+            run.turn([{"role": "user", "content": "a"}])
+            raise ValueError("x")
+    assert embedded.run(run.run_id)["run"]["status"] == "failed"
