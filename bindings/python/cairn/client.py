@@ -666,7 +666,7 @@ class Client:
             results[i] = f.result()
         return results
 
-    def run_loop(
+    def start_run(
         self,
         session_id: str,
         *,
@@ -675,7 +675,7 @@ class Client:
         on_error: Literal["resume", "fail"] = "resume",
     ) -> "RunLoop":
         """A run of the host's own loop that checkpoints every tool turn:
-        ``with client.run_loop("s1", resume=True) as run: ... run.turn(msgs,
+        ``with client.start_run("s1", resume=True) as run: ... run.turn(msgs,
         usage=..., tool_calls=...)``. ``resume`` picks up the session's
         interrupted run (else begins one); a clean exit completes the run,
         an exception leaves it resumable (``on_error="fail"``: ends it

@@ -1,7 +1,7 @@
 """The run helper for hosts with their own agent loop: a run that
 checkpoints every tool turn without the host asking.
 
-    with client.run_loop("s1", resume=True) as run:
+    with client.start_run("s1", resume=True) as run:
         history = run.messages            # what the resumed run had
         while not done:
             reply, calls = model(history)
@@ -17,7 +17,7 @@ resumes from the last completed turn with its counters carried on.
 On a clean exit of the ``with`` block the run is completed
 (``completeRun``, status ``"completed"``, with the final totals). On an
 exception the run is left running, as after a crash, so that
-``client.run_loop(session_id, resume=True)`` picks it up from its last
+``client.start_run(session_id, resume=True)`` picks it up from its last
 turn; pass ``on_error="fail"`` to end it as ``"failed"`` instead (it can
 then not be resumed). ``resume=True`` resumes the session's interrupted run
 (the latest one, when there are several) or, if there is none, begins a new
@@ -58,7 +58,7 @@ class RunLoop:
         on_error: Literal["resume", "fail"] = "resume",
     ) -> None:
         if on_error not in ("resume", "fail"):
-            raise ValueError(f"run_loop: on_error must be 'resume' or 'fail', not {on_error!r}")
+            raise ValueError(f"start_run: on_error must be 'resume' or 'fail', not {on_error!r}")
         self.client = client
         self.session_id = session_id
         self.on_error = on_error
@@ -129,7 +129,7 @@ class RunLoop:
         if self.run_id is None:
             self.start()
         if self.ended:
-            raise RuntimeError(f"run_loop: run {self.run_id!r} has ended")
+            raise RuntimeError(f"start_run: run {self.run_id!r} has ended")
         total_usage = _add_usage(self.usage, usage)
         total_calls = self.tool_calls + tool_calls
         n = self.turn_no + 1

@@ -83,8 +83,8 @@ def test_agents_example(workspace: str, daemons: List[int]) -> None:
 
 def test_run_loop_example(workspace: str, daemons: List[int]) -> None:
     try:
-        kill_after(start("run_loop_resume.py", workspace), "turn 2 done")
-        out = finish("run_loop_resume.py", workspace)
+        kill_after(start("start_run_resume.py", workspace), "turn 2 done")
+        out = finish("start_run_resume.py", workspace)
         assert out[0].startswith("resumed run_") and out[0].endswith("at turn 2, 2 tool calls, 200 input tokens so far")
         assert out[-1].endswith("completed: 5 turns, 5 tool calls")
     finally:

@@ -1,4 +1,4 @@
-"""client.run_loop: a host loop SIGKILLed between turns and in the middle of
+"""client.start_run: a host loop SIGKILLed between turns and in the middle of
 a tool call resumes, in a new process, from the last completed turn with
 its counters carried on; a clean exit completes the run; an exception
 leaves it resumable."""
@@ -68,23 +68,23 @@ def test_killed_loop_resumes_from_last_turn(mode: str, phase: str, workspace: st
 
 def test_exception_leaves_run_resumable(embedded: cairn.Client) -> None:
     with pytest.raises(RuntimeError):
-        with embedded.run_loop("s2") as run:
+        with embedded.start_run("s2") as run:
             run.turn([{"role": "user", "content": "a"}], usage={"output_tokens": 5}, tool_calls=2)
             first = run.run_id
             raise RuntimeError("tool blew up")
     assert embedded.run(first)["run"]["status"] == "running"
-    with embedded.run_loop("s2", resume=True) as again:
+    with embedded.start_run("s2", resume=True) as again:
         assert again.resumed_from == first and again.turn_no == 1
         assert again.tool_calls == 2 and again.usage["output_tokens"] == 5
     assert embedded.run(again.run_id)["run"]["status"] == "completed"
     # Nothing left to resume: a new run begins.
-    with embedded.run_loop("s2", resume=True) as fresh:
+    with embedded.start_run("s2", resume=True) as fresh:
         assert fresh.resumed_from is None and fresh.turn_no == 0
 
 
 def test_on_error_fail_ends_the_run(embedded: cairn.Client) -> None:
     with pytest.raises(ValueError):
-        with embedded.run_loop("s3", on_error="fail") as run:
+        with embedded.start_run("s3", on_error="fail") as run:
             run.turn([{"role": "user", "content": "a"}])
             raise ValueError("x")
     assert embedded.run(run.run_id)["run"]["status"] == "failed"

@@ -1,4 +1,4 @@
-"""A host loop on client.run_loop, in its own process, for the kill tests.
+"""A host loop on client.start_run, in its own process, for the kill tests.
 argv: workspace mode(embedded|daemon) session_id turns resume(0|1)
       [stop_phase(between|tool) stop_turn]
 Each turn is a model message and one tool call's result: usage 10 input
@@ -24,7 +24,7 @@ def block() -> None:
 
 
 c = cairn.connect(ws, embedded=True) if mode == "embedded" else cairn.connect(ws, daemon_args=["--idle-timeout=20s"])
-with c.run_loop(sid, resume=resume == "1") as run:
+with c.start_run(sid, resume=resume == "1") as run:
     start = {"run_id": run.run_id, "resumed_from": run.resumed_from, "turn": run.turn_no,
              "usage": run.usage.get("input_tokens", 0), "tool_calls": run.tool_calls,
              "messages": [m["content"] for m in run.messages], "state": run.state}

@@ -1,8 +1,8 @@
-"""A host's own agent loop on client.run_loop: every completed tool turn is
+"""A host's own agent loop on client.start_run: every completed tool turn is
 a checkpoint. Kill it at any moment (even in the middle of a tool call) and
 start it again: it resumes from the last completed turn, counters and all.
 
-    python run_loop_resume.py /path/to/workspace
+    python start_run_resume.py /path/to/workspace
 """
 
 import sys
@@ -11,7 +11,7 @@ import time
 import cairn
 
 with cairn.connect(sys.argv[1]) as client:
-    with client.run_loop("agent-1", resume=True) as run:
+    with client.start_run("agent-1", resume=True) as run:
         if run.resumed_from:
             print(f"resumed {run.resumed_from} at turn {run.turn_no}, "
                   f"{run.tool_calls} tool calls, {run.usage['input_tokens']} input tokens so far", flush=True)
