@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cairn-dev/cairn/internal/jsonscan"
 )
 
 // MaxIDBytes is the longest session, run, workflow, step or item id accepted.
@@ -119,15 +121,17 @@ func checkValue(what string, v Value, required bool) error {
 		}
 		return nil
 	}
-	if !json.Valid(v) {
-		return Errorf(CodeInvalidArgument, "%s is not valid JSON", what)
+	// JSON text is UTF-8 (RFC 8259 §8.1), and what is stored must export
+	// as UTF-8: jsonscan checks both in one pass, several times faster than
+	// json.Valid (every message of every commit goes through here); the
+	// slow check only tells the two failures apart.
+	if jsonscan.Valid(v) {
+		return nil
 	}
-	// JSON text is UTF-8 (RFC 8259 §8.1), and json.Valid does not check
-	// the bytes inside strings: what is stored must export as UTF-8.
-	if !utf8.Valid(v) {
+	if json.Valid(v) && !utf8.Valid(v) {
 		return Errorf(CodeInvalidArgument, "%s is not valid JSON: it is not UTF-8", what)
 	}
-	return nil
+	return Errorf(CodeInvalidArgument, "%s is not valid JSON", what)
 }
 
 func checkUnique(kind string, ids []string) error {
