@@ -187,6 +187,12 @@ func decodeParams[P any](b []byte) (P, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return p, nil
 	}
+	if cp, ok := any(&p).(*api.CheckpointRequest); ok {
+		if fastCheckpoint(b, cp) {
+			return p, nil
+		}
+		*cp = api.CheckpointRequest{}
+	}
 	if err := strictDecode(b, &p); err != nil {
 		return p, session.Errorf(session.CodeInvalidArgument, "params: %v", err)
 	}
