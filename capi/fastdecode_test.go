@@ -175,3 +175,29 @@ func TestCheckpointBadParamsThroughCall(t *testing.T) {
 		t.Fatalf("good checkpoint: %v", err)
 	}
 }
+
+// BenchmarkCheckpointDecode compares the two decoders on the request of
+// one agent turn (bench/agent's: messages of about 2 and 6 KB).
+func BenchmarkCheckpointDecode(b *testing.B) {
+	x, y, z := strings.Repeat("x", 2000), strings.Repeat("y", 3000), strings.Repeat("z", 3000)
+	req := fmt.Appendf(nil, `{"run_id":"run-1","turn":7,"new_messages":[{"role":"user","content":%q,"turn":7},`+
+		`{"role":"assistant","content":[{"type":"text","text":%q},{"type":"tool_use","id":"t7","name":"edit","input":{"path":"src/a.go","patch":%q}}]}],`+
+		`"tool_calls_count":7,"usage":{"input_tokens":7000,"output_tokens":1400,"total_tokens":8400,"cost":0.007},"state":{"step":"after_tool","turn":7}}`, x, y, z)
+	b.Run("fast", func(b *testing.B) {
+		b.SetBytes(int64(len(req)))
+		for b.Loop() {
+			if _, err := decodeParams[api.CheckpointRequest](req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("strict", func(b *testing.B) {
+		b.SetBytes(int64(len(req)))
+		for b.Loop() {
+			var p api.CheckpointRequest
+			if err := strictDecode(req, &p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
