@@ -441,10 +441,10 @@ func (e *Engine) locateRun(ctx context.Context, runID, hint string) (sid string,
 	if hint != "" {
 		return hint, false, session.ValidateID("session", hint)
 	}
-	cp, err := e.store.Checkpoint(ctx, runID)
+	sid, err = checkpointSession(ctx, e.store, runID)
 	switch {
 	case err == nil:
-		return cp.SessionID, false, nil
+		return sid, false, nil
 	case !isCode(err, session.CodeNoCheckpoint) && !isCode(err, session.CodeNotFound):
 		return "", false, wrapStore("find checkpoint", err)
 	}
@@ -453,6 +453,24 @@ func (e *Engine) locateRun(ctx context.Context, runID, hint string) (sid string,
 		return "", false, wrapStore("find run", err)
 	}
 	return sid, true, nil
+}
+
+// checkpointOwner is a store that names the session holding a run's
+// checkpoint without reading the checkpoint (fsstore: from its index).
+type checkpointOwner interface {
+	CheckpointSession(ctx context.Context, runID string) (string, error)
+}
+
+// checkpointSession returns the session holding runID's checkpoint.
+func checkpointSession(ctx context.Context, st session.Store, runID string) (string, error) {
+	if o, ok := st.(checkpointOwner); ok {
+		return o.CheckpointSession(ctx, runID)
+	}
+	cp, err := st.Checkpoint(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	return cp.SessionID, nil
 }
 
 // findRunning returns a session other than except where runID is running,
