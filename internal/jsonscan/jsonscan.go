@@ -7,7 +7,10 @@
 // value.
 package jsonscan
 
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
 
 // maxDepth is encoding/json's nesting limit: a value nested deeper is
 // invalid there, so it is here.
@@ -148,6 +151,13 @@ func String(b []byte, i int) (int, bool) {
 	}
 	i++
 	for i < len(b) {
+		// Eight plain bytes at a time: most of a message is text.
+		for i+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		if plain[c] {
 			i++
@@ -183,6 +193,24 @@ func String(b []byte, i int) (int, bool) {
 	}
 	return 0, false
 }
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plain8 reports whether the eight bytes of x are all plain (see plain):
+// no byte has its high bit set, is below 0x20, or is a quote or backslash.
+// (Once bytes of 0x80 and above are excluded, x - 0x20 in each byte sets
+// a high bit only where a byte is below 0x20 or a borrow came from one;
+// a byte equal to c is a zero byte of x^c.)
+func plain8(x uint64) bool {
+	return (x|(x-0x20*ones)|hasZero(x^'"'*ones)|hasZero(x^'\\'*ones))&highs == 0
+}
+
+// hasZero sets the high bit of (at least) the lowest zero byte of x, and of
+// no byte when x has none.
+func hasZero(x uint64) uint64 { return (x - ones) &^ x & highs }
 
 func hex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
