@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/checked"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -106,9 +107,12 @@ func (e *Engine) Checkpoint(ctx context.Context, req api.CheckpointRequest) (api
 		},
 	}
 	// Validate the host's input before looking anything up.
-	if err := normalize(&tmpl); err != nil {
+	if err := normalizeKnown(&tmpl, checked.Known(ctx)); err != nil {
 		return api.CheckpointResult{}, err
 	}
+	// The commit normalizes the change again (rmw): these values it need
+	// not scan twice.
+	ctx = checked.With(ctx, append(tmpl.AppendMessages[:len(tmpl.AppendMessages):len(tmpl.AppendMessages)], tmpl.Checkpoint.State)...)
 	res, _, err := e.withRun(ctx, req.RunID, req.SessionID, func(st *session.State, run *session.Run) (*session.Change, error) {
 		if next, head := successor(st, run); next != nil {
 			return nil, supersededError("checkpoint", run, next, head)

@@ -39,3 +39,21 @@ func TestNormalizeRefusesBadValues(t *testing.T) {
 		})
 	}
 }
+
+// TestNormalizeKnownSkipsOnlyKnown: NormalizeKnown leaves out exactly the
+// values known vouches for.
+func TestNormalizeKnownSkipsOnlyKnown(t *testing.T) {
+	bad, state := Value(`{"a":tru}`), Value(`{"k":}`)
+	vouched := func(v Value) bool { return len(v) > 0 && &v[0] == &bad[0] || len(v) > 0 && &v[0] == &state[0] }
+	c := func() *Change {
+		return &Change{AppendMessages: []Value{Value(`{}`), bad}, Checkpoint: &LoopCheckpoint{RunID: "r", State: state}}
+	}
+	if err := NormalizeKnown(c(), vouched); err != nil {
+		t.Fatalf("NormalizeKnown with both bad values vouched for: %v", err)
+	}
+	for _, k := range []func(Value) bool{nil, func(Value) bool { return false }, func(v Value) bool { return &v[0] == &bad[0] }} {
+		if err := NormalizeKnown(c(), k); CodeOf(err) != CodeInvalidArgument {
+			t.Fatalf("NormalizeKnown: %v; want invalid_argument", err)
+		}
+	}
+}
