@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/internal/checked"
 	"github.com/cairn-dev/cairn/internal/storeopen"
 	"github.com/cairn-dev/cairn/internal/version"
 	"github.com/cairn-dev/cairn/protocol"
@@ -183,14 +184,28 @@ func strictDecode(b []byte, v any) error {
 }
 
 func decodeParams[P any](b []byte) (P, error) {
+	_, p, err := decodeParamsCtx[P](context.Background(), b)
+	return p, err
+}
+
+// decodeParamsCtx decodes params b. When the fast checkpoint decoder read
+// them, the context it returns knows the messages and the state it
+// validated (internal/checked), which the engine then does not scan again.
+func decodeParamsCtx[P any](ctx context.Context, b []byte) (context.Context, P, error) {
 	var p P
 	if len(bytes.TrimSpace(b)) == 0 {
-		return p, nil
+		return ctx, p, nil
+	}
+	if cp, ok := any(&p).(*api.CheckpointRequest); ok {
+		if fastCheckpoint(b, cp) {
+			return checked.With(ctx, append(cp.NewMessages[:len(cp.NewMessages):len(cp.NewMessages)], cp.State)...), p, nil
+		}
+		*cp = api.CheckpointRequest{}
 	}
 	if err := strictDecode(b, &p); err != nil {
-		return p, session.Errorf(session.CodeInvalidArgument, "params: %v", err)
+		return ctx, p, session.Errorf(session.CodeInvalidArgument, "params: %v", err)
 	}
-	return p, nil
+	return ctx, p, nil
 }
 
 // method runs one method in either mode.
@@ -211,7 +226,7 @@ func lib[P, R any](s api.Spec[P, R], fn func(ctx context.Context, in *instance, 
 // methods whose params differ in the C API (api.Method.LibParams).
 func libParams[P any](name string, fn func(ctx context.Context, in *instance, p P) (any, error)) entry {
 	return entry{name, func(ctx context.Context, in *instance, b []byte) (any, error) {
-		p, err := decodeParams[P](b)
+		ctx, p, err := decodeParamsCtx[P](ctx, b)
 		if err != nil {
 			return nil, err
 		}

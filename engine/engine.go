@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/checked"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -240,7 +241,7 @@ func (e *Engine) rmw(ctx context.Context, sid string, mayCreate bool,
 		// Every engine commit passes through Normalize here: validation and
 		// secret scrubbing do not depend on each caller remembering them.
 		// The store is told, and does not scan the change again.
-		if err := normalize(c); err != nil {
+		if err := normalizeKnown(c, checked.Known(ctx)); err != nil {
 			return res, false, err
 		}
 		opts := session.CommitOptions{Normalized: true, Fence: fenceOf(ctx), Notify: e.notifyWith(after)}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/checked"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -110,7 +111,7 @@ func (e *Engine) Checkpoint(ctx context.Context, req api.CheckpointRequest) (api
 		},
 	}
 	// Validate the host's input before looking anything up.
-	if err := normalize(&tmpl); err != nil {
+	if err := normalizeKnown(&tmpl, checked.Known(ctx)); err != nil {
 		return api.CheckpointResult{}, err
 	}
 	key := session.LeaseKeyRun(req.RunID)
@@ -118,6 +119,9 @@ func (e *Engine) Checkpoint(ctx context.Context, req api.CheckpointRequest) (api
 	if err != nil {
 		return api.CheckpointResult{}, wrapStore("Checkpoint", err)
 	}
+	// The commit normalizes the change again (rmw): these values it need
+	// not scan twice.
+	ctx = checked.With(ctx, append(tmpl.AppendMessages[:len(tmpl.AppendMessages):len(tmpl.AppendMessages)], tmpl.Checkpoint.State)...)
 	res, _, err := e.withRun(withFence(ctx, f), req.RunID, req.SessionID, func(st *session.State, run *session.Run) (*session.Change, error) {
 		if next, head := successor(st, run); next != nil {
 			return nil, supersededError("checkpoint", run, next, head)
@@ -478,10 +482,10 @@ func (e *Engine) locateRun(ctx context.Context, runID, hint string) (sid string,
 	if hint != "" {
 		return hint, false, session.ValidateID("session", hint)
 	}
-	cp, err := e.store.Checkpoint(ctx, runID)
+	sid, err = checkpointSession(ctx, e.store, runID)
 	switch {
 	case err == nil:
-		return cp.SessionID, false, nil
+		return sid, false, nil
 	case !isCode(err, session.CodeNoCheckpoint) && !isCode(err, session.CodeNotFound):
 		return "", false, wrapStore("find checkpoint", err)
 	}
@@ -490,6 +494,24 @@ func (e *Engine) locateRun(ctx context.Context, runID, hint string) (sid string,
 		return "", false, wrapStore("find run", err)
 	}
 	return sid, true, nil
+}
+
+// checkpointOwner is a store that names the session holding a run's
+// checkpoint without reading the checkpoint (fsstore: from its index).
+type checkpointOwner interface {
+	CheckpointSession(ctx context.Context, runID string) (string, error)
+}
+
+// checkpointSession returns the session holding runID's checkpoint.
+func checkpointSession(ctx context.Context, st session.Store, runID string) (string, error) {
+	if o, ok := st.(checkpointOwner); ok {
+		return o.CheckpointSession(ctx, runID)
+	}
+	cp, err := st.Checkpoint(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	return cp.SessionID, nil
 }
 
 // findRunning returns a session other than except where runID is running,

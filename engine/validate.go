@@ -13,8 +13,12 @@ import (
 // commit id or a content digest) and of the runtime record (unique process
 // names, loopback-only health check URLs, previews naming recorded
 // processes), which live in their own packages.
-func normalize(c *session.Change) error {
-	if err := session.Normalize(c); err != nil {
+func normalize(c *session.Change) error { return normalizeKnown(c, nil) }
+
+// normalizeKnown is normalize, not scanning again the JSON values known
+// reports as validated (see internal/checked).
+func normalizeKnown(c *session.Change, known func(session.Value) bool) error {
+	if err := session.NormalizeKnown(c, known); err != nil {
 		return err
 	}
 	if err := handoff.ValidateChange(c); err != nil {

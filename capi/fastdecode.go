@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"strconv"
+
+	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/jsonscan"
+	"github.com/cairn-dev/cairn/session"
+)
+
+// The checkpoint request is the one an agent sends every turn, carrying
+// the turn's messages: strictDecode reads it twice through encoding/json's
+// byte-at-a-time scanner, which cost more than the rest of the call's JSON
+// work together. fastCheckpoint reads the request's usual shape in one
+// jsonscan pass instead. It is only a fast path: whatever it does not
+// recognise exactly (an unknown, differently cased, escaped or repeated
+// key, a null where a value is expected, a number that is not an int64,
+// invalid JSON anywhere, trailing data) makes it answer false, and
+// decodeParams then decodes with strictDecode, which decides and phrases
+// the error as before. So it accepts nothing strictDecode refuses, and
+// what it accepts decodes to what strictDecode would give.
+
+// fastCheckpoint decodes b into p when b is a checkpoint request in the
+// usual shape; false means "use strictDecode" (p is then garbage).
+func fastCheckpoint(b []byte, p *api.CheckpointRequest) bool {
+	const (
+		runID = 1 << iota
+		sessionID
+		turn
+		newMessages
+		usage
+		toolCalls
+		state
+	)
+	var seen int
+	ok := object(b, jsonscan.SkipSpace(b, 0), func(k, b []byte, i int) (int, bool) {
+		if string(k) == "new_messages" {
+			// The messages are scanned once, element by element.
+			if seen&newMessages != 0 {
+				return 0, false
+			}
+			seen |= newMessages
+			return values(b, i, &p.NewMessages)
+		}
+		end, ok := jsonscan.Value(b, i)
+		if !ok {
+			return 0, false
+		}
+		v := b[i:end]
+		var bit int
+		switch string(k) {
+		case "run_id":
+			bit, ok = runID, str(v, &p.RunID)
+		case "session_id":
+			bit, ok = sessionID, str(v, &p.SessionID)
+		case "turn":
+			bit, ok = turn, int64Of(v, &p.Turn)
+		case "tool_calls_count":
+			bit, ok = toolCalls, int64Of(v, &p.ToolCallsCount)
+		case "usage":
+			bit, ok = usage, usageOf(v, &p.Usage)
+		case "state":
+			// Any JSON value, null included, is kept as its bytes, as
+			// encoding/json does for a json.RawMessage.
+			bit, ok = state, true
+			p.State = bytes.Clone(v)
+		default:
+			ok = false
+		}
+		if !ok || seen&bit != 0 {
+			return 0, false
+		}
+		seen |= bit
+		return end, true
+	})
+	return ok
+}
+
+// object walks the JSON object at b[i], which must be all of b but
+// whitespace, calling member with each key's raw bytes (no quotes; a key
+// with escapes is refused) and the index of its value in b; member decodes
+// the value and returns where it ends. object returns false when b is not
+// such an object or member returned false.
+func object(b []byte, i int, member func(k, b []byte, i int) (int, bool)) bool {
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = jsonscan.SkipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return jsonscan.SkipSpace(b, i+1) == len(b)
+	}
+	for {
+		end, ok := jsonscan.String(b, i)
+		if !ok {
+			return false
+		}
+		k := b[i+1 : end-1]
+		if bytes.IndexByte(k, '\\') >= 0 {
+			return false
+		}
+		i = jsonscan.SkipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = jsonscan.SkipSpace(b, i+1)
+		if i >= len(b) {
+			return false
+		}
+		if end, ok = member(k, b, i); !ok {
+			return false
+		}
+		i = jsonscan.SkipSpace(b, end)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = jsonscan.SkipSpace(b, i+1)
+		case '}':
+			return jsonscan.SkipSpace(b, i+1) == len(b)
+		default:
+			return false
+		}
+	}
+}
+
+// str decodes a JSON string without escapes (jsonscan has checked it is
+// UTF-8, so its bytes are the string encoding/json would give).
+func str(v []byte, s *string) bool {
+	if len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
+		return false
+	}
+	*s = string(v[1 : len(v)-1])
+	return true
+}
+
+// int64Of decodes a JSON number that is an int64, as encoding/json does
+// (it refuses a fraction, an exponent and overflow alike).
+func int64Of(v []byte, n *int64) bool {
+	x, err := strconv.ParseInt(string(v), 10, 64)
+	*n = x
+	return err == nil
+}
+
+func float64Of(v []byte, f *float64) bool {
+	if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
+		return false // null, a string, ...: strictDecode decides
+	}
+	x, err := strconv.ParseFloat(string(v), 64)
+	*f = x
+	return err == nil
+}
+
+// values decodes the JSON array at b[i] into its elements' bytes, each
+// copied (the request may be C memory the caller frees after the call),
+// and returns where the array ends.
+func values(b []byte, i int, out *[]session.Value) (int, bool) {
+	if b[i] != '[' {
+		return 0, false // null, an object, ...: strictDecode decides
+	}
+	vs := make([]session.Value, 0, 4)
+	i = jsonscan.SkipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		*out = vs
+		return i + 1, true
+	}
+	for {
+		end, ok := jsonscan.Value(b, i)
+		if !ok {
+			return 0, false
+		}
+		vs = append(vs, bytes.Clone(b[i:end]))
+		i = jsonscan.SkipSpace(b, end)
+		if i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case ',':
+			i = jsonscan.SkipSpace(b, i+1)
+		case ']':
+			*out = vs
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+func usageOf(v []byte, u *session.Usage) bool {
+	var seen int
+	return object(v, 0, func(k, b []byte, i int) (int, bool) {
+		end, ok := jsonscan.Value(b, i)
+		if !ok {
+			return 0, false
+		}
+		x := b[i:end]
+		var bit int
+		switch string(k) {
+		case "input_tokens":
+			bit, ok = 1, int64Of(x, &u.InputTokens)
+		case "output_tokens":
+			bit, ok = 2, int64Of(x, &u.OutputTokens)
+		case "total_tokens":
+			bit, ok = 4, int64Of(x, &u.TotalTokens)
+		case "cost":
+			bit, ok = 8, float64Of(x, &u.Cost)
+		default:
+			ok = false
+		}
+		if !ok || seen&bit != 0 {
+			return 0, false
+		}
+		seen |= bit
+		return end, true
+	})
+}
