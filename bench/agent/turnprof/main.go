@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command turnprof splits the Go side of one embedded agent turn (what
 // libcairn's cairn_call does for a checkpoint carrying two messages) into
 // its parts, timed turn by turn: the JSON decode of the request, the
