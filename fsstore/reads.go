@@ -248,7 +248,13 @@ func (s *Store) Artifacts(ctx context.Context, id string, ids []string, withData
 				return session.Page[session.Artifact]{}, session.Errorf(session.CodeNotFound, "session %q holds no artifact %q", id, a)
 			}
 		}
-		order = slices.DeleteFunc(slices.Clone(order), func(a string) bool { return !slices.Contains(ids, a) })
+		if len(ids) == 1 {
+			// One artifact by id (engine.Artifact, a saver's get): a map
+			// lookup, whatever the session holds.
+			order = ids
+		} else {
+			order = slices.DeleteFunc(slices.Clone(order), func(a string) bool { return !slices.Contains(ids, a) })
+		}
 	}
 	out := make([]session.Artifact, 0, len(order))
 	for _, aid := range order {
