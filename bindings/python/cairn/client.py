@@ -373,7 +373,7 @@ class Client:
             p["drift"] = False
         if not processes:
             p["processes"] = False
-        return self._call(b"resumeSession", _dumps(p))  # type: ignore[no-any-return]
+        return self._read(b"resumeSession", _dumps(p))  # type: ignore[no-any-return]
 
     # -- targeted reads: each costs what it returns -----------------------
 
