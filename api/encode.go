@@ -16,17 +16,29 @@ import (
 // the hot reads skip that. The bytes may therefore differ from
 // json.Marshal's (whitespace kept, '<', '>', '&' not escaped inside values)
 // while meaning the same JSON.
+//
+// JSONSize bounds the length of what AppendJSON appends, so a caller can
+// encode into a buffer of its own (the C API: straight into the C memory
+// it answers with) without it growing.
 type JSONAppender interface {
 	AppendJSON(b []byte) []byte
+	JSONSize() int
+}
+
+// JSONSize bounds the length of r's AppendJSON (see JSONAppender).
+func (r MessagesResult) JSONSize() int {
+	// The fixed fields: names, five numbers of at most 20 digits and a
+	// bool, with room to spare; the id escaped at worst 6 bytes a byte.
+	n := 256 + 6*len(r.SessionID)
+	for _, m := range r.Messages {
+		n += max(len(m), len("null")) + 1
+	}
+	return n
 }
 
 // AppendJSON appends r's JSON encoding to b (see JSONAppender).
 func (r MessagesResult) AppendJSON(b []byte) []byte {
-	n := len(b) + 128
-	for _, m := range r.Messages {
-		n += len(m) + 1
-	}
-	b = grow(b, n)
+	b = grow(b, len(b)+r.JSONSize())
 	b = append(b, `{"session_id":`...)
 	b = appendString(b, r.SessionID)
 	b = append(b, `,"generation":`...)

@@ -80,7 +80,7 @@ func decode(t *rapid.T, b []byte) any {
 
 // TestMessagesResultAppendJSON checks that AppendJSON encodes the same JSON
 // as encoding/json (semantically: stored values keep their bytes), appends
-// to what b holds, and never writes a null list.
+// to what b holds, never writes a null list, and stays within JSONSize.
 func TestMessagesResultAppendJSON(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := api.MessagesResult{
@@ -107,6 +107,10 @@ func TestMessagesResultAppendJSON(t *testing.T) {
 			t.Fatalf("AppendJSON lost the prefix %q: %s", prefix, out)
 		}
 		got := out[len(prefix):]
+		// The C API encodes into a buffer of JSONSize bytes.
+		if len(got) > r.JSONSize() {
+			t.Fatalf("AppendJSON wrote %d bytes, over JSONSize %d: %s", len(got), r.JSONSize(), got)
+		}
 		if !json.Valid(got) {
 			t.Fatalf("AppendJSON wrote invalid JSON: %s", got)
 		}

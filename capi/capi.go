@@ -62,8 +62,8 @@ func serveSubmitted() {
 		go func() {
 			method := C.GoString(r.method)
 			req := C.GoBytes(unsafe.Pointer(r.request), C.int(r.request_len))
-			res, err := call(uint64(r.handle), method, req)
-			r.rc = C.int(setResult(res, err, &r.response, &r.response_len, &r.err))
+			p, n, err := callC(uint64(r.handle), method, req)
+			r.rc = C.int(setResultC(p, n, err, &r.response, &r.response_len, &r.err))
 			C.cairn_shim_finish(r)
 		}()
 	}
@@ -123,8 +123,8 @@ func closeHandle(h uint64) error {
 func cairn_go_call(handle C.uint64_t, method *C.char, request *C.uint8_t, requestLen C.size_t, response **C.uint8_t, responseLen *C.size_t, errOut **C.char) C.int {
 	// The request is only read during the call: no copy needed.
 	req := unsafe.Slice((*byte)(unsafe.Pointer(request)), int(requestLen))
-	res, err := call(uint64(handle), C.GoString(method), req)
-	return C.int(setResult(res, err, response, responseLen, errOut))
+	p, n, err := callC(uint64(handle), C.GoString(method), req)
+	return C.int(setResultC(p, n, err, response, responseLen, errOut))
 }
 
 //export cairn_go_close
@@ -155,17 +155,14 @@ func lookup(h uint64) (*instance, error) {
 }
 
 // call runs method on handle h with JSON params req and returns the JSON
-// result.
+// result: callC's, copied to Go.
 func call(h uint64, method string, req []byte) ([]byte, error) {
-	in, err := lookup(h)
+	p, n, err := callC(h, method, req)
 	if err != nil {
 		return nil, err
 	}
-	res, err := in.invoke(context.Background(), method, req)
-	if err != nil {
-		return nil, err
-	}
-	return encodeResult(res)
+	defer C.free(p)
+	return C.GoBytes(p, C.int(n)), nil
 }
 
 // encodeResult returns the JSON of a method's result. The hot reads
@@ -178,14 +175,52 @@ func encodeResult(res any) ([]byte, error) {
 	return json.Marshal(res)
 }
 
-// setResult stores a call's outcome in the C out-parameters and returns the
-// return code.
-func setResult(res []byte, err error, response **C.uint8_t, responseLen *C.size_t, errOut **C.char) int {
+// callC is call with the result in C memory (malloc), as the C API
+// answers it.
+func callC(h uint64, method string, req []byte) (unsafe.Pointer, int, error) {
+	in, err := lookup(h)
+	if err != nil {
+		return nil, 0, err
+	}
+	res, err := in.invoke(context.Background(), method, req)
+	if err != nil {
+		return nil, 0, err
+	}
+	return encodeResultC(res)
+}
+
+// encodeResultC is encodeResult into C memory. A hot read encodes itself
+// straight into the memory it is answered in: a page of messages is
+// copied once, from the store's buffers, not a second time out of Go's
+// heap.
+func encodeResultC(res any) (unsafe.Pointer, int, error) {
+	a, ok := res.(api.JSONAppender)
+	if !ok {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return nil, 0, err
+		}
+		return C.CBytes(b), len(b), nil
+	}
+	size := a.JSONSize()
+	p := C.malloc(C.size_t(max(size, 1)))
+	b := a.AppendJSON(unsafe.Slice((*byte)(p), size)[:0])
+	if unsafe.SliceData(b) != (*byte)(p) {
+		// Outgrown (JSONSize was wrong): append moved it to Go's heap.
+		C.free(p)
+		return C.CBytes(b), len(b), nil
+	}
+	return p, len(b), nil
+}
+
+// setResultC stores a call's outcome, its result already in C memory, in
+// the C out-parameters and returns the return code.
+func setResultC(p unsafe.Pointer, n int, err error, response **C.uint8_t, responseLen *C.size_t, errOut **C.char) int {
 	if err != nil {
 		return setError(err, errOut)
 	}
-	*response = (*C.uint8_t)(C.CBytes(res))
-	*responseLen = C.size_t(len(res))
+	*response = (*C.uint8_t)(p)
+	*responseLen = C.size_t(n)
 	return C.CAIRN_OK
 }
 

@@ -1,7 +1,6 @@
 package fsstore
 
 import (
-	"errors"
 	"io"
 	"slices"
 	"time"
@@ -23,25 +22,20 @@ type frameReader struct {
 
 func (fr frameReader) frame(it item) (recordlog.Record, error) {
 	rec, err := recordlog.ReadFrame(fr.r, fr.path, it.off(), int(it.fsz))
-	if errors.Is(err, recordlog.ErrDamaged) {
-		// Bytes that checked at Open fail now: bit rot. `cairn verify`
-		// finds every such log and stops serving it.
-		return rec, session.Wrap(session.CodeCorrupt, err, "read session log (run `cairn verify`)")
-	}
-	if err != nil {
-		return rec, session.Wrap(session.CodeInternal, err, "read session log")
-	}
-	return rec, nil
+	return rec, fr.wrapFrameErr(err)
 }
 
 // elems reads the elements its of array records (bytes: byte-string
-// content), one read per frame however many of its elements are asked for.
+// content), each frame read once however many of its elements are asked
+// for, and frames close together in one read (spanFrame). raw shares
+// buffers that elems allocates for this call alone.
 func (fr frameReader) elems(its []item, bytes bool, fn func(i int, raw []byte) error) error {
 	var cur item
 	var parts [][]byte
+	var sp span
 	for i, it := range its {
 		if parts == nil || it.off() != cur.off() {
-			rec, err := fr.frame(it)
+			rec, err := fr.spanFrame(&sp, its[i:])
 			if err != nil {
 				return err
 			}

@@ -163,15 +163,39 @@ func (s *Store) Messages(ctx context.Context, id string, q session.Query) (sessi
 	defer sf.mu.Unlock()
 	t := sf.t
 	from, n, to := pageBounds(q, t.msgs, t.msgMarks)
+	its := t.msgs[from : from+n]
+	// The messages share the frames read for them, unless they are a small
+	// part of those frames (a few of a bulk append): then they are copied
+	// out, so that holding a tail does not hold its neighbours.
+	keep := sharesFrames(its)
 	out := make([]session.Value, n)
-	err = fr.elems(t.msgs[from:from+n], true, func(i int, raw []byte) error {
-		out[i] = slices.Clone(raw)
+	err = fr.elems(its, true, func(i int, raw []byte) error {
+		if keep {
+			out[i] = raw
+		} else {
+			out[i] = slices.Clone(raw)
+		}
 		return nil
 	})
 	if err != nil {
 		return session.Page[session.Value]{}, err
 	}
 	return session.Page[session.Value]{Generation: t.gen, Total: t.messages(), From: from, Next: from + n, More: from+n < to, Items: out}, nil
+}
+
+// sharesFrames reports whether the elements its make up at least half of
+// the bytes of the frames holding them.
+func sharesFrames(its []item) bool {
+	var used, frames int64
+	var last int64 = -1
+	for _, it := range its {
+		used += int64(it.size)
+		if it.off() != last {
+			frames += int64(it.fsz)
+			last = it.off()
+		}
+	}
+	return 2*used >= frames
 }
 
 // Traces returns a page of the latest generation's traces.
@@ -225,9 +249,8 @@ func (s *Store) Artifacts(ctx context.Context, id string, ids []string, withData
 			}
 		}
 		if len(ids) == 1 {
-			// One artifact by id (the engine's artifact read): no walk over
-			// the session's order, so the read costs the same however many
-			// artifacts the session holds.
+			// One artifact by id (engine.Artifact, a saver's get): a map
+			// lookup, whatever the session holds.
 			order = ids
 		} else {
 			order = slices.DeleteFunc(slices.Clone(order), func(a string) bool { return !slices.Contains(ids, a) })

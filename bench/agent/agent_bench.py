@@ -18,7 +18,7 @@ the daemon plus cairnd's own, from /proc/<pid>/stat, over the whole run).
 
 Then, on the sessions that run wrote:
   resume all   a fresh embedded connect + every message into Python objects
-               (messages(), paged) | connect + SELECT of every row + json.loads
+               (list(iter_messages()), pages of 4 MiB) | connect + SELECT of every row + json.loads
                (resume_session(drift off, processes off) beside it, as info)
   tail 20      messages(tail=20) | ORDER BY id DESC LIMIT 20 + json.loads
   open         connect(embedded=True) + one summary() on a workspace holding
@@ -251,6 +251,8 @@ def timed(fn: Callable[[], Any], reps: int, warmup: int = 1) -> Dict[str, float]
 
 
 def all_messages(c: Any) -> List[Any]:
+    if hasattr(c, "iter_messages"):
+        return list(c.iter_messages(SID))  # the binding's own paged read
     out: List[Any] = []
     page = c.messages(SID)
     out.extend(page["messages"])

@@ -348,11 +348,21 @@ func ReadFrame(r io.ReaderAt, path string, off int64, size int) (Record, error) 
 	if n, err := r.ReadAt(buf, off); n != size {
 		return Record{}, fmt.Errorf("read %s at %d: %d of %d bytes: %w", path, off, n, size, err)
 	}
-	n, crc, kind := header(buf)
-	if n != int64(size-HeaderSize) || checksum(kind, buf[HeaderSize:]) != crc {
+	return CheckFrame(buf, path, off)
+}
+
+// CheckFrame checks that buf, read from path at off, is exactly one frame,
+// and returns its record, whose Payload shares buf. It is ReadFrame for a
+// frame read as part of a larger span.
+func CheckFrame(buf []byte, path string, off int64) (Record, error) {
+	if len(buf) < HeaderSize {
 		return Record{}, fmt.Errorf("%s at offset %d: %w", path, off, ErrDamaged)
 	}
-	return Record{Kind: kind, Payload: buf[HeaderSize:], Size: int64(size), End: off + int64(size)}, nil
+	n, crc, kind := header(buf)
+	if n != int64(len(buf)-HeaderSize) || checksum(kind, buf[HeaderSize:]) != crc {
+		return Record{}, fmt.Errorf("%s at offset %d: %w", path, off, ErrDamaged)
+	}
+	return Record{Kind: kind, Payload: buf[HeaderSize:], Size: int64(len(buf)), End: off + int64(len(buf))}, nil
 }
 
 // walkChunk is how much Walk reads at a time.

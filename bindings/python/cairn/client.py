@@ -28,7 +28,7 @@ from typing import (
 )
 
 from . import _lib
-from .errors import CairnError, from_return
+from .errors import CairnError, ConflictError, from_return
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runloop import RunLoop
@@ -76,6 +76,26 @@ _c_size_t = ctypes.c_size_t
 _byref = ctypes.byref
 _string_at = ctypes.string_at
 _loads = json.loads
+
+
+def _text_at() -> Optional[Callable[[int, int], str]]:
+    # CPython decodes C memory straight into a str: a page of messages is
+    # then copied once on its way to the parser, where string_at would copy
+    # it into bytes first (and json.loads decode those).
+    try:
+        f = ctypes.pythonapi.PyUnicode_DecodeUTF8
+    except (AttributeError, ValueError):  # not CPython
+        return None
+    f.restype = ctypes.py_object
+    f.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_char_p]
+    # surrogatepass, as json.loads decodes bytes.
+    return lambda p, n: f(p, n, b"surrogatepass")  # type: ignore[no-any-return]
+
+
+_decode_text = _text_at()
+
+# _PAGE_BYTES is iter_messages' default page size (message bytes).
+_PAGE_BYTES = 4 << 20
 
 
 def _default(o: Any) -> Any:
@@ -236,6 +256,24 @@ class Client:
         finally:
             self._free(p)
 
+    def _read(self, method: bytes, req: bytes) -> Any:
+        # _call for a read whose answer may be large (a page of messages).
+        if _decode_text is None:
+            return self._call(method, req)
+        r = _c_void_p()
+        n = _c_size_t()
+        e = _c_void_p()
+        rc = self._fn(self._h, method, req, len(req), _byref(r), _byref(n), _byref(e))
+        if rc:
+            raise _take_error(self._lib, rc, e)
+        p = r.value
+        if not p:
+            return None
+        try:
+            return _loads(_decode_text(p, n.value))
+        finally:
+            self._free(p)
+
     def call(self, method: str, params: Optional[Mapping[str, Any]] = None) -> Any:
         """Calls any C-API method by name with JSON params; returns the decoded result."""
         return self._call(method.encode("utf-8"), None if params is None else _dumps(params))
@@ -339,7 +377,7 @@ class Client:
             p["drift"] = False
         if not processes:
             p["processes"] = False
-        return self._call(b"resumeSession", _dumps(p))  # type: ignore[no-any-return]
+        return self._read(b"resumeSession", _dumps(p))  # type: ignore[no-any-return]
 
     # -- targeted reads: each costs what it returns -----------------------
 
@@ -367,16 +405,56 @@ class Client:
         or ``since_generation``: they are not combined with ``from_``) for
         the rest.
         """
-        req = _params(
-            {"session_id": session_id},
-            tail=tail,
-            to=to,
-            since_generation=since_generation,
-            limit=limit,
-            max_bytes=max_bytes,
-            **{"from": from_},
-        )
-        return self._call(b"messages", req)  # type: ignore[no-any-return]
+        # The params are built here rather than by _params: a read of the
+        # tail is a hot call, and only what is set is sent.
+        p: Dict[str, Any] = {"session_id": session_id}
+        if tail is not None:
+            p["tail"] = tail
+        if from_ is not None:
+            p["from"] = from_
+        if to is not None:
+            p["to"] = to
+        if since_generation is not None:
+            p["since_generation"] = since_generation
+        if limit is not None:
+            p["limit"] = limit
+        if max_bytes is not None:
+            p["max_bytes"] = max_bytes
+        return self._read(b"messages", _dumps(p))  # type: ignore[no-any-return]
+
+    def iter_messages(
+        self,
+        session_id: str,
+        *,
+        from_: Optional[int] = None,
+        to: Optional[int] = None,
+        max_bytes: Optional[int] = None,
+    ) -> Iterator[Any]:
+        """Yields the session's messages ``[from_, to)`` (default: all), reading
+        them in pages of :meth:`messages` of ``max_bytes`` of messages
+        (default 4 MiB: pages of a few MiB read fastest, where a page as
+        large as the reply limit allows spends its time allocating memory).
+        ``list(c.iter_messages(sid))`` is the whole conversation, however
+        large, where one :meth:`resume_session` would be too large.
+
+        The pages are of one generation: the range is fixed by the first page
+        (``to`` defaults to its ``total``), and a commit between two pages
+        raises :class:`~cairn.ConflictError` (read again).
+        """
+        if max_bytes is None:
+            max_bytes = _PAGE_BYTES
+        page = self.messages(session_id, from_=from_, to=to, max_bytes=max_bytes)
+        gen, end = page["generation"], to if to is not None else page["total"]
+        while True:
+            yield from page["messages"]
+            if not page["more"] or page["next"] >= end:
+                return
+            page = self.messages(session_id, from_=page["next"], to=end, max_bytes=max_bytes)
+            if page["generation"] != gen:
+                raise ConflictError(
+                    "conflict",
+                    f"session {session_id!r} went from generation {gen} to {page['generation']} while its messages were read in pages",
+                )
 
     def artifact(self, session_id: str, artifact_id: str) -> ArtifactDataResult:
         """One artifact with its data, decoded to bytes (``["artifact"]["data"]``).

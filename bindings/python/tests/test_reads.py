@@ -209,6 +209,31 @@ def test_paging_walks_the_whole_list(client: cairn.Client, cut: Dict[str, int]) 
     assert [m for p in pages for m in p] == whole[-12:]
 
 
+@pytest.mark.parametrize("max_bytes", [None, 1, 700])
+def test_iter_messages(client: cairn.Client, max_bytes: Any) -> None:
+    n = 50
+    client.save("s", change={"append_messages": [varied(i) for i in range(n)]})
+    whole = client.resume_session("s")["snapshot"]["messages"]
+    assert list(client.iter_messages("s", max_bytes=max_bytes)) == whole
+    assert list(client.iter_messages("s", from_=10, to=20, max_bytes=max_bytes)) == whole[10:20]
+    assert list(client.iter_messages("s", from_=n, max_bytes=max_bytes)) == []
+    # A commit between two pages: the pages would not be of one generation.
+    it = client.iter_messages("s", max_bytes=1)
+    assert next(it) == whole[0]
+    client.save("s", change={"truncate_messages": 5, "append_messages": [varied(99)]})
+    with pytest.raises(cairn.ConflictError):
+        list(it)
+
+
+def test_messages_text_round_trips(client: cairn.Client) -> None:
+    # A page is decoded from C memory as text: non-ASCII, escapes, a lone
+    # surrogate (sent as its escape) and markup come back as saved.
+    sent = [{"t": "é 😀 \u2028 \"q\" <b>&</b>", "s": "\ud800", "n": [1.5, None, True]}, "plain", 7]
+    client.save("s", change={"append_messages": sent})
+    assert client.messages("s")["messages"] == sent
+    assert list(client.iter_messages("s")) == sent
+
+
 def test_run_events_paging_and_since(client: cairn.Client) -> None:
     build(client)
     whole = client.run_events("r1")["events"]
