@@ -7,7 +7,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent test-xlang-pg bench-pg bench-pg-saver venv-adapters bench-adapters
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent test-xlang-pg bench-pg bench-pg-saver venv-adapters bench-adapters bench-fsyncfloor
 
 all: build
 
@@ -177,7 +177,7 @@ test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install bench-tracker-sync bench-agent bench-pg bench-pg-saver bench-adapters
+bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install bench-tracker-sync bench-agent bench-pg bench-pg-saver bench-adapters bench-fsyncfloor
 
 # Through the installed wheel, in a fresh process with no daemon running:
 # cairn.connect() (auto-starting the wheel's cairnd) to the first
@@ -246,6 +246,12 @@ bench-workspace:
 ## fast path against the cookie round trip, in one run
 bench-tracker-sync:
 	$(GO) test -run '^$$' -bench BenchmarkPreCommitSync -benchtime=2000x -count=3 ./workspace/
+
+# The disk's floor for N agents committing in parallel: N writers each
+# appending (or overwriting preallocated zeros) and fdatasyncing a file of
+# its own, beside one shared file with group commit (bench/fsyncfloor).
+bench-fsyncfloor:
+	$(GO) run ./bench/fsyncfloor -n 1,8,32
 
 ## run: start the daemon on the current workspace, in the foreground
 run: bins

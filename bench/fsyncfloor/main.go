@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command fsyncfloor measures the disk's floor for N agents committing in
 // parallel, each to a file of its own, as cairnd's sessions do: N writers,
 // each appending (or overwriting zero-filled, preallocated space with)
