@@ -7,7 +7,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent test-xlang-pg bench-pg bench-pg-saver venv-adapters bench-adapters bench-fsyncfloor
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent test-xlang-pg bench-pg bench-pg-saver venv-adapters bench-adapters bench-fsyncfloor test-kills
 
 all: build
 
@@ -75,7 +75,7 @@ test-dist-rust: dist-rust
 
 ## test: every test suite: Go, C (through the Go test of capi), Python (and
 ## the installed wheel), Node.js and Rust, the installed packages, the README
-test: vet test-go test-fuzz-short test-python test-dist test-dist-node test-dist-rust test-node test-rust test-xlang test-readme test-diskuse test-xlang-pg
+test: vet test-go test-fuzz-short test-python test-dist test-dist-node test-dist-rust test-node test-rust test-xlang test-readme test-diskuse test-kills test-xlang-pg
 
 PYTHON ?= python3
 
@@ -134,6 +134,12 @@ test-go:
 # about a minute.
 test-diskuse:
 	CAIRN_DISKUSE_SESSIONS=100000 $(GO) test -v -count=1 -timeout 15m -run '^TestDiskUseManySessions$$' ./fsstore/
+
+# cairnd serving 8 concurrent clients (saves and run checkpoints) is killed
+# with SIGKILL 200 times; after each kill every acknowledged commit is there
+# (daemon/e2e_kills_test.go; plain `go test` runs 10 rounds).
+test-kills:
+	CAIRN_KILL_ROUNDS=200 $(GO) test -v -count=1 -timeout 15m -run '^TestE2EManyKills$$' ./daemon/
 
 # A short run of the wire decoder's fuzz target is part of `make test`;
 # `make fuzz` runs it for FUZZTIME.
