@@ -7,7 +7,7 @@
 # out as in the repository (so the workspace's license-file path holds).
 # cairn-sessions-sys gets go/: go.mod, go.sum, the non-test sources of
 # every package of this module that libcairn (./capi) and cairnd
-# (./cmd/cairnd) import, and vendor/ (`go mod vendor`, which reads the
+# (./cmd/cairnd) import, the files they embed, and vendor/ (`go mod vendor`, which reads the
 # module cache or the Go proxy now, so building the crate later needs no
 # network). `cargo package --no-verify` then writes both .crate files.
 #
@@ -48,6 +48,14 @@ while IFS= read -r dir; do
 		esac
 	done
 done <"$stage/pkgs"
+# Files the packages embed (//go:embed), such as pgstore's migrations.
+(cd "$root" && "$go" list -deps -f '{{if and .Module .Module.Main}}{{$d := .Dir}}{{range .EmbedFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{end}}' ./capi ./cmd/cairnd) |
+	while IFS= read -r f; do
+		[ -n "$f" ] || continue
+		rel=${f#"$root"/}
+		mkdir -p "$gosrc/$(dirname "$rel")"
+		cp "$f" "$gosrc/$rel"
+	done
 (cd "$gosrc" && GOFLAGS=-mod=mod "$go" mod vendor)
 
 # Every Go package the build needs is there: list them from the staged
