@@ -532,13 +532,7 @@ func (s *Store) maybeCheckpointLocked(sf *sessionFile) {
 	if sf.idxBusy || !s.wantsIdxLocked(sf, false) {
 		return
 	}
-	s.bgMu.Lock()
-	closed := s.bgClosed
-	if !closed {
-		s.compactions.Add(1)
-	}
-	s.bgMu.Unlock()
-	if closed {
+	if !s.startBackground() {
 		return
 	}
 	sf.idxBusy = true

@@ -21,6 +21,20 @@ func (s *Store) overGrownLocked(sf *sessionFile) bool {
 	return dead > live && dead >= s.opts.CompactMinBytes
 }
 
+// startBackground counts a background job (compaction, index checkpoint)
+// that Close waits for, and reports false once Close has begun. bgMu is a
+// leaf lock: callers hold sf.mu, under which s.mu must not be taken
+// (Delete takes s.mu, then sf.mu).
+func (s *Store) startBackground() bool {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.bgClosed {
+		return false
+	}
+	s.compactions.Add(1)
+	return true
+}
+
 // maybeCompactLocked starts a background compaction of sf when its log has
 // overgrown. sf.mu is held.
 //
@@ -35,15 +49,7 @@ func (s *Store) maybeCompactLocked(sf *sessionFile) {
 	if sf.compacting || !s.overGrownLocked(sf) {
 		return
 	}
-	// bgMu is a leaf lock: sf.mu is held here, and s.mu must not be taken
-	// under it (Delete takes s.mu, then sf.mu).
-	s.bgMu.Lock()
-	closed := s.bgClosed
-	if !closed {
-		s.compactions.Add(1)
-	}
-	s.bgMu.Unlock()
-	if closed {
+	if !s.startBackground() {
 		return
 	}
 	sf.compacting = true
