@@ -250,6 +250,23 @@ def timed(fn: Callable[[], Any], reps: int, warmup: int = 1) -> Dict[str, float]
     return {"median_us": pct(s, 0.5), "p99_us": pct(s, 0.99), "n": reps}
 
 
+def timed_pair(fa: Callable[[], Any], fb: Callable[[], Any], reps: int, warmup: int = 1) -> Tuple[Dict[str, float], Dict[str, float]]:
+    """timed for two contestants, sample by sample, which goes first
+    alternating."""
+    for _ in range(warmup):
+        fa()
+        fb()
+    sa: List[int] = []
+    sb: List[int] = []
+    for i in range(reps):
+        for fn, out in ((fa, sa), (fb, sb)) if i % 2 == 0 else ((fb, sb), (fa, sa)):
+            t = time.perf_counter_ns()
+            fn()
+            out.append(time.perf_counter_ns() - t)
+    return ({"median_us": pct(sa, 0.5), "p99_us": pct(sa, 0.99), "n": reps},
+            {"median_us": pct(sb, 0.5), "p99_us": pct(sb, 0.99), "n": reps})
+
+
 def all_messages(c: Any) -> List[Any]:
     if hasattr(c, "iter_messages"):
         return list(c.iter_messages(SID))  # the binding's own paged read
@@ -303,8 +320,11 @@ def resume_phase(cairn: Any, lk: Dict[str, Any], reps: int) -> Dict[str, Dict[st
     c = cairn.connect(ws, embedded=True)
     db = sqlite_open(db_path)
     try:
-        res["tail20/embedded"] = timed(lambda: c.messages(SID, tail=20), reps * 50, 10)
-        res["tail20/sqlite"] = timed(
+        # Interleaved, order alternating, as the lockstep turns are: run one
+        # after the other, the second would find the interpreter's
+        # allocator (and the CPU's caches) warmed by the first.
+        res["tail20/embedded"], res["tail20/sqlite"] = timed_pair(
+            lambda: c.messages(SID, tail=20),
             lambda: [loads(r[0]) for r in reversed(db.execute(
                 "SELECT body FROM messages WHERE session=? ORDER BY id DESC LIMIT 20", (SID,)).fetchall())],
             reps * 50, 10)
