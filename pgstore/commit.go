@@ -397,10 +397,10 @@ func (s *Store) build(id string, changes []*session.Change, opts session.CommitO
 	batch = final
 	batch.Queue("INSERT INTO commits (session_id, generation, token, committed_at, changes) VALUES ($1, $2, $3, $4, $5)", id, int64(gen), token, now, rec)
 	if opts.Notify != nil {
-		// Sent on COMMIT, and only if it commits: listeners get the
-		// commits' payloads in the order the commits landed.
+		// Written and sent in the commit's transaction, so only if it
+		// commits; listeners read a session's events in commit order.
 		if p := opts.Notify(gen); p != "" {
-			batch.Queue("SELECT pg_notify($1, $2)", Channel, p)
+			batch.Queue(notifySQL, p, Channel)
 		}
 	}
 	batch.Queue("COMMIT")
