@@ -344,6 +344,18 @@ func (s *Store) build(id string, changes []*session.Change, opts session.CommitO
 		if len(runIDs) > 0 {
 			batch.Queue("INSERT INTO runs (session_id, run_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING", id, runIDs)
 		}
+		// A run this commit ends (completed, failed, or interrupted: then
+		// superseded by a resume) is never written again, so its lease
+		// goes with the commit that ends it, or it would stay forever.
+		var ended []string
+		for _, r := range c.UpsertRuns {
+			if r.Status != session.RunRunning {
+				ended = append(ended, session.LeaseKeyRun(r.RunID))
+			}
+		}
+		if len(ended) > 0 {
+			batch.Queue("DELETE FROM leases WHERE key = ANY($1)", ended)
+		}
 		if len(c.DropCheckpoints) > 0 {
 			batch.Queue("DELETE FROM checkpoints WHERE session_id = $1 AND run_id = ANY($2)", id, c.DropCheckpoints)
 			batch.Queue("DELETE FROM run_checkpoints WHERE session_id = $1 AND run_id = ANY($2)", id, c.DropCheckpoints)

@@ -35,6 +35,10 @@
 // renews the lease, first thing in its own transaction, and writes nothing
 // (not_owner) when they no longer match.
 //
+// A commit that ends a run (UpsertRuns with a status other than running:
+// completed, failed, or interrupted when a resume supersedes it) deletes
+// that run's lease in its own transaction, since nothing writes it again.
+//
 // Store is a session.Notifier too: a commit with CommitOptions.Notify
 // writes its events as a row of the events table inside its own
 // transaction and wakes listeners with pg_notify on Channel, carrying only
