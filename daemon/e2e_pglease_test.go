@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/internal/pgtest"
+	"github.com/cairn-dev/cairn/pgstore"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -72,6 +73,18 @@ func TestPostgresRunTakeover(t *testing.T) {
 	}
 	if err := checkpoint(cb, "run-b", 4); err != nil {
 		t.Fatalf("checkpoint 4 on B: %v", err)
+	}
+	// The resume superseded run-a: its lease went with the resume's commit.
+	st, err := pgstore.Open(ctx, url, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if l, err := st.LeaseOf(ctx, session.LeaseKeyRun(run.RunID)); session.CodeOf(err) != session.CodeNotFound {
+		t.Fatalf("the superseded run's lease after B's resume: %+v, %v; want none", l, err)
+	}
+	if l, err := st.LeaseOf(ctx, session.LeaseKeyRun("run-b")); err != nil || l.Holder == "" {
+		t.Fatalf("the new run's lease: %+v, %v", l, err)
 	}
 
 	// A comes back on its workspace and goes on where it was.

@@ -11,10 +11,6 @@ import (
 	"github.com/cairn-dev/cairn/session"
 )
 
-// maxNotifyPayload keeps a payload under PostgreSQL's 8000-byte NOTIFY
-// limit; the engine's events are ids and counters, far below it.
-const maxNotifyPayload = 7900
-
 // notifier is the store's session.Notifier, or nil: then events are
 // published here, right after their commit. With one, every event goes
 // through the store and is published when the listener gets it back, on
@@ -49,7 +45,7 @@ func (e *Engine) startListening() {
 				close(ready)
 				return
 			}
-			e.log.Warn("lost the store's event connection for a while: events of that time were not delivered")
+			e.log.Warn("lost the store's event connection for a while: some events of that time may not have been delivered")
 		})
 		if err != nil && ctx.Err() == nil {
 			e.log.Error("listening for the store's events stopped", "error", err)
@@ -117,12 +113,7 @@ func (e *Engine) encodeEvents(evs []api.Event) string {
 		e.log.Error("events do not encode; not sent", "error", err)
 		return ""
 	}
-	p := base64.StdEncoding.EncodeToString(b)
-	if len(p) > maxNotifyPayload {
-		e.log.Warn("events too large to send to other hosts; dropped", "bytes", len(p), "event", evs[0].Type)
-		return ""
-	}
-	return p
+	return base64.StdEncoding.EncodeToString(b)
 }
 
 func decodeEvents(p string) ([]api.Event, error) {

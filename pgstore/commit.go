@@ -344,6 +344,18 @@ func (s *Store) build(id string, changes []*session.Change, opts session.CommitO
 		if len(runIDs) > 0 {
 			batch.Queue("INSERT INTO runs (session_id, run_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING", id, runIDs)
 		}
+		// A run this commit ends (completed, failed, or interrupted: then
+		// superseded by a resume) is never written again, so its lease
+		// goes with the commit that ends it, or it would stay forever.
+		var ended []string
+		for _, r := range c.UpsertRuns {
+			if r.Status != session.RunRunning {
+				ended = append(ended, session.LeaseKeyRun(r.RunID))
+			}
+		}
+		if len(ended) > 0 {
+			batch.Queue("DELETE FROM leases WHERE key = ANY($1)", ended)
+		}
 		if len(c.DropCheckpoints) > 0 {
 			batch.Queue("DELETE FROM checkpoints WHERE session_id = $1 AND run_id = ANY($2)", id, c.DropCheckpoints)
 			batch.Queue("DELETE FROM run_checkpoints WHERE session_id = $1 AND run_id = ANY($2)", id, c.DropCheckpoints)
@@ -397,10 +409,10 @@ func (s *Store) build(id string, changes []*session.Change, opts session.CommitO
 	batch = final
 	batch.Queue("INSERT INTO commits (session_id, generation, token, committed_at, changes) VALUES ($1, $2, $3, $4, $5)", id, int64(gen), token, now, rec)
 	if opts.Notify != nil {
-		// Sent on COMMIT, and only if it commits: listeners get the
-		// commits' payloads in the order the commits landed.
+		// Written and sent in the commit's transaction, so only if it
+		// commits; listeners read a session's events in commit order.
 		if p := opts.Notify(gen); p != "" {
-			batch.Queue("SELECT pg_notify($1, $2)", Channel, p)
+			batch.Queue(notifySQL, p, Channel)
 		}
 	}
 	batch.Queue("COMMIT")

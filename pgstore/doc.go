@@ -35,7 +35,16 @@
 // renews the lease, first thing in its own transaction, and writes nothing
 // (not_owner) when they no longer match.
 //
-// Store is a session.Notifier too: a commit with CommitOptions.Notify sends
-// its events with pg_notify on Channel inside its own transaction, so
-// every host's Listen gets them only if it commits, in commit order.
+// A commit that ends a run (UpsertRuns with a status other than running:
+// completed, failed, or interrupted when a resume supersedes it) deletes
+// that run's lease in its own transaction, since nothing writes it again.
+//
+// Store is a session.Notifier too: a commit with CommitOptions.Notify
+// writes its events as a row of the events table inside its own
+// transaction and wakes listeners with pg_notify on Channel, carrying only
+// the row id, so events of any size travel. Every host's Listen reads the
+// rows whose transactions committed since the snapshot of its previous
+// read, so it gets each event once, only if its commit landed, each
+// session's in commit order, and after a reconnection the events committed
+// while it was away (kept for EventRetention).
 package pgstore

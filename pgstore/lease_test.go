@@ -97,3 +97,38 @@ func TestLeaseFencing(t *testing.T) {
 		t.Fatalf("A released B's lease: %+v, %v", l, err)
 	}
 }
+
+// TestEndedRunsDropTheirLeases has a resume's commit mark the resumed run
+// interrupted (superseded) and start its successor: the superseded run's
+// lease goes in that commit, the successor's and unrelated ones stay.
+func TestEndedRunsDropTheirLeases(t *testing.T) {
+	srv := pgtest.Start(t)
+	url := newDB(t, srv)
+	s := openStore(t, url)
+	for _, k := range []string{"run:old", "run:new", "run:other"} {
+		if _, err := s.AcquireLease(ctx, k, "A", time.Minute, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Commit(ctx, "s", &session.Change{UpsertRuns: []session.Run{{RunID: "old", Status: session.RunRunning}, {RunID: "other", Status: session.RunRunning}}}, session.CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.AcquireLease(ctx, "run:old", "B", time.Minute, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &session.Fence{Key: "run:old", Holder: "B", Token: l.Token, TTL: time.Minute}
+	resume := &session.Change{UpsertRuns: []session.Run{
+		{RunID: "old", Status: session.RunInterrupted},
+		{RunID: "new", Status: session.RunRunning, ParentRunID: "old"},
+	}}
+	if _, err := s.Commit(ctx, "s", resume, session.CommitOptions{Fence: f}); err != nil {
+		t.Fatalf("the resume's commit: %v", err)
+	}
+	if n := count(t, url, "SELECT count(*) FROM leases WHERE key = 'run:old'"); n != 0 {
+		t.Fatalf("the superseded run's lease is still there (%d rows)", n)
+	}
+	if n := count(t, url, "SELECT count(*) FROM leases WHERE key IN ('run:new', 'run:other')"); n != 2 {
+		t.Fatalf("%d of the running runs' 2 leases left", n)
+	}
+}

@@ -26,7 +26,7 @@ import (
 var migrations embed.FS
 
 // SchemaVersion is the newest database schema this build knows.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // ChunkSize is the largest piece of an artifact's bytes one row holds.
 const ChunkSize = 1 << 20

@@ -67,8 +67,9 @@ type Notifier interface {
 	// events that are not a session's generation).
 	Notify(ctx context.Context, payload string) error
 	// Listen calls fn with every payload sent on the database, this
-	// host's own included, in commit order, until ctx ends. It reconnects
-	// when its connection is lost; payloads sent while it was
-	// disconnected are not delivered, and lost is called once it is back.
+	// host's own included, in commit order, until ctx ends. lost is
+	// called once it listens, and again whenever payloads may have been
+	// missed: it reconnects when its connection is lost, and a store that
+	// cannot deliver what was sent meanwhile calls lost once it is back.
 	Listen(ctx context.Context, fn func(payload string), lost func()) error
 }
