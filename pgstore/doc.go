@@ -1,5 +1,7 @@
 // Package pgstore is a session.Store on PostgreSQL, so hosts that share one
 // database share their sessions, loop checkpoints and workflow checkpoints.
+// It needs PostgreSQL 13 or later (the event listener reads by pg_snapshot
+// and xid8); it is tested on 15.
 //
 // Every commit is one transaction, sent as one pipelined batch after
 // reading the session's row FOR UPDATE, or as a single batch when the
