@@ -15,10 +15,13 @@ import asyncio
 import functools
 import inspect
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import client as _sync
 from .client import PathLike, Step, StepLike, _steps
+
+if TYPE_CHECKING:
+    from .runloop import AsyncRunLoop
 from .types import (
     JSON,
     ArtifactDataResult,
@@ -342,6 +345,21 @@ class AsyncClient:
         for i, v in zip(todo, outcomes):
             results[i] = v
         return results
+
+    def start_run(
+        self,
+        session_id: str,
+        *,
+        resume: bool = False,
+        run_id: Optional[str] = None,
+        on_error: Literal["resume", "fail"] = "resume",
+    ) -> "AsyncRunLoop":
+        """As :meth:`cairn.Client.start_run`, awaitable: ``async with
+        client.start_run("s1", resume=True) as run: ... await
+        run.turn(msgs, usage=..., tool_calls=...)``. See :mod:`cairn.runloop`."""
+        from .runloop import AsyncRunLoop, RunLoop
+
+        return AsyncRunLoop(RunLoop(self.sync, session_id, resume=resume, run_id=run_id, on_error=on_error), self._run)
 
     async def subscribe(
         self, events: Optional[Iterable[str]] = None, *, poll_interval: float = 0.5

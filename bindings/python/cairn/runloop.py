@@ -22,15 +22,21 @@ turn; pass ``on_error="fail"`` to end it as ``"failed"`` instead (it can
 then not be resumed). ``resume=True`` resumes the session's interrupted run
 (the latest one, when there are several) or, if there is none, begins a new
 run.
+
+The asyncio client has the same helper, awaitable
+(:class:`AsyncRunLoop`)::
+
+    async with client.start_run("s1", resume=True) as run:
+        await run.turn([reply, *results], usage={"input_tokens": 120})
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Literal, Optional, Sequence
+from typing import Any, Awaitable, Callable, Dict, List, Literal, Optional, Sequence
 
 from .errors import NotFoundError
 
-__all__ = ["RunLoop"]
+__all__ = ["RunLoop", "AsyncRunLoop"]
 
 
 def _add_usage(total: Dict[str, Any], more: Optional[Dict[str, Any]]) -> Dict[str, Any]:
@@ -155,3 +161,52 @@ class RunLoop:
 
     def __repr__(self) -> str:
         return f"RunLoop(session_id={self.session_id!r}, run_id={self.run_id!r}, turn={self.turn_no})"
+
+
+class AsyncRunLoop:
+    """:class:`RunLoop` for :class:`cairn.aio.AsyncClient`: the same run,
+    whose calls run on the client's executor so the event loop is never
+    blocked. ``async with client.start_run(...) as run`` and ``await
+    run.turn(...)``; the attributes are the :class:`RunLoop`'s."""
+
+    def __init__(self, loop: RunLoop, call: Callable[..., Awaitable[Any]]) -> None:
+        self.sync = loop
+        self._call = call
+
+    def __getattr__(self, name: str) -> Any:
+        # run_id, turn_no, usage, tool_calls, state, resumed_from, messages...
+        return getattr(self.sync, name)
+
+    async def start(self) -> "AsyncRunLoop":
+        await self._call(self.sync.start)
+        return self
+
+    async def __aenter__(self) -> "AsyncRunLoop":
+        return await self.start()
+
+    async def turn(
+        self,
+        new_messages: Sequence[Any],
+        *,
+        usage: Optional[Dict[str, Any]] = None,
+        tool_calls: int = 0,
+        state: Any = None,
+    ) -> int:
+        """As :meth:`RunLoop.turn`."""
+        n: int = await self._call(
+            self.sync.turn, list(new_messages), usage=usage, tool_calls=tool_calls, state=state
+        )
+        return n
+
+    async def complete(self, status: str = "completed") -> None:
+        """As :meth:`RunLoop.complete`."""
+        await self._call(self.sync.complete, status)
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            await self.complete("completed")
+        elif self.sync.on_error == "fail":
+            await self.complete("failed")
+
+    def __repr__(self) -> str:
+        return "Async" + repr(self.sync)
