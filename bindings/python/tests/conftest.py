@@ -12,10 +12,11 @@ import asyncio
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterator, List
+from typing import Any, Callable, Dict, Iterator, List
 
 import pytest
 
@@ -168,3 +169,41 @@ def started() -> Iterator[List[int]]:
             os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def kill_at(p: "subprocess.Popen[str]", marker: str) -> None:
+    """Waits for p's first line of output, which must be marker (the child
+    has reached the point to be killed at), then SIGKILLs it and checks it
+    died of that."""
+    try:
+        line = p.stdout.readline()  # type: ignore[union-attr]
+        assert line.strip() == marker, (line, p.stderr.read() if p.poll() is not None else "")  # type: ignore[union-attr]
+        p.send_signal(signal.SIGKILL)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait(timeout=30)
+        p.stdout.close()  # type: ignore[union-attr]
+        p.stderr.close()  # type: ignore[union-attr]
+    assert p.returncode == -signal.SIGKILL
+
+
+def against_sqlite(scenario: Callable[[str, str], Any], prefix: str, daemons: List[int]) -> Dict[str, Any]:
+    """Runs scenario(kind, dir) for kind sqlite, cairn-embedded and
+    cairn-daemon, each in a temp dir of its own, and returns the results by
+    kind; the daemon a cairn-daemon run started is stopped at teardown."""
+    results: Dict[str, Any] = {}
+    for kind in ("sqlite", "cairn-embedded", "cairn-daemon"):
+        d = tempfile.mkdtemp(prefix=prefix)
+        try:
+            results[kind] = scenario(kind, d)
+        finally:
+            if kind == "cairn-daemon":
+                try:
+                    c = cairn.connect(d, daemon=DAEMON, auto_start=False)
+                    daemons.append(c.status()["daemon"]["pid"])
+                    c.close()
+                except cairn.CairnError:
+                    pass
+            shutil.rmtree(d, ignore_errors=True)
+    return results

@@ -7,16 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, List
 
-import cairn
-from conftest import DAEMON
+from conftest import DAEMON, against_sqlite, kill_at
 
 HERE = Path(__file__).resolve().parent
 CHILD = str(HERE / "helpers" / "agents_crash_child.py")
@@ -34,36 +30,13 @@ def scenario(kind: str, path: str) -> Dict[str, Any]:
     first = child("first")[-1]
     p = subprocess.Popen([sys.executable, CHILD, kind, path, "run"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = p.stdout.readline()  # type: ignore[union-attr]
-        assert line.strip() == "IN_TOOL", (line, p.stderr.read() if p.poll() is not None else "")  # type: ignore[union-attr]
-        p.send_signal(signal.SIGKILL)
-    finally:
-        if p.poll() is None:
-            p.kill()
-        p.wait(timeout=30)
-        p.stdout.close()  # type: ignore[union-attr]
-        p.stderr.close()  # type: ignore[union-attr]
-    assert p.returncode == -signal.SIGKILL
+    kill_at(p, "IN_TOOL")
     after_kill, resumed, final = child("resume")[-3:]
     return {"first": first, "after_kill": json.loads(after_kill), "resumed": resumed, "final": json.loads(final)}
 
 
 def test_same_items_as_sqlite_session(daemons: List[int]) -> None:
-    results = {}
-    for kind in ("sqlite", "cairn-embedded", "cairn-daemon"):
-        d = tempfile.mkdtemp(prefix="cairn-ag-")
-        try:
-            results[kind] = scenario(kind, d)
-        finally:
-            if kind == "cairn-daemon":
-                try:
-                    c = cairn.connect(d, daemon=DAEMON, auto_start=False)
-                    daemons.append(c.status()["daemon"]["pid"])
-                    c.close()
-                except cairn.CairnError:
-                    pass
-            shutil.rmtree(d, ignore_errors=True)
+    results = against_sqlite(scenario, "cairn-ag-", daemons)
     want = results["sqlite"]
     # SQLiteSession: the killed run had saved its input only; the tool call
     # of the interrupted step is gone, and the next run sees the whole first

@@ -7,18 +7,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
 
-import cairn
-from conftest import DAEMON
+from conftest import DAEMON, against_sqlite, kill_at
 
 HERE = Path(__file__).resolve().parent
 CHILD = str(HERE / "helpers" / "graph_child.py")
@@ -28,13 +24,7 @@ def crash_and_resume(kind: str, path: str) -> Dict[str, Any]:
     env = dict(os.environ, CAIRN_DAEMON=DAEMON, PYTHONPATH=str(HERE.parent))
     p = subprocess.Popen([sys.executable, CHILD, kind, path, "run"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = p.stdout.readline()  # type: ignore[union-attr]
-        assert line.strip() == "IN_SLOW", (line, p.stderr.read() if p.poll() is not None else "")  # type: ignore[union-attr]
-        p.send_signal(signal.SIGKILL)
-    finally:
-        p.wait(timeout=30)
-    assert p.returncode == -signal.SIGKILL
+    kill_at(p, "IN_SLOW")
     q = subprocess.run([sys.executable, CHILD, kind, path, "resume"], env=env,
                        capture_output=True, text=True, timeout=120)
     assert q.returncode == 0, q.stderr
@@ -42,20 +32,7 @@ def crash_and_resume(kind: str, path: str) -> Dict[str, Any]:
 
 
 def test_same_state_as_sqlite(daemons: List[int]) -> None:
-    results = {}
-    for kind in ("sqlite", "cairn-embedded", "cairn-daemon"):
-        d = tempfile.mkdtemp(prefix="cairn-lg-")
-        try:
-            results[kind] = crash_and_resume(kind, d)
-        finally:
-            if kind == "cairn-daemon":
-                try:
-                    c = cairn.connect(d, daemon=DAEMON, auto_start=False)
-                    daemons.append(c.status()["daemon"]["pid"])
-                    c.close()
-                except cairn.CairnError:
-                    pass
-            shutil.rmtree(d, ignore_errors=True)
+    results = against_sqlite(crash_and_resume, "cairn-lg-", daemons)
     want = results["sqlite"]
     # SqliteSaver: the killed step resumes with "fast"'s write kept, so only
     # "slow" runs again.

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import List
 import pytest
 
 import cairn
-from conftest import DAEMON, connect_daemon
+from conftest import DAEMON, connect_daemon, kill_at
 
 HERE = Path(__file__).resolve().parent
 CHILD = str(HERE / "helpers" / "runloop_child.py")
@@ -32,13 +31,7 @@ def child(ws: str, mode: str, *args: str) -> subprocess.Popen:
 @pytest.mark.parametrize("phase", ["between", "tool"])
 def test_killed_loop_resumes_from_last_turn(mode: str, phase: str, workspace: str, daemons: List[int]) -> None:
     p = child(workspace, mode, "6", "0", phase, "3")
-    try:
-        line = p.stdout.readline()  # type: ignore[union-attr]
-        assert line.strip() == "STOPPED", (line, p.stderr.read() if p.poll() is not None else "")  # type: ignore[union-attr]
-        p.send_signal(signal.SIGKILL)
-    finally:
-        p.wait(timeout=30)
-    assert p.returncode == -signal.SIGKILL
+    kill_at(p, "STOPPED")
     done = 3 if phase == "between" else 2  # the tool turn in flight is not recorded
 
     q = child(workspace, mode, "6", "1")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ import pytest
 
 import cairn
 import cairn.aio
-from conftest import DAEMON, aio_connect, connect_daemon, run
+from conftest import DAEMON, aio_connect, connect_daemon, kill_at, run
 
 HERE = Path(__file__).resolve().parent
 CHILD = str(HERE / "helpers" / "runloop_aio_child.py")
@@ -33,17 +32,7 @@ def child(ws: str, mode: str, *args: str) -> subprocess.Popen:
 @pytest.mark.parametrize("mode", ["embedded", "daemon"])
 def test_killed_in_tool_call_resumes_from_last_turn(mode: str, workspace: str, daemons: List[int]) -> None:
     p = child(workspace, mode, "5", "0", "tool", "3")
-    try:
-        line = p.stdout.readline()  # type: ignore[union-attr]
-        assert line.strip() == "STOPPED", (line, p.stderr.read() if p.poll() is not None else "")  # type: ignore[union-attr]
-        p.send_signal(signal.SIGKILL)
-    finally:
-        if p.poll() is None:
-            p.kill()
-        p.wait(timeout=30)
-        p.stdout.close()  # type: ignore[union-attr]
-        p.stderr.close()  # type: ignore[union-attr]
-    assert p.returncode == -signal.SIGKILL
+    kill_at(p, "STOPPED")
     q = child(workspace, mode, "5", "1")
     out, err = q.communicate(timeout=60)
     assert q.returncode == 0, err
