@@ -10,7 +10,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const readline = require('node:readline');
-const { cairn, MODES, daemonOptions, stopDaemon, tmpWorkspace } = require('./helpers');
+const { cairn, MODES, daemonOptions, stopDaemon } = require('./helpers');
 
 const PKG = path.resolve(__dirname, '..');
 const EXAMPLE = path.join(PKG, 'examples', 'langgraph_resume.mjs');
@@ -51,10 +51,16 @@ test('README shows examples/langgraph_resume.mjs as it is', () => {
 });
 
 test('a graph SIGKILLed mid-step resumes in a new process with the uninterrupted state', { timeout: 120000 }, async (t) => {
-  const ws = tmpWorkspace(t);
-  const ref = tmpWorkspace(t);
-  t.after(() => stopWorkspaceDaemon(ws));
-  t.after(() => stopWorkspaceDaemon(ref));
+  // One teardown, in order: the daemons the example started are found
+  // through their workspaces, so those must still exist.
+  const ws = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'cairn-node-'));
+  const ref = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'cairn-node-'));
+  t.after(async () => {
+    await stopWorkspaceDaemon(ws);
+    await stopWorkspaceDaemon(ref);
+    fs.rmSync(ws, { recursive: true, force: true });
+    fs.rmSync(ref, { recursive: true, force: true });
+  });
 
   // Each step takes 3 s: plan finishes, and code is killed as it starts.
   const first = await example(ws, { stepMs: 3000, killAt: 'step code: working' });
