@@ -38,13 +38,14 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional
+
+from procs import kill_daemons
 
 BLOCK_TIMEOUT = 600  # a cargo build of serde on a loaded machine
 REPO = Path(__file__).resolve().parents[1]
@@ -76,22 +77,6 @@ def blocks(readme: str) -> List[Block]:
         out.append(Block(start + 1, info, "\n".join(body) + "\n"))
         i += 1
     return out
-
-
-def kill_daemons(tag: str) -> None:
-    """SIGKILLs every cairnd whose command line names tag (its workspace)."""
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            cmd = (p / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if tag.encode() in cmd and b"cairnd" in cmd:
-            try:
-                os.kill(int(p.name), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 def main() -> int:

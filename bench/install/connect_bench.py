@@ -34,6 +34,9 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+from procs import kill_daemons  # noqa: E402
+
 TARGET_MS = 300.0
 STEP_TIMEOUT = 60
 
@@ -170,18 +173,8 @@ def main() -> int:
         print(f"target: connect -> first save under {TARGET_MS:.0f} ms: {'met' if med < TARGET_MS else 'NOT met'} (median {med:.1f} ms)")
         return 0
     finally:
-        # Any cairnd left on a workspace here (a run that failed midway) is
-        # found by the temp dir in its command line.
-        for p in Path("/proc").iterdir():
-            try:
-                cmd = (p / "cmdline").read_bytes() if p.name.isdigit() else b""
-            except OSError:
-                continue
-            if str(tmp).encode() in cmd and b"cairnd" in cmd:
-                try:
-                    os.kill(int(p.name), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        # Any cairnd left on a workspace here (a run that failed midway).
+        kill_daemons(str(tmp))
         shutil.rmtree(tmp, ignore_errors=True)
 
 

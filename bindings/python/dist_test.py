@@ -30,6 +30,9 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+from procs import alive, kill_daemons  # noqa: E402
+
 STEP_TIMEOUT = 60
 
 SAVE = r"""
@@ -59,22 +62,12 @@ c.close()
 """
 
 
-def alive(pid: int) -> bool:
-    """Whether pid runs; a zombie (killed, not yet reaped by its parent) does not."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def main() -> int:
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
     wheel = Path(sys.argv[1]).resolve()
     tmp = Path(tempfile.mkdtemp(prefix="cairn-dist-"))
-    daemons: List[int] = []
     passed = 0
 
     def clean_env(venv: Path) -> Dict[str, str]:
@@ -111,7 +104,6 @@ def main() -> int:
         own = (site_pkg / "cairnd").resolve()
 
         first = json.loads(run([py, "-c", SAVE, str(ws)], env, ws))
-        daemons.append(first["pid"])
         check(Path(first["lib"]).resolve() == (site_pkg / "libcairn.so").resolve(), "libcairn.so loaded from the wheel")
         check(Path(f"/proc/{first['pid']}/exe").resolve() == own, "connect() auto-started the wheel's own cairnd")
 
@@ -122,7 +114,6 @@ def main() -> int:
         check(not alive(first["pid"]), "the daemon is gone after SIGKILL")
 
         second = json.loads(run([py, "-c", RESUME, str(ws)], env, ws))
-        daemons.append(second["pid"])
         check(second["pid"] != first["pid"], "connect() auto-started a new cairnd")
         check(Path(f"/proc/{second['pid']}/exe").resolve() == own, "the new cairnd is the wheel's own too")
         check(second["messages"][:1] == ["hello from the wheel"], f"the saved message survived ({second['messages']})")
@@ -141,21 +132,9 @@ def main() -> int:
         print(f"{passed} passed, 1 failed")
         return 1
     finally:
-        # Every cairnd that ran on this workspace, including one a step that
-        # failed started, is found by the workspace path in its command line.
-        for p in Path("/proc").iterdir():
-            if p.name.isdigit():
-                try:
-                    cmd = (p / "cmdline").read_bytes()
-                except OSError:
-                    continue
-                if str(tmp).encode() in cmd and b"cairnd" in cmd:
-                    daemons.append(int(p.name))
-        for pid in set(daemons):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        # Every cairnd that ran on this workspace, including one a step
+        # that failed started, names the temp dir in its command line.
+        kill_daemons(str(tmp))
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -39,6 +39,9 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+from procs import alive, kill_daemons  # noqa: E402
+
 BUILD_TIMEOUT = 900
 STEP_TIMEOUT = 60
 
@@ -84,15 +87,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 """
 
 
-def alive(pid: int) -> bool:
-    """Whether pid runs; a zombie (killed, not yet reaped by its parent) does not."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def tool_dir(name: str) -> str:
     path = shutil.which(name)
     if not path:
@@ -108,7 +102,6 @@ def main() -> int:
     dist = args.dist.resolve()
     repo = Path(__file__).resolve().parents[2]
     tmp = Path(tempfile.mkdtemp(prefix="cairn-dist-rust-"))
-    daemons: List[int] = []
     passed = 0
 
     def run(argv: List[str], env: Dict[str, str], cwd: Path, timeout: float = STEP_TIMEOUT) -> str:
@@ -156,7 +149,6 @@ def main() -> int:
 
         env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
         first = json.loads(run([str(binary), "save", str(ws)], env, ws))
-        daemons.append(first["pid"])
         check(first["pid"] == lock_pid(ws), f"the auto-started cairnd holds the workspace lock (pid {first['pid']})")
         check(not first["libcairn_so_mapped"], "no libcairn.so is loaded: libcairn is linked in")
         built = Path(first["built_daemon"] or "")
@@ -173,7 +165,6 @@ def main() -> int:
         check(not alive(first["pid"]), "the daemon is gone after SIGKILL")
 
         second = json.loads(run([str(binary), "resume", str(ws)], env, ws))
-        daemons.append(second["pid"])
         check(second["pid"] != first["pid"] and second["pid"] == lock_pid(ws), "connect() auto-started a new cairnd")
         check(Path(f"/proc/{second['pid']}/exe").resolve() == built.resolve(), "the new cairnd is the crate's too")
         check(second["messages"][:1] == ["hello from the crate"], f"the saved message survived ({second['messages']})")
@@ -189,21 +180,9 @@ def main() -> int:
         print(f"{passed} passed, 1 failed")
         return 1
     finally:
-        # Every cairnd that ran on this workspace, including one a step that
-        # failed started, is found by the workspace path in its command line.
-        for p in Path("/proc").iterdir():
-            if p.name.isdigit():
-                try:
-                    cmd = (p / "cmdline").read_bytes()
-                except OSError:
-                    continue
-                if str(tmp).encode() in cmd and b"cairnd" in cmd:
-                    daemons.append(int(p.name))
-        for pid in set(daemons):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        # Every cairnd that ran on this workspace, including one a step
+        # that failed started, names the temp dir in its command line.
+        kill_daemons(str(tmp))
         shutil.rmtree(tmp, ignore_errors=True)
 
 
