@@ -405,22 +405,16 @@ class Client:
         or ``since_generation``: they are not combined with ``from_``) for
         the rest.
         """
-        # The params are built here rather than by _params: a read of the
-        # tail is a hot call, and only what is set is sent.
-        p: Dict[str, Any] = {"session_id": session_id}
-        if tail is not None:
-            p["tail"] = tail
-        if from_ is not None:
-            p["from"] = from_
-        if to is not None:
-            p["to"] = to
-        if since_generation is not None:
-            p["since_generation"] = since_generation
-        if limit is not None:
-            p["limit"] = limit
-        if max_bytes is not None:
-            p["max_bytes"] = max_bytes
-        return self._read(b"messages", _dumps(p))  # type: ignore[no-any-return]
+        req = _params(
+            {"session_id": session_id},
+            tail=tail,
+            to=to,
+            since_generation=since_generation,
+            limit=limit,
+            max_bytes=max_bytes,
+            **{"from": from_},
+        )
+        return self._read(b"messages", req)  # type: ignore[no-any-return]
 
     def iter_messages(
         self,
