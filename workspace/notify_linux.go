@@ -164,12 +164,47 @@ func (n *inotifyNotifier) Close() error {
 		// Closing an inotify instance's last descriptor waits in the
 		// kernel for a grace period (synchronize_srcu: milliseconds on
 		// an idle machine) before it returns. Nothing depends on that
-		// wait (the reader has stopped, no event is read again), so a
-		// goroutine that only closes n.keep takes it, and a workspace
-		// closes without it.
-		go syscall.Close(n.keep)
+		// wait (the reader has stopped, no event is read again), so
+		// closeLater takes it, and a workspace closes without it.
+		closeLater(n.keep)
 	})
 	return err
+}
+
+// lastClose holds the inotify descriptors left to close (closeLater).
+var lastClose struct {
+	mu      sync.Mutex
+	fds     []int
+	running bool
+}
+
+// closeLater closes fd on a goroutine that closes the queued descriptors
+// one at a time and returns when none is left: workspaces closed in a
+// burst leave one thread waiting in the kernel, not one each.
+func closeLater(fd int) {
+	lastClose.mu.Lock()
+	lastClose.fds = append(lastClose.fds, fd)
+	start := !lastClose.running
+	lastClose.running = true
+	lastClose.mu.Unlock()
+	if start {
+		go closeQueued()
+	}
+}
+
+func closeQueued() {
+	for {
+		lastClose.mu.Lock()
+		if len(lastClose.fds) == 0 {
+			lastClose.running = false
+			lastClose.mu.Unlock()
+			return
+		}
+		fd := lastClose.fds[0]
+		lastClose.fds = lastClose.fds[1:]
+		lastClose.mu.Unlock()
+		_ = syscall.Close(fd)
+	}
 }
 
 // settled: see the comment at the top of this file. The order of the three
