@@ -76,6 +76,15 @@ func (b *eventBus) publish(events ...api.Event) {
 	}
 }
 
+// active reports whether anyone is subscribed. A subscription that
+// races with a commit may miss its events either way: publish too finds
+// the subscribers only when it runs.
+func (b *eventBus) active() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs) > 0
+}
+
 func (b *eventBus) call(fn func(api.Event), ev api.Event) {
 	defer func() {
 		if r := recover(); r != nil {

@@ -79,8 +79,10 @@ func (e *Engine) notifyWith(events func(session.CommitResult) []api.Event) func(
 }
 
 // emit publishes a commit's events here, unless the store carried them.
+// With no subscriber it does not build them: an agent's turn, committed
+// with no one listening, skips their allocation after its fdatasync.
 func (e *Engine) emit(res session.CommitResult, events func(session.CommitResult) []api.Event) {
-	if events != nil && e.notify == nil {
+	if events != nil && e.notify == nil && e.events.active() {
 		e.events.publish(events(res)...)
 	}
 }

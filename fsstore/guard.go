@@ -29,7 +29,7 @@ func (s *Store) checkLock(op string) error {
 // file l appends to (it was removed or replaced under the store): commits
 // appended to it would be acknowledged and then missing after a restart.
 func (s *Store) checkLogFile(l *recordlog.File) error {
-	fi, err := l.Stat()
+	fi, err := l.Ident()
 	if err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore: stat log %s", l.Path())
 	}

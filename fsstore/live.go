@@ -18,9 +18,17 @@ const flushAt = 1 << 20
 type frameReader struct {
 	r    io.ReaderAt
 	path string
+	// pre holds spans read ahead (prefetch); frame answers from them the
+	// frames they hold whole.
+	pre []span
 }
 
 func (fr frameReader) frame(it item) (recordlog.Record, error) {
+	for i := range fr.pre {
+		if rec, ok, err := fr.pre[i].frameIn(fr, it); ok {
+			return rec, err
+		}
+	}
 	rec, err := recordlog.ReadFrame(fr.r, fr.path, it.off(), int(it.fsz))
 	return rec, fr.wrapFrameErr(err)
 }

@@ -181,3 +181,21 @@ func TestDeletedLogRefusesCommits(t *testing.T) {
 		t.Fatalf("commit to a deleted log: %v", err)
 	}
 }
+
+// TestReplacedLogRefusesCommits puts another file in place of a session's
+// open log after commits appended to it: the next commit, which would go
+// to the file no path names any more, is refused.
+func TestReplacedLogRefusesCommits(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, fsstore.Options{})
+	must(t, commitN(s, "a", 1))
+	must(t, commitN(s, "a", 2)) // an append: the log's identity is known now
+	log := filepath.Join(dir, ".cairn", "sessions", "s-a.log")
+	data, err := os.ReadFile(log)
+	must(t, err)
+	must(t, os.WriteFile(log+".copy", data, 0o600))
+	must(t, os.Rename(log+".copy", log))
+	if err := commitN(s, "a", 3); err == nil || !strings.Contains(err.Error(), "removed or replaced") {
+		t.Fatalf("commit to a replaced log: %v", err)
+	}
+}

@@ -50,6 +50,9 @@ func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Su
 	}
 	defer sf.mu.Unlock()
 	t := sf.t
+	if fr, err = fr.prefetch(headItems(t)); err != nil {
+		return nil, session.Summary{}, err
+	}
 	snap := &session.Snapshot{
 		SchemaVersion: session.SchemaVersion, SessionID: t.sessionID, Generation: t.gen,
 		CreatedAt: t.created, UpdatedAt: t.updated, Messages: []session.Value{},
@@ -115,6 +118,28 @@ func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Su
 		st.Checkpoints[run] = cp
 	}
 	return st, sf.summaryLocked(), nil
+}
+
+// headItems lists the records Head decodes.
+func headItems(t *tracker) []item {
+	its := make([]item, 0, len(t.single)+len(t.meta)+len(t.runs.order)+len(t.verifs.order)+len(t.tasks.order)+len(t.ckpts))
+	for _, k := range []byte{kindWorkspace, kindAgent, kindHandoff, kindRuntime, kindFiles} {
+		if it, ok := t.single[k]; ok {
+			its = append(its, it)
+		}
+	}
+	for _, it := range t.meta {
+		its = append(its, it)
+	}
+	for _, k := range []*keyed[item]{&t.runs, &t.verifs, &t.tasks} {
+		for _, id := range k.order {
+			its = append(its, k.at[id])
+		}
+	}
+	for _, l := range t.ckpts {
+		its = append(its, l.events[len(l.events)-1].at)
+	}
+	return its
 }
 
 func decodeKeyed[T any](fr frameReader, k *keyed[item], out *[]T) error {

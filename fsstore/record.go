@@ -1,12 +1,14 @@
 package fsstore
 
 import (
+	"bytes"
 	"errors"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/cairn-dev/cairn/internal/recordlog"
+	"github.com/cairn-dev/cairn/session"
 )
 
 // logMagic opens every log file: "cairn", a NUL, "L" and the format version.
@@ -79,13 +81,13 @@ type commitRec struct {
 }
 
 var (
-	encMode cbor.EncMode
+	encMode cbor.UserBufferEncMode
 	decMode cbor.DecMode
 )
 
 func init() {
 	var err error
-	encMode, err = cbor.EncOptions{Time: cbor.TimeRFC3339Nano}.EncMode()
+	encMode, err = cbor.EncOptions{Time: cbor.TimeRFC3339Nano}.UserBufferEncMode()
 	if err != nil {
 		panic(err)
 	}
@@ -108,6 +110,29 @@ type frameBuf struct {
 	err  error
 }
 
+// commitSizeHint guesses the framed size of c's commit from its bulk (the
+// messages, artifact data and checkpoint state) so that the frame buffer
+// is allocated once, not grown by copies while the records are added.
+// It is capped: a guess only saves copies.
+func commitSizeHint(c *session.Change) int {
+	n := 1 << 10
+	for _, m := range c.AppendMessages {
+		n += len(m) + 16
+	}
+	for _, as := range [][]session.Artifact{c.AppendArtifacts, c.PutArtifacts} {
+		for _, a := range as {
+			n += len(a.Data) + 256
+		}
+	}
+	if c.Checkpoint != nil {
+		n += len(c.Checkpoint.State) + 256
+	}
+	return min(n, maxSizeHint)
+}
+
+// maxSizeHint bounds commitSizeHint.
+const maxSizeHint = 64 << 20
+
 // begin opens a commit at the current end of the buffer.
 func (f *frameBuf) begin() { f.mark, f.recs = len(f.buf), 0 }
 
@@ -118,12 +143,14 @@ func (f *frameBuf) add(kind byte, v any) int64 {
 		return 0
 	}
 	buf, start := recordlog.Reserve(f.buf)
-	out, err := encMode.Marshal(v)
-	if err != nil {
+	// Encoded straight into the buffer: a commit's messages are not
+	// encoded into a buffer of their own first and then copied.
+	b := bytes.NewBuffer(buf)
+	if err := encMode.MarshalToBuffer(v, b); err != nil {
 		f.err = err
 		return 0
 	}
-	f.buf = append(buf, out...)
+	f.buf = b.Bytes()
 	recordlog.Seal(f.buf, start, kind)
 	f.recs++
 	return int64(len(f.buf) - start)

@@ -1,7 +1,9 @@
 package fsstore
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 
 	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/session"
@@ -82,4 +84,46 @@ func (fr frameReader) wrapFrameErr(err error) error {
 		return session.Wrap(session.CodeInternal, err, "read session log")
 	}
 	return nil
+}
+
+// prefetch returns fr reading the whole frames its (in any order; its is
+// sorted in place) from spans read ahead: frames that lie close together
+// in the log (as spanFrame joins them) are read with one pread, a frame
+// with no neighbour is left to be read alone when asked for. Head uses it:
+// the records it decodes are most often the few that the last commit
+// wrote side by side (a run, its checkpoint, the workspace manifest), one
+// system call rather than one each.
+func (fr frameReader) prefetch(its []item) (frameReader, error) {
+	if len(its) < 2 {
+		return fr, nil
+	}
+	slices.SortFunc(its, func(a, b item) int { return cmp.Compare(a.off(), b.off()) })
+	var spans []span
+	for i := 0; i < len(its); {
+		start := its[i].off()
+		end := start + int64(its[i].fsz)
+		frames := 1
+		j := i + 1
+		for ; j < len(its); j++ {
+			off := its[j].off()
+			if off >= start && off+int64(its[j].fsz) <= end {
+				continue // the same frame again
+			}
+			if off < end || off-end > spanGap || off+int64(its[j].fsz)-start > spanMax {
+				break
+			}
+			end = off + int64(its[j].fsz)
+			frames++
+		}
+		if frames > 1 {
+			buf := make([]byte, end-start)
+			if n, err := fr.r.ReadAt(buf, start); n != len(buf) {
+				return fr, session.Wrap(session.CodeInternal, err, "read session log %s at %d: %d of %d bytes", fr.path, start, n, len(buf))
+			}
+			spans = append(spans, span{off: start, buf: buf})
+		}
+		i = j
+	}
+	fr.pre = spans
+	return fr, nil
 }

@@ -567,7 +567,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	}
 	now := s.opts.Now().UTC()
 	gen := sf.t.gen + 1
-	var fb frameBuf
+	fb := frameBuf{buf: make([]byte, 0, commitSizeHint(c))}
 	creating := sf.t.gen == 0
 	if creating {
 		fb.buf = append(fb.buf, logMagic...)

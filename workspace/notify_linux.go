@@ -60,6 +60,9 @@ const fionread = syscall.TIOCINQ
 type inotifyNotifier struct {
 	f  *os.File // nonblocking, registered with the runtime poller
 	rc syscall.RawConn
+	// keep is a second descriptor of the inotify instance, closed after
+	// f without waiting (see Close).
+	keep int
 
 	mu    sync.Mutex // held across inotify_add_watch and the map update, so the reader never sees a wd it cannot name
 	paths map[int32]string
@@ -80,14 +83,20 @@ func newNotifier(buffer int) (notifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inotify_init1: %w", err)
 	}
+	keep, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 0)
+	if errno != 0 {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("inotify: dup: %w", errno)
+	}
 	f := os.NewFile(uintptr(fd), "inotify")
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
+		syscall.Close(int(keep))
 		return nil, fmt.Errorf("inotify: %w", err)
 	}
 	n := &inotifyNotifier{
-		f: f, rc: rc, paths: map[int32]string{}, wds: map[string]int32{},
+		f: f, rc: rc, keep: int(keep), paths: map[int32]string{}, wds: map[string]int32{},
 		events: make(chan fsnotify.Event, buffer), errors: make(chan error),
 		done: make(chan struct{}), exited: make(chan struct{}),
 	}
@@ -149,10 +158,53 @@ func (n *inotifyNotifier) Close() error {
 	n.closeOnce.Do(func() {
 		close(n.done)
 		// Wakes the reader parked in the poller; its next read fails.
+		// The instance lives on in n.keep, so this close is quick.
 		err = n.f.Close()
 		<-n.exited
+		// Closing an inotify instance's last descriptor waits in the
+		// kernel for a grace period (synchronize_srcu: milliseconds on
+		// an idle machine) before it returns. Nothing depends on that
+		// wait (the reader has stopped, no event is read again), so
+		// closeLater takes it, and a workspace closes without it.
+		closeLater(n.keep)
 	})
 	return err
+}
+
+// lastClose holds the inotify descriptors left to close (closeLater).
+var lastClose struct {
+	mu      sync.Mutex
+	fds     []int
+	running bool
+}
+
+// closeLater closes fd on a goroutine that closes the queued descriptors
+// one at a time and returns when none is left: workspaces closed in a
+// burst leave one thread waiting in the kernel, not one each.
+func closeLater(fd int) {
+	lastClose.mu.Lock()
+	lastClose.fds = append(lastClose.fds, fd)
+	start := !lastClose.running
+	lastClose.running = true
+	lastClose.mu.Unlock()
+	if start {
+		go closeQueued()
+	}
+}
+
+func closeQueued() {
+	for {
+		lastClose.mu.Lock()
+		if len(lastClose.fds) == 0 {
+			lastClose.running = false
+			lastClose.mu.Unlock()
+			return
+		}
+		fd := lastClose.fds[0]
+		lastClose.fds = lastClose.fds[1:]
+		lastClose.mu.Unlock()
+		_ = syscall.Close(fd)
+	}
 }
 
 // settled: see the comment at the top of this file. The order of the three

@@ -102,3 +102,46 @@ func TestNotifierSettled(t *testing.T) {
 		waitSettled(handled)
 	}
 }
+
+// TestNotifierCloseReleasesInstance checks that Close stops the reader
+// (its channels are closed when Close returns) and that the inotify
+// instance's descriptors, the last of which Close leaves to a goroutine to
+// close, are all closed soon after: opening and closing notifiers leaks no
+// descriptor and no watch.
+func TestNotifierCloseReleasesInstance(t *testing.T) {
+	fds := func() int {
+		t.Helper()
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skipf("no /proc/self/fd: %v", err)
+		}
+		return len(ents)
+	}
+	dir := t.TempDir()
+	before := fds()
+	for range 20 {
+		n, err := newNotifier(16)
+		if err != nil {
+			t.Skipf("inotify unavailable: %v", err)
+		}
+		if err := n.Add(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, open := <-n.Events(); open {
+			t.Fatal("events channel open after Close")
+		}
+		if _, open := <-n.Errors(); open {
+			t.Fatal("errors channel open after Close")
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for fds() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d descriptors open after 20 notifiers closed, %d before", fds(), before)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
@@ -123,6 +124,11 @@ type File struct {
 	size  int64
 	alloc int64
 	slack *atomic.Int64
+	ident struct {
+		once sync.Once
+		fi   os.FileInfo
+		err  error
+	}
 }
 
 // setEnds sets the committed size and the end of the zeros ahead, keeping
@@ -186,6 +192,16 @@ func Adopt(f vfs.File, path string, size int64) *File {
 
 // Stat describes the open file (not whatever its path names now).
 func (l *File) Stat() (os.FileInfo, error) { return l.f.Stat() }
+
+// Ident is the open file's first Stat, kept: what os.SameFile compares
+// (device and inode) does not change while a descriptor is open, so an
+// owner that checks before every append that its path still names the
+// file (an lstat of the path) need not fstat the descriptor each time.
+// Size and times in it are stale.
+func (l *File) Ident() (os.FileInfo, error) {
+	l.ident.once.Do(func() { l.ident.fi, l.ident.err = l.f.Stat() })
+	return l.ident.fi, l.ident.err
+}
 
 // Path returns the log's path.
 func (l *File) Path() string { return l.path }

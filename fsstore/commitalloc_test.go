@@ -1,0 +1,55 @@
+package fsstore_test
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/session"
+)
+
+// TestCommitAllocation checks that a commit of an agent's turn (about
+// 8 KB of messages) allocates little more than the bytes it writes: the
+// frame buffer is sized once from the change (commitSizeHint) and the
+// records are encoded straight into it, not each into a buffer of its own
+// and then copied into one grown by doubling.
+func TestCommitAllocation(t *testing.T) {
+	s, err := fsstore.Open(t.TempDir(), fsstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	const turns = 40
+	changes := make([]*session.Change, turns+1)
+	for i := range changes {
+		changes[i] = &session.Change{AppendMessages: []session.Value{
+			session.Value(`{"role":"user","i":` + strconv.Itoa(i) + `,"text":"` + strings.Repeat("u", 2000) + `"}`),
+			session.Value(`{"role":"assistant","i":` + strconv.Itoa(i) + `,"text":"` + strings.Repeat("a", 6000) + `"}`),
+		}}
+	}
+	if _, err := s.Commit(ctx, "a", changes[0], session.CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	var written int64
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for _, c := range changes[1:] {
+		res, err := s.Commit(ctx, "a", c, session.CommitOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		written += res.BytesWritten
+	}
+	runtime.ReadMemStats(&after)
+	perCommit := float64(after.TotalAlloc-before.TotalAlloc) / turns
+	perWritten := float64(written) / turns
+	t.Logf("%.0f bytes allocated per commit of %.0f bytes", perCommit, perWritten)
+	if perCommit > 1.6*perWritten {
+		t.Fatalf("a commit of %.0f bytes allocated %.0f bytes, want at most 1.6x", perWritten, perCommit)
+	}
+}
