@@ -24,6 +24,13 @@ import (
 // fastCheckpoint decodes b into p when b is a checkpoint request in the
 // usual shape; false means "use strictDecode" (p is then garbage).
 func fastCheckpoint(b []byte, p *api.CheckpointRequest) bool {
+	return fastCheckpointInto(b, p, true)
+}
+
+// fastCheckpointInto is fastCheckpoint; without clone, p's messages and
+// state are b's own bytes (for a request forwarded to the daemon, which is
+// encoded before the call returns and b is freed).
+func fastCheckpointInto(b []byte, p *api.CheckpointRequest, clone bool) bool {
 	const (
 		runID = 1 << iota
 		sessionID
@@ -41,7 +48,7 @@ func fastCheckpoint(b []byte, p *api.CheckpointRequest) bool {
 				return 0, false
 			}
 			seen |= newMessages
-			return values(b, i, &p.NewMessages)
+			return values(b, i, &p.NewMessages, clone)
 		}
 		end, ok := jsonscan.Value(b, i)
 		if !ok {
@@ -64,7 +71,10 @@ func fastCheckpoint(b []byte, p *api.CheckpointRequest) bool {
 			// Any JSON value, null included, is kept as its bytes, as
 			// encoding/json does for a json.RawMessage.
 			bit, ok = state, true
-			p.State = bytes.Clone(v)
+			p.State = v
+			if clone {
+				p.State = bytes.Clone(v)
+			}
 		default:
 			ok = false
 		}
@@ -153,9 +163,9 @@ func float64Of(v []byte, f *float64) bool {
 }
 
 // values decodes the JSON array at b[i] into its elements' bytes, each
-// copied (the request may be C memory the caller frees after the call),
-// and returns where the array ends.
-func values(b []byte, i int, out *[]session.Value) (int, bool) {
+// copied when clone is set (the request may be C memory the caller frees
+// after the call), and returns where the array ends.
+func values(b []byte, i int, out *[]session.Value, clone bool) (int, bool) {
 	if b[i] != '[' {
 		return 0, false // null, an object, ...: strictDecode decides
 	}
@@ -170,7 +180,11 @@ func values(b []byte, i int, out *[]session.Value) (int, bool) {
 		if !ok {
 			return 0, false
 		}
-		vs = append(vs, bytes.Clone(b[i:end]))
+		v := b[i:end:end]
+		if clone {
+			v = bytes.Clone(v)
+		}
+		vs = append(vs, v)
 		i = jsonscan.SkipSpace(b, end)
 		if i >= len(b) {
 			return 0, false

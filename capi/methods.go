@@ -184,20 +184,25 @@ func strictDecode(b []byte, v any) error {
 }
 
 func decodeParams[P any](b []byte) (P, error) {
-	_, p, err := decodeParamsCtx[P](context.Background(), b)
+	_, p, err := decodeParamsCtx[P](context.Background(), b, false)
 	return p, err
 }
 
 // decodeParamsCtx decodes params b. When the fast checkpoint decoder read
 // them, the context it returns knows the messages and the state it
 // validated (internal/checked), which the engine then does not scan again.
-func decodeParamsCtx[P any](ctx context.Context, b []byte) (context.Context, P, error) {
+// With forward (daemon mode: the params are encoded for the daemon before
+// the call returns), the messages and state are b's bytes, not copies.
+func decodeParamsCtx[P any](ctx context.Context, b []byte, forward bool) (context.Context, P, error) {
 	var p P
 	if len(bytes.TrimSpace(b)) == 0 {
 		return ctx, p, nil
 	}
 	if cp, ok := any(&p).(*api.CheckpointRequest); ok {
-		if fastCheckpoint(b, cp) {
+		if forward && fastCheckpointInto(b, cp, false) {
+			return ctx, p, nil
+		}
+		if !forward && fastCheckpoint(b, cp) {
 			return checked.With(ctx, append(cp.NewMessages[:len(cp.NewMessages):len(cp.NewMessages)], cp.State)...), p, nil
 		}
 		*cp = api.CheckpointRequest{}
@@ -226,7 +231,7 @@ func lib[P, R any](s api.Spec[P, R], fn func(ctx context.Context, in *instance, 
 // methods whose params differ in the C API (api.Method.LibParams).
 func libParams[P any](name string, fn func(ctx context.Context, in *instance, p P) (any, error)) entry {
 	return entry{name, func(ctx context.Context, in *instance, b []byte) (any, error) {
-		ctx, p, err := decodeParamsCtx[P](ctx, b)
+		ctx, p, err := decodeParamsCtx[P](ctx, b, in.client != nil)
 		if err != nil {
 			return nil, err
 		}

@@ -363,7 +363,12 @@ func (cn *conn) forget(id uint64) {
 
 func (cn *conn) call(ctx context.Context, method string, params, result any) error {
 	id := cn.nextID.Add(1)
-	msg, err := EncodeRequest(id, method, params)
+	// The request is encoded into a pooled buffer, which Write is done
+	// with when it returns (it copies or sends it before).
+	bp := getBuf()
+	defer putBuf(bp)
+	msg, err := appendRequestMsg(*bp, id, method, params)
+	*bp = msg
 	if err != nil {
 		return fmt.Errorf("protocol.Call %s: %w", method, err)
 	}
