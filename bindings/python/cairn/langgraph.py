@@ -65,6 +65,10 @@ __all__ = ["CairnSaver"]
 
 _PAGE = 64
 _CAS_TRIES = 50
+# The most ids one artifactsByID call takes (api.MaxArtifactIDs).
+_MAX_IDS = 1024
+# How many checkpoints list reads in one call when it has no limit.
+_LIST_BATCH = 16
 
 
 def _key(kind: str, *parts: str) -> str:
@@ -74,6 +78,16 @@ def _key(kind: str, *parts: str) -> str:
     if len(k.encode("utf-8")) > 200:
         k = kind + "#" + hashlib.sha256(k.encode("utf-8")).hexdigest()
     return k
+
+
+def _sorted_writes(raw: Optional[bytes]) -> List[List[Any]]:
+    """A writes artifact's entries, [task_id, channel, value, task_path,
+    idx], in writes_sort_key order."""
+    if raw is None:
+        return []
+    ws = json.loads(raw)
+    ws.sort(key=lambda w: writes_sort_key(w[3], w[0], w[4]))
+    return ws  # type: ignore[no-any-return]
 
 
 def _b64(b: bytes) -> str:
@@ -138,50 +152,89 @@ class CairnSaver(BaseCheckpointSaver[str]):
 
     # -- reads ---------------------------------------------------------------
 
-    def _tuple(self, thread_id: str, ns: str, cp_id: str, cfg: Optional[RunnableConfig] = None) -> Optional[CheckpointTuple]:
-        sid = self.session_id(thread_id)
-        got = self._artifact(sid, _key("c", ns, cp_id))
-        if got is None:
+    def _read(self, sid: str, ids: List[str]) -> Tuple[Dict[str, bytes], int]:
+        """The artifacts of ``ids`` the session holds, by id, and the
+        generation they were read at (0: no such session): one
+        artifactsByID call, more only past its id or reply size limits."""
+        out: Dict[str, bytes] = {}
+        gen = 0
+        try:
+            while ids:
+                r = self.client.artifacts_by_id(sid, ids[:_MAX_IDS])
+                for a in r["artifacts"]:
+                    out[a["id"]] = a["data"]
+                gen = r["generation"]
+                ids = ids[r["next"] :]
+        except NotFoundError:
+            return {}, 0
+        return out, gen
+
+    def _make_tuple(
+        self,
+        sid: str,
+        thread_id: str,
+        ns: str,
+        cp_id: str,
+        rec_raw: Optional[bytes],
+        writes_raw: Optional[bytes],
+        cfg: Optional[RunnableConfig] = None,
+    ) -> Optional[CheckpointTuple]:
+        if rec_raw is None:
             return None
-        rec = json.loads(got[0])
+        rec = json.loads(rec_raw)
         checkpoint: Checkpoint = self._load(rec["cp"])
+        versions = checkpoint["channel_versions"]
+        keys = {ch: _key("b", ns, ch, str(ver)) for ch, ver in versions.items()}
+        blobs = self._blobs_of(sid, list(keys.values()))
         values: Dict[str, Any] = {}
-        for ch, ver in checkpoint["channel_versions"].items():
-            tb = self._blob(sid, _key("b", ns, ch, str(ver)))
+        loads = self.serde.loads_typed
+        for ch, k in keys.items():
+            tb = blobs.get(k)
             if tb is not None and tb[0] != "empty":
-                values[ch] = self.serde.loads_typed(tb)
-        checkpoint = {**checkpoint, "channel_values": values}
+                values[ch] = loads(tb)
+        checkpoint["channel_values"] = values
         parent = rec.get("parent")
         return CheckpointTuple(
-            config=cfg
-            or {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cp_id}},
+            config=cfg or {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cp_id}},
             checkpoint=checkpoint,
             metadata=self._load(rec["md"]),
             parent_config=(
-                {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}
-                if parent
-                else None
+                {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}} if parent else None
             ),
-            pending_writes=[(w[0], w[1], self._load(w[2])) for w in self._writes(sid, ns, cp_id)[0]],
+            pending_writes=[(w[0], w[1], self._load(w[2])) for w in _sorted_writes(writes_raw)],
         )
 
-    def _blob(self, sid: str, aid: str) -> Optional[Tuple[str, bytes]]:
-        """A channel value as the serializer's (type, bytes): the artifact's
-        data is the type, a NUL, and the bytes as they are."""
-        k = (sid, aid)
+    def _tuple(self, thread_id: str, ns: str, cp_id: str, cfg: Optional[RunnableConfig] = None) -> Optional[CheckpointTuple]:
+        sid = self.session_id(thread_id)
+        ck, wk = _key("c", ns, cp_id), _key("w", ns, cp_id)
+        got, _ = self._read(sid, [ck, wk])
+        return self._make_tuple(sid, thread_id, ns, cp_id, got.get(ck), got.get(wk), cfg)
+
+    def _blobs_of(self, sid: str, keys: List[str]) -> Dict[str, Tuple[str, bytes]]:
+        """Channel values as the serializer's (type, bytes), from the cache
+        or, for those it lacks, from one read. An artifact's data is the
+        type, a NUL, and the bytes as they are."""
+        out: Dict[str, Tuple[str, bytes]] = {}
+        miss: List[str] = []
         with self._lock:
-            tb = self._blobs.get(k)
-            if tb is not None:
-                self._blobs.move_to_end(k)
-                return tb  # type: ignore[no-any-return]
-        got = self._artifact(sid, aid)
-        if got is None:
-            return None
-        data = got[0]
-        i = data.index(b"\0")
-        tb = (data[:i].decode("utf-8"), data[i + 1 :])
-        self._remember(k, tb)
-        return tb
+            for k in keys:
+                tb = self._blobs.get((sid, k))
+                if tb is None:
+                    miss.append(k)
+                else:
+                    self._blobs.move_to_end((sid, k))
+                    out[k] = tb
+        if miss:
+            got, _ = self._read(sid, miss)
+            for k, data in got.items():
+                i = data.index(b"\0")
+                tb = (data[:i].decode("utf-8"), data[i + 1 :])
+                self._remember((sid, k), tb)
+                out[k] = tb
+        return out
+
+    def _blob(self, sid: str, aid: str) -> Optional[Tuple[str, bytes]]:
+        return self._blobs_of(sid, [aid]).get(aid)
 
     def _remember(self, k: Tuple[str, str], tb: Tuple[str, bytes]) -> None:
         # A put replaces what the key held (a caller may store another
@@ -207,26 +260,36 @@ class CairnSaver(BaseCheckpointSaver[str]):
 
     def _writes(self, sid: str, ns: str, cp_id: str) -> Tuple[List[List[Any]], int]:
         """The checkpoint's pending writes in writes_sort_key order, and the
-        generation they were read at (0: none stored)."""
-        got = self._artifact(sid, _key("w", ns, cp_id))
-        if got is None:
-            return [], 0
-        ws = json.loads(got[0])
-        # [task_id, channel, value, task_path, idx]
-        ws.sort(key=lambda w: writes_sort_key(w[3], w[0], w[4]))
-        return ws, got[1]
+        generation they were read at (0: no such session)."""
+        wk = _key("w", ns, cp_id)
+        got, gen = self._read(sid, [wk])
+        return _sorted_writes(got.get(wk)), gen
 
     def get_tuple(self, config: RunnableConfig) -> Optional[CheckpointTuple]:
         c = config["configurable"]
         thread_id = c["thread_id"]
         ns = c.get("checkpoint_ns", "")
+        sid = self.session_prefix + str(thread_id)
         cp_id = get_checkpoint_id(config)
         if cp_id:
             return self._tuple(thread_id, ns, cp_id, config)
-        head = self._artifact(self.session_id(thread_id), _key("h", ns))
-        if head is None:
+        # The head names the newest checkpoint. With the one this saver last
+        # stored or read as a guess, the head, that checkpoint and its
+        # writes come in one read; the guess is only used if the head still
+        # names it (another process may have moved it on).
+        hk = _key("h", ns)
+        guess = self._heads.get((sid, ns))
+        ids = [hk, _key("c", ns, guess), _key("w", ns, guess)] if guess else [hk]
+        got, _ = self._read(sid, ids)
+        h = got.get(hk)
+        if h is None:
             return None
-        return self._tuple(thread_id, ns, head[0].decode("utf-8"))
+        head = h.decode("utf-8")
+        if head != guess:
+            ck, wk = _key("c", ns, head), _key("w", ns, head)
+            got, _ = self._read(sid, [ck, wk])
+        self._heads[(sid, ns)] = head
+        return self._make_tuple(sid, thread_id, ns, head, got.get(_key("c", ns, head)), got.get(_key("w", ns, head)))
 
     def _index(self, sid: str) -> Iterator[Tuple[int, Dict[str, Any]]]:
         """The session's index entries, newest first, with their message
@@ -267,24 +330,45 @@ class CairnSaver(BaseCheckpointSaver[str]):
         before_id = get_checkpoint_id(before) if before else None
         n = 0
         for tid in threads:
-            for _, e in self._index(self.session_id(tid)):
-                if ns_filter is not None and e["ns"] != ns_filter:
-                    continue
-                if cp_filter and e["id"] != cp_filter:
-                    continue
-                if before_id and e["id"] >= before_id:
-                    continue
-                if filter:
-                    md = self._load(e["md"])
-                    if not all(md.get(k) == v for k, v in filter.items()):
+            sid = self.session_id(tid)
+            batch: List[Dict[str, Any]] = []
+            entries = self._index(sid)
+            while True:
+                # The matching entries are read a batch at a time (as many as
+                # the limit still wants, at most _LIST_BATCH): one call for
+                # their checkpoints and writes.
+                want = _LIST_BATCH if limit is None else min(_LIST_BATCH, limit - n)
+                for _, e in entries:
+                    if ns_filter is not None and e["ns"] != ns_filter:
                         continue
-                t = self._tuple(tid, e["ns"], e["id"])
-                if t is None:
-                    continue
-                yield t
-                n += 1
-                if limit is not None and n >= limit:
-                    return
+                    if cp_filter and e["id"] != cp_filter:
+                        continue
+                    if before_id and e["id"] >= before_id:
+                        continue
+                    if filter:
+                        md = self._load(e["md"])
+                        if not all(md.get(k) == v for k, v in filter.items()):
+                            continue
+                    batch.append(e)
+                    if len(batch) >= want:
+                        break
+                if not batch:
+                    break
+                ids = []
+                for e in batch:
+                    ids += [_key("c", e["ns"], e["id"]), _key("w", e["ns"], e["id"])]
+                got, _ = self._read(sid, ids)
+                for e in batch:
+                    t = self._make_tuple(
+                        sid, tid, e["ns"], e["id"], got.get(_key("c", e["ns"], e["id"])), got.get(_key("w", e["ns"], e["id"]))
+                    )
+                    if t is None:
+                        continue
+                    yield t
+                    n += 1
+                    if limit is not None and n >= limit:
+                        return
+                batch = []
 
     # -- writes --------------------------------------------------------------
 
@@ -352,9 +436,8 @@ class CairnSaver(BaseCheckpointSaver[str]):
         # compare-and-swap on the session's generation.
         with self._lock:
             for _ in range(_CAS_TRIES):
+                # gen 0: no session yet, which the save then requires.
                 ws, gen = self._writes(sid, ns, cp_id)
-                if gen == 0:
-                    gen = self._generation(sid)
                 have = {(w[0], w[4]): i for i, w in enumerate(ws)}
                 for w in new:
                     i = have.get((w[0], w[4]))
@@ -373,12 +456,6 @@ class CairnSaver(BaseCheckpointSaver[str]):
                 except ConflictError:
                     continue
             raise ConflictError(f"put_writes: session {sid!r} kept changing; gave up after {_CAS_TRIES} tries")
-
-    def _generation(self, sid: str) -> int:
-        try:
-            return int(self.client.summary(sid)["generation"])
-        except NotFoundError:
-            return 0
 
     # -- deletes, copies, pruning -------------------------------------------
 
@@ -502,11 +579,12 @@ class CairnSaver(BaseCheckpointSaver[str]):
         rec = self._artifact(sid, _key("c", ns, cp_id)) if cp_id else None
         cursor = json.loads(rec[0]).get("parent") if rec else None
         while cursor and remaining:
-            got = self._artifact(sid, _key("c", ns, cursor))
-            if got is None:
+            ck, wk = _key("c", ns, cursor), _key("w", ns, cursor)
+            got, _ = self._read(sid, [ck, wk])
+            if ck not in got:
                 break
-            r = json.loads(got[0])
-            ws, _ = self._writes(sid, ns, cursor)
+            r = json.loads(got[ck])
+            ws = _sorted_writes(got.get(wk))
             for w in reversed(ws):
                 if w[1] in remaining:
                     collected[w[1]].append((w[0], w[1], self._load(w[2])))
