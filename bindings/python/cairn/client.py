@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import ctypes
 import json
 import os
@@ -470,9 +471,9 @@ class Client:
         ``artifact_ids`` the answer covers: all of them unless the next
         artifact would have passed the reply size limit, in which case ask
         again for ``artifact_ids[next:]``."""
-        r = self._call(b"artifactsByID", _dumps({"session_id": session_id, "artifact_ids": artifact_ids}))
+        r = self._read(b"artifactsByID", _dumps({"session_id": session_id, "artifact_ids": artifact_ids}))
         for a in r["artifacts"]:
-            a["data"] = base64.b64decode(a.get("data") or b"")
+            a["data"] = binascii.a2b_base64(a.get("data") or b"")
         return r  # type: ignore[no-any-return]
 
     def run(self, run_id: str, session_id: Optional[str] = None) -> RunResult:

@@ -36,9 +36,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
+import functools
 import hashlib
 import json
 import random
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -71,11 +74,21 @@ _MAX_IDS = 1024
 _LIST_BATCH = 16
 
 
+# The characters json.dumps(ensure_ascii=False) escapes in a string.
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+
+
+@functools.lru_cache(maxsize=8192)
 def _key(kind: str, *parts: str) -> str:
     # JSON keeps the parts apart whatever they contain; long keys are hashed
-    # to stay under cairn's id limit.
-    k = kind + json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
-    if len(k.encode("utf-8")) > 200:
+    # to stay under cairn's id limit. Parts with nothing to escape (ids,
+    # namespaces, versions) are joined as json.dumps would write them, as
+    # the keys of stored threads were: the ids are on every read's path.
+    if parts and all(type(p) is str and not _ESCAPED.search(p) for p in parts):
+        k = kind + '["' + '","'.join(parts) + '"]'
+    else:
+        k = kind + json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+    if len(k) > 50 and len(k.encode("utf-8")) > 200:
         k = kind + "#" + hashlib.sha256(k.encode("utf-8")).hexdigest()
     return k
 
@@ -85,9 +98,16 @@ def _sorted_writes(raw: Optional[bytes]) -> List[List[Any]]:
     idx], in writes_sort_key order."""
     if raw is None:
         return []
-    ws = json.loads(raw)
+    ws = _json(raw.decode("utf-8"))
     ws.sort(key=lambda w: writes_sort_key(w[3], w[0], w[4]))
     return ws  # type: ignore[no-any-return]
+
+
+# The artifacts' JSON is decoded from str (json.loads on bytes first guesses
+# their encoding) and their base64 without b64decode's argument checks:
+# both are on get_tuple's path.
+_json = json.JSONDecoder().decode
+_unb64 = binascii.a2b_base64
 
 
 def _b64(b: bytes) -> str:
@@ -144,7 +164,7 @@ class CairnSaver(BaseCheckpointSaver[str]):
         return [t, _b64(b)]
 
     def _load(self, tb: Sequence[str]) -> Any:
-        return self.serde.loads_typed((tb[0], base64.b64decode(tb[1])))
+        return self.serde.loads_typed((tb[0], _unb64(tb[1])))
 
     @staticmethod
     def _art(aid: str, obj: Any) -> Dict[str, Any]:
@@ -181,7 +201,7 @@ class CairnSaver(BaseCheckpointSaver[str]):
     ) -> Optional[CheckpointTuple]:
         if rec_raw is None:
             return None
-        rec = json.loads(rec_raw)
+        rec = _json(rec_raw.decode("utf-8"))
         checkpoint: Checkpoint = self._load(rec["cp"])
         versions = checkpoint["channel_versions"]
         keys = {ch: _key("b", ns, ch, str(ver)) for ch, ver in versions.items()}
@@ -279,7 +299,9 @@ class CairnSaver(BaseCheckpointSaver[str]):
         # names it (another process may have moved it on).
         hk = _key("h", ns)
         guess = self._heads.get((sid, ns))
-        ids = [hk, _key("c", ns, guess), _key("w", ns, guess)] if guess else [hk]
+        # In log order (a put writes the checkpoint, then the head; its
+        # writes come later), so that cairn reads them in one span.
+        ids = [_key("c", ns, guess), hk, _key("w", ns, guess)] if guess else [hk]
         got, _ = self._read(sid, ids)
         h = got.get(hk)
         if h is None:
@@ -291,11 +313,12 @@ class CairnSaver(BaseCheckpointSaver[str]):
         self._heads[(sid, ns)] = head
         return self._make_tuple(sid, thread_id, ns, head, got.get(_key("c", ns, head)), got.get(_key("w", ns, head)))
 
-    def _index(self, sid: str) -> Iterator[Tuple[int, Dict[str, Any]]]:
+    def _index(self, sid: str, first: int = _PAGE) -> Iterator[Tuple[int, Dict[str, Any]]]:
         """The session's index entries, newest first, with their message
-        index, read from the tail a page at a time."""
+        index, read from the tail a page at a time: ``first`` entries
+        first (what a list's limit needs), then _PAGE at a time."""
         try:
-            page = self.client.messages(sid, tail=_PAGE)
+            page = self.client.messages(sid, tail=max(1, min(first, _PAGE)))
         except NotFoundError:
             return
         while True:
@@ -332,7 +355,9 @@ class CairnSaver(BaseCheckpointSaver[str]):
         for tid in threads:
             sid = self.session_id(tid)
             batch: List[Dict[str, Any]] = []
-            entries = self._index(sid)
+            # Without filters the first entries are the answer.
+            plain = ns_filter is None and not cp_filter and not before_id and not filter
+            entries = self._index(sid, limit - n if plain and limit is not None else _PAGE)
             while True:
                 # The matching entries are read a batch at a time (as many as
                 # the limit still wants, at most _LIST_BATCH): one call for
