@@ -35,7 +35,6 @@ and with ``"exit"`` nothing is stored until the graph ends.
 from __future__ import annotations
 
 import asyncio
-import base64
 import binascii
 import functools
 import hashlib
@@ -84,7 +83,7 @@ def _key(kind: str, *parts: str) -> str:
     # to stay under cairn's id limit. Parts with nothing to escape (ids,
     # namespaces, versions) are joined as json.dumps would write them, as
     # the keys of stored threads were: the ids are on every read's path.
-    if parts and all(type(p) is str and not _ESCAPED.search(p) for p in parts):
+    if parts and all(type(p) is str for p in parts) and not _ESCAPED.search("".join(parts)):
         k = kind + '["' + '","'.join(parts) + '"]'
     else:
         k = kind + json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
@@ -111,7 +110,13 @@ _unb64 = binascii.a2b_base64
 
 
 def _b64(b: bytes) -> str:
-    return base64.b64encode(b).decode("ascii")
+    # Artifact data goes to the client as base64 text already: the wire's
+    # form, so its encoder need not call back for bytes.
+    return binascii.b2a_base64(b, newline=False).decode("ascii")
+
+
+# json.dumps(o, separators=(",", ":")), without building an encoder a call.
+_compact = json.JSONEncoder(separators=(",", ":")).encode
 
 
 class CairnSaver(BaseCheckpointSaver[str]):
@@ -168,7 +173,7 @@ class CairnSaver(BaseCheckpointSaver[str]):
 
     @staticmethod
     def _art(aid: str, obj: Any) -> Dict[str, Any]:
-        return {"id": aid, "kind": "langgraph", "data": json.dumps(obj, separators=(",", ":")).encode("utf-8")}
+        return {"id": aid, "kind": "langgraph", "data": _b64(_compact(obj).encode("utf-8"))}
 
     # -- reads ---------------------------------------------------------------
 
@@ -416,16 +421,17 @@ class CairnSaver(BaseCheckpointSaver[str]):
             _key("b", ns, ch, str(ver)): self.serde.dumps_typed(values[ch]) if ch in values else ("empty", b"")
             for ch, ver in new_versions.items()
         }
-        arts = [{"id": k, "kind": "langgraph", "data": tb[0].encode("utf-8") + b"\0" + tb[1]} for k, tb in blobs.items()]
-        arts.append(self._art(_key("c", ns, cp["id"]), {"cp": self._dump(cp), "md": self._dump(md), "parent": parent}))
+        arts = [{"id": k, "kind": "langgraph", "data": _b64(tb[0].encode("utf-8") + b"\0" + tb[1])} for k, tb in blobs.items()]
+        md_dump = self._dump(md)
+        arts.append(self._art(_key("c", ns, cp["id"]), {"cp": self._dump(cp), "md": md_dump, "parent": parent}))
         head = self._heads.get((sid, ns))
         if head is None or head >= cp["id"]:
             got = self._artifact(sid, _key("h", ns))
             head = got[0].decode("utf-8") if got else None
         if head is None or head < cp["id"]:
-            arts.append({"id": _key("h", ns), "kind": "langgraph", "data": cp["id"].encode("utf-8")})
+            arts.append({"id": _key("h", ns), "kind": "langgraph", "data": _b64(cp["id"].encode("utf-8"))})
         run_id = md.get("run_id")
-        entry = {"ns": ns, "id": cp["id"], "parent": parent, "md": self._dump(md)}
+        entry = {"ns": ns, "id": cp["id"], "parent": parent, "md": md_dump}
         if run_id:
             entry["run_id"] = str(run_id)
         self.client.save(sid, change={"put_artifacts": arts, "append_messages": [entry]})
