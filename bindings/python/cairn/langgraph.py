@@ -71,6 +71,8 @@ _CAS_TRIES = 50
 _MAX_IDS = 1024
 # How many checkpoints list reads in one call when it has no limit.
 _LIST_BATCH = 16
+# How many parsed checkpoint records a saver keeps (a few hundred bytes each).
+_RECORDS_KEPT = 1024
 
 
 # The characters json.dumps(ensure_ascii=False) escapes in a string.
@@ -150,6 +152,8 @@ class CairnSaver(BaseCheckpointSaver[str]):
         # The newest checkpoint id this saver stored or read per (session,
         # namespace), so that a put need not read the head first.
         self._heads: Dict[Tuple[str, str], str] = {}
+        # Checkpoint records parsed, by their bytes (see _record).
+        self._records: Dict[bytes, Tuple[Tuple[str, bytes], Tuple[str, bytes], Optional[str]]] = {}
 
     # -- mapping -------------------------------------------------------------
 
@@ -206,8 +210,8 @@ class CairnSaver(BaseCheckpointSaver[str]):
     ) -> Optional[CheckpointTuple]:
         if rec_raw is None:
             return None
-        rec = _json(rec_raw.decode("utf-8"))
-        checkpoint: Checkpoint = self._load(rec["cp"])
+        cp_tb, md_tb, parent = self._record(rec_raw)
+        checkpoint: Checkpoint = self.serde.loads_typed(cp_tb)
         versions = checkpoint["channel_versions"]
         keys = {ch: _key("b", ns, ch, str(ver)) for ch, ver in versions.items()}
         blobs = self._blobs_of(sid, list(keys.values()))
@@ -218,16 +222,32 @@ class CairnSaver(BaseCheckpointSaver[str]):
             if tb is not None and tb[0] != "empty":
                 values[ch] = loads(tb)
         checkpoint["channel_values"] = values
-        parent = rec.get("parent")
         return CheckpointTuple(
             config=cfg or {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cp_id}},
             checkpoint=checkpoint,
-            metadata=self._load(rec["md"]),
+            metadata=loads(md_tb),
             parent_config=(
                 {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}} if parent else None
             ),
             pending_writes=[(w[0], w[1], self._load(w[2])) for w in _sorted_writes(writes_raw)],
         )
+
+    def _record(self, raw: bytes) -> Tuple[Tuple[str, bytes], Tuple[str, bytes], Optional[str]]:
+        """A checkpoint record's serialized checkpoint and metadata, as the
+        serializer's (type, bytes), and its parent's id. Parsed records are
+        kept by their bytes (bounded): get_tuple reads the same record again
+        and again, and the bytes say whether it is the same."""
+        with self._lock:
+            got = self._records.get(raw)
+        if got is not None:
+            return got
+        rec = _json(raw.decode("utf-8"))
+        got = ((rec["cp"][0], _unb64(rec["cp"][1])), (rec["md"][0], _unb64(rec["md"][1])), rec.get("parent"))
+        with self._lock:
+            self._records[raw] = got
+            if len(self._records) > _RECORDS_KEPT:
+                del self._records[next(iter(self._records))]
+        return got
 
     def _tuple(self, thread_id: str, ns: str, cp_id: str, cfg: Optional[RunnableConfig] = None) -> Optional[CheckpointTuple]:
         sid = self.session_id(thread_id)
