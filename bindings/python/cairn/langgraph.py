@@ -18,8 +18,11 @@ session. Inside it:
 - each ``put`` appends one small index message (namespace, id, parent,
   run id, metadata) used by ``list``, ``delete_for_runs`` and ``prune``.
 
-So ``get_tuple`` reads a handful of artifacts by id, and ``list(limit=N)``
-reads the index from its tail: both stay flat as a thread grows. Nothing
+So ``get_tuple`` is one ``artifacts_by_id`` call (the head, the checkpoint
+and its writes; the saver guesses the head from the last one it stored or
+read, and the head read along checks the guess), and ``list(limit=N)``
+reads N index entries from the tail and then their checkpoints and writes
+in one call: both stay flat as a thread grows. Nothing
 on the hot path reads a whole session. A run's threads are recorded in a
 session ``run_prefix + run_id`` (default ``"langgraph-run:"``) so that
 ``delete_for_runs`` visits only those threads.
