@@ -204,6 +204,7 @@ class CairnSaver extends BaseCheckpointSaver {
     const sid = this.sessionId(threadId);
     const out = new Map();
     let rest = [...new Set(ids)];
+    if (this._byIdMissing) return this._getEach(threadId, rest);
     try {
       while (rest.length) {
         const r = await this.client.artifactsByID(sid, rest.slice(0, MAX_IDS));
@@ -212,8 +213,20 @@ class CairnSaver extends BaseCheckpointSaver {
       }
     } catch (err) {
       if (err.code === 'not_found') return new Map();
-      throw err;
+      if (err.code !== 'method_not_found') throw err;
+      // A daemon older than artifactsByID: one read per id, as before.
+      this._byIdMissing = true;
+      return this._getEach(threadId, rest);
     }
+    return out;
+  }
+
+  // _getMany one artifact call per id (at once), for a daemon that lacks
+  // artifactsByID.
+  async _getEach(threadId, ids) {
+    const got = await Promise.all(ids.map((id) => this._get(threadId, id)));
+    const out = new Map();
+    got.forEach((r, i) => r && out.set(ids[i], r.artifact));
     return out;
   }
 

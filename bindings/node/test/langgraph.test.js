@@ -139,6 +139,39 @@ test('getTuple reads a few artifacts by id, however long the thread', { timeout:
   assert.ok(!calls.includes('artifacts') && !calls.includes('resumeSession'), `list read too much: ${calls.join(' ')}`);
 });
 
+test('getTuple and list against a daemon without artifactsByID read one artifact at a time', { timeout: 120000 }, async (t) => {
+  const { emptyCheckpoint, uuid6 } = await import('@langchain/langgraph-checkpoint');
+  const { CairnSaver } = require('../langgraph.js');
+  const { c } = await MODES.embedded(t);
+  const { proxy, calls } = recording(c);
+  const older = new Proxy(proxy, {
+    get(target, prop) {
+      if (prop !== 'artifactsByID') return target[prop];
+      return async () => {
+        calls.push('artifactsByID');
+        const err = new Error('method_not_found: artifactsByID');
+        err.code = 'method_not_found';
+        throw err;
+      };
+    },
+  });
+  const saver = new CairnSaver({ client: older });
+  let config = { configurable: { thread_id: 't', checkpoint_ns: '' } };
+  for (let n = 0; n < 5; n++) {
+    const cp = { ...emptyCheckpoint(), id: uuid6(n), channel_values: { a: n, b: 'x' }, channel_versions: { a: n + 1, b: 1 } };
+    config = await saver.put(config, cp, { source: 'loop', step: n, parents: {} }, n === 0 ? { a: 1, b: 1 } : { a: n + 1 });
+    await saver.putWrites(config, [['a', n]], `task-${n}`);
+  }
+  const tuple = await saver.getTuple({ configurable: { thread_id: 't' } });
+  assert.deepEqual(tuple.checkpoint.channel_values, { a: 4, b: 'x' });
+  assert.deepEqual(tuple.pendingWrites, [['task-4', 'a', 4]]);
+  const steps = [];
+  for await (const tup of saver.list({ configurable: { thread_id: 't', checkpoint_ns: '' } }, { limit: 3 })) steps.push(tup.metadata.step);
+  assert.deepEqual(steps, [4, 3, 2]);
+  assert.equal(calls.filter((m) => m === 'artifactsByID').length, 1);
+  assert.ok(calls.includes('artifact'));
+});
+
 test('list sorts by checkpoint id when checkpoints were put out of order', { timeout: 120000 }, async (t) => {
   const { emptyCheckpoint } = await import('@langchain/langgraph-checkpoint');
   const { CairnSaver } = require('../langgraph.js');

@@ -64,7 +64,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.base import WRITES_IDX_MAP  # type: ignore[attr-defined]
 
 from .client import Client
-from .errors import ConflictError, NotFoundError
+from .errors import ConflictError, MethodNotFoundError, NotFoundError
 
 __all__ = ["CairnSaver"]
 
@@ -155,6 +155,8 @@ class CairnSaver(BaseCheckpointSaver[str]):
         # The newest checkpoint id this saver stored or read per (session,
         # namespace), so that a put need not read the head first.
         self._heads: Dict[Tuple[str, str], str] = {}
+        # False once the daemon answered that it lacks artifactsByID.
+        self._by_id = True
         # Checkpoint records parsed, by their bytes (see _record).
         self._records: Dict[bytes, Tuple[Tuple[str, bytes], Tuple[str, bytes], Optional[str]]] = {}
 
@@ -190,6 +192,8 @@ class CairnSaver(BaseCheckpointSaver[str]):
         artifactsByID call, more only past its id or reply size limits."""
         out: Dict[str, bytes] = {}
         gen = 0
+        if not self._by_id:
+            return self._read_each(sid, ids)
         try:
             while ids:
                 r = self.client.artifacts_by_id(sid, ids[:_MAX_IDS])
@@ -199,7 +203,34 @@ class CairnSaver(BaseCheckpointSaver[str]):
                 ids = ids[r["next"] :]
         except NotFoundError:
             return {}, 0
+        except MethodNotFoundError:
+            # A daemon older than artifactsByID: one read per id, as before.
+            self._by_id = False
+            return self._read_each(sid, ids)
         return out, gen
+
+    def _read_each(self, sid: str, ids: List[str]) -> Tuple[Dict[str, bytes], int]:
+        """_read with one artifact call per id, for a daemon that lacks
+        artifactsByID (the reads then come from several generations, as
+        they did before it)."""
+        out: Dict[str, bytes] = {}
+        gen = 0
+        for aid in ids:
+            try:
+                r = self.client.artifact(sid, aid)
+            except NotFoundError:
+                continue
+            out[aid] = r["artifact"]["data"]  # type: ignore[assignment]
+            gen = max(gen, r["generation"])
+        if gen == 0:
+            gen = self._generation(sid)
+        return out, gen
+
+    def _generation(self, sid: str) -> int:
+        try:
+            return int(self.client.summary(sid)["generation"])
+        except NotFoundError:
+            return 0
 
     def _make_tuple(
         self,

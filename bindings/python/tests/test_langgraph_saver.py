@@ -181,3 +181,33 @@ def test_graph_resumes_with_a_new_saver(mode: str, workspace: str) -> None:
         out = g.invoke(None, cfg, durability="sync")
         assert out["log"] == ["start", "a", "b"]
         assert len(list(g.get_state_history(cfg))) >= 4
+
+
+class Older(Counting):
+    """A client whose daemon predates artifactsByID."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "artifacts_by_id":
+
+            def missing(*a: Any, **k: Any) -> Any:
+                self.calls.append(name)
+                raise cairn.MethodNotFoundError("method_not_found", "artifactsByID")
+
+            return missing
+        return super().__getattr__(name)
+
+
+def test_saver_on_a_daemon_without_artifacts_by_id(client: cairn.Client) -> None:
+    """Against a daemon that lacks artifactsByID the saver reads one
+    artifact at a time, as it did before, with the same answers."""
+    older = Older(client)
+    saver = CairnSaver(older)  # type: ignore[arg-type]
+    fill(saver, "t", 5)
+    t = saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
+    assert t is not None and t.checkpoint["channel_values"] == {"messages": ["m0", "m1", "m2"], "step": 4}
+    assert t.pending_writes == [("task4", "step", 4)]
+    assert [x.metadata["step"] for x in saver.list({"configurable": {"thread_id": "t"}}, limit=3)] == [4, 3, 2]
+    # It asked once, then stopped asking.
+    assert older.calls.count("artifacts_by_id") == 1, older.calls
+    assert "artifact" in older.calls
+    assert saver.get_tuple({"configurable": {"thread_id": "nope", "checkpoint_ns": ""}}) is None
