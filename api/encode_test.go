@@ -132,3 +132,56 @@ func TestMessagesResultAppendJSON(t *testing.T) {
 		}
 	})
 }
+
+// TestArtifactsByIDResultAppendJSON checks AppendJSON against encoding/json
+// as TestMessagesResultAppendJSON does, for artifacts with every field set
+// or empty.
+func TestArtifactsByIDResultAppendJSON(t *testing.T) {
+	str := func(t *rapid.T, label string) string {
+		return rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringMatching(`[a-z0-9:_"\\<>&\[\]-]{1,20}`)).Draw(t, label)
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		r := api.ArtifactsByIDResult{
+			SessionID:  str(t, "session_id"),
+			Generation: rapid.Uint64().Draw(t, "generation"),
+			Next:       rapid.Int64().Draw(t, "next"),
+		}
+		if n := rapid.IntRange(-1, 4).Draw(t, "artifacts"); n >= 0 {
+			r.Artifacts = make([]session.Artifact, n)
+			for i := range r.Artifacts {
+				a := session.Artifact{
+					ID: str(t, "id"), Kind: str(t, "kind"), Name: str(t, "name"), MediaType: str(t, "media_type"),
+					RunID: str(t, "run_id"), SHA256: str(t, "sha256"), Size: rapid.Int64().Draw(t, "size"),
+					Data: rapid.SliceOf(rapid.Byte()).Draw(t, "data"), Path: str(t, "path"),
+				}
+				if rapid.Bool().Draw(t, "metadata") {
+					a.Metadata = genValue(t)
+				}
+				r.Artifacts[i] = a
+			}
+		}
+		prefix := []byte(rapid.SampledFrom([]string{"", "[", `{"x":`}).Draw(t, "prefix"))
+		out := r.AppendJSON(append([]byte(nil), prefix...))
+		if !bytes.HasPrefix(out, prefix) {
+			t.Fatalf("AppendJSON lost the prefix %q: %s", prefix, out)
+		}
+		got := out[len(prefix):]
+		if len(got) > r.JSONSize() {
+			t.Fatalf("AppendJSON wrote %d bytes, over JSONSize %d: %s", len(got), r.JSONSize(), got)
+		}
+		if !json.Valid(got) {
+			t.Fatalf("AppendJSON wrote invalid JSON: %s", got)
+		}
+		want := r
+		if want.Artifacts == nil {
+			want.Artifacts = []session.Artifact{}
+		}
+		wb, err := json.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := decode(t, got), decode(t, wb); !reflect.DeepEqual(g, w) {
+			t.Fatalf("AppendJSON and json.Marshal differ:\n got %s\nwant %s", got, wb)
+		}
+	})
+}

@@ -46,6 +46,7 @@ var (
 	Messages       = Spec[MessagesRequest, MessagesResult]{"messages"}
 	Artifact       = Spec[ArtifactRequest, ArtifactResult]{"artifact"}
 	Artifacts      = Spec[SessionParams, ArtifactsResult]{"artifacts"}
+	ArtifactsByID  = Spec[ArtifactsByIDRequest, ArtifactsByIDResult]{"artifactsByID"}
 	Run            = Spec[RunRequest, RunResult]{"run"}
 	Runs           = Spec[SessionParams, RunsResult]{"runs"}
 	RunEvents      = Spec[RunEventsRequest, RunEventsResult]{"runEvents"}
@@ -83,6 +84,7 @@ var Methods = []Method{
 	Messages.Method(),
 	Artifact.Method(),
 	Artifacts.Method(),
+	ArtifactsByID.Method(),
 	Run.Method(),
 	Runs.Method(),
 	RunEvents.Method(),

@@ -55,6 +55,29 @@ type ArtifactsResult struct {
 	Artifacts  []session.Artifact `json:"artifacts"`
 }
 
+// MaxArtifactIDs is the most ids one artifactsByID request may name.
+const MaxArtifactIDs = 1024
+
+// ArtifactsByIDRequest names up to MaxArtifactIDs distinct artifacts of a
+// session, to read with their data in one call.
+type ArtifactsByIDRequest struct {
+	SessionID   string   `json:"session_id"`
+	ArtifactIDs []string `json:"artifact_ids"`
+}
+
+// ArtifactsByIDResult holds, with their data, the named artifacts the
+// session holds at Generation, in the order they were named; a named id
+// the session does not hold is skipped. Next is how many of the named ids
+// the answer covers: all of them, unless the next artifact would have
+// passed the reply size limit, in which case the caller asks again for
+// ArtifactIDs[Next:].
+type ArtifactsByIDResult struct {
+	SessionID  string             `json:"session_id"`
+	Generation uint64             `json:"generation"`
+	Artifacts  []session.Artifact `json:"artifacts"`
+	Next       int64              `json:"next"`
+}
+
 // RunRequest names a run. SessionID, when set, must be the session that
 // records it (else not_owner).
 type RunRequest struct {

@@ -264,6 +264,7 @@ var methods = table(
 	forward(api.Messages, engine.Served.Messages),
 	forward(api.Artifact, engine.Served.Artifact),
 	forward(api.Artifacts, engine.Served.Artifacts),
+	forward(api.ArtifactsByID, engine.Served.ArtifactsByID),
 	forward(api.Run, engine.Served.Run),
 	forward(api.Runs, engine.Served.Runs),
 	forward(api.RunEvents, engine.Served.RunEvents),

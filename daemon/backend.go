@@ -20,6 +20,7 @@ type Backend interface {
 	Messages(ctx context.Context, req api.MessagesRequest) (api.MessagesResult, error)
 	Artifact(ctx context.Context, req api.ArtifactRequest) (api.ArtifactResult, error)
 	Artifacts(ctx context.Context, p api.SessionParams) (api.ArtifactsResult, error)
+	ArtifactsByID(ctx context.Context, req api.ArtifactsByIDRequest) (api.ArtifactsByIDResult, error)
 	Run(ctx context.Context, req api.RunRequest) (api.RunResult, error)
 	Runs(ctx context.Context, p api.SessionParams) (api.RunsResult, error)
 	RunEvents(ctx context.Context, req api.RunEventsRequest) (api.RunEventsResult, error)

@@ -52,6 +52,7 @@ var handlers = routes(
 	backend(api.Messages, Backend.Messages),
 	backend(api.Artifact, Backend.Artifact),
 	backend(api.Artifacts, Backend.Artifacts),
+	backend(api.ArtifactsByID, Backend.ArtifactsByID),
 	backend(api.Run, Backend.Run),
 	backend(api.Runs, Backend.Runs),
 	backend(api.RunEvents, Backend.RunEvents),

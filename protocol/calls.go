@@ -54,6 +54,12 @@ func (c *Client) Messages(ctx context.Context, req api.MessagesRequest) (api.Mes
 	return Do(ctx, c, api.Messages, req)
 }
 
+// ArtifactsByID returns, with their data, the named artifacts a session
+// holds, in the order named, skipping ids it does not hold.
+func (c *Client) ArtifactsByID(ctx context.Context, req api.ArtifactsByIDRequest) (api.ArtifactsByIDResult, error) {
+	return Do(ctx, c, api.ArtifactsByID, req)
+}
+
 // Artifact returns one artifact of a session with its data.
 func (c *Client) Artifact(ctx context.Context, req api.ArtifactRequest) (api.ArtifactResult, error) {
 	return Do(ctx, c, api.Artifact, req)

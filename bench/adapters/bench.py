@@ -134,6 +134,109 @@ def checkpoints(sizes: List[int], tmp: str, stack: List[Callable[[], None]]) -> 
             print(f"{name:44} {have:>6} {p:>9.0f} {g:>10.0f} {lst:>9.0f}", flush=True)
 
 
+class _Timed:
+    """A client whose save calls are timed (wall and process CPU), so a
+    put's one commit can be told from what the saver does around it."""
+
+    def __init__(self, c: Any) -> None:
+        self._c = c
+        self.wall = self.cpu = 0.0
+        self.saves = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._c, name)
+
+    def save(self, *a: Any, **k: Any) -> Any:
+        c0, t0 = _cpu(), time.perf_counter()
+        try:
+            return self._c.save(*a, **k)
+        finally:
+            self.wall += time.perf_counter() - t0
+            self.cpu += _cpu() - c0
+            self.saves += 1
+
+
+def _cpu() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def durable(rounds: int, per: int, tmp: str, stack: List[Callable[[], None]]) -> None:
+    """A durable put, CairnSaver embedded against SqliteSaver with
+    synchronous=FULL (and its default), interleaved call by call so that
+    both see the same machine, each saver on a client or connection of its
+    own and nothing else open; medians per round, CPU per put from
+    getrusage (the whole process: cairn's Go threads included), and for
+    cairn the share of its one commit (client.save)."""
+    print(f"\n## Durable put, interleaved call by call: {rounds} rounds of {per} puts each")
+    d = os.path.join(tmp, "durable")
+    os.makedirs(os.path.join(d, "emb"))
+    ce = cairn.connect(os.path.join(d, "emb"), embedded=True)
+    stack.append(ce.close)
+    timed = _Timed(ce)
+    all_savers: Dict[str, Any] = {"CairnSaver embedded": CairnSaver(timed)}  # type: ignore[arg-type]
+    c1 = sqlite3.connect(os.path.join(d, "default.db"), check_same_thread=False)
+    s1 = SqliteSaver(c1)
+    s1.setup()
+    all_savers[f"SqliteSaver default (synchronous={c1.execute('PRAGMA synchronous').fetchone()[0]})"] = s1
+    c2 = sqlite3.connect(os.path.join(d, "full.db"), check_same_thread=False)
+    s2 = SqliteSaver(c2)
+    s2.setup()
+    c2.execute("PRAGMA synchronous=FULL")
+    all_savers["SqliteSaver synchronous=FULL"] = s2
+    stack.append(c1.close)
+    stack.append(c2.close)
+    names = list(all_savers)
+    state = {n: {"cfg": {"configurable": {"thread_id": "d", "checkpoint_ns": ""}}, "ver": None, "i": 0} for n in names}
+
+    def put(n: str) -> None:
+        s, st = all_savers[n], state[n]
+        cp = empty_checkpoint()
+        st["ver"] = s.get_next_version(st["ver"], None)
+        cp["channel_values"] = {"messages": ["hello world"] * 4, "step": st["i"]}
+        cp["channel_versions"] = {"messages": st["ver"], "step": st["ver"]}
+        st["cfg"] = s.put(st["cfg"], cp, {"source": "loop", "step": st["i"]}, cp["channel_versions"])
+        st["i"] += 1
+
+    for n in names:  # warm up
+        for _ in range(20):
+            put(n)
+    meds: Dict[str, List[float]] = {n: [] for n in names}
+    cpus: Dict[str, List[float]] = {n: [] for n in names}
+    commit_wall: List[float] = []
+    commit_cpu: List[float] = []
+    saves = 0
+    for r in range(rounds):
+        ts: Dict[str, List[float]] = {n: [] for n in names}
+        cs: Dict[str, float] = {n: 0.0 for n in names}
+        timed.wall = timed.cpu = 0.0
+        timed.saves = 0
+        for _ in range(per):
+            for n in names:
+                c0, t0 = _cpu(), time.perf_counter()
+                put(n)
+                ts[n].append(time.perf_counter() - t0)
+                cs[n] += _cpu() - c0
+        for n in names:
+            meds[n].append(statistics.median(ts[n]) * 1e6)
+            cpus[n].append(cs[n] / per * 1e6)
+        commit_wall.append(timed.wall / per * 1e6)
+        commit_cpu.append(timed.cpu / per * 1e6)
+        saves += timed.saves
+    base = statistics.median(meds["SqliteSaver synchronous=FULL"])
+    print(f"{'saver':44} {'median':>8} {'rounds (median us)':>40} {'CPU us':>7} {'vs FULL':>8}")
+    for n in names:
+        m = statistics.median(meds[n])
+        rs = " ".join(f"{x:.0f}" for x in meds[n])
+        print(f"{n:44} {m:>8.0f} {rs:>40} {statistics.median(cpus[n]):>7.0f} {m / base:>7.2f}x", flush=True)
+    print(
+        f"CairnSaver: {saves / (rounds * per):.2f} commits per put; the commit (client.save) "
+        f"{statistics.median(commit_wall):.0f} us mean wall, {statistics.median(commit_cpu):.0f} us CPU per put"
+    )
+
+
 def chat(turns: List[int], tmp: str, stack: List[Callable[[], None]]) -> None:
     print(f"\n## Chat graph invoke(durability='sync'): median us per turn around turn T")
     print(f"{'saver':44} {'T':>6} {'invoke':>9}")
@@ -194,7 +297,7 @@ def agents(sizes: List[int], tmp: str, stack: List[Callable[[], None]]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--scale", type=float, default=1.0)
-    ap.add_argument("--parts", default="checkpoints,chat,agents", help="comma-separated subset")
+    ap.add_argument("--parts", default="checkpoints,durable,chat,agents", help="comma-separated subset")
     args = ap.parse_args()
     sc = lambda xs: sorted({max(int(x * args.scale), 10) for x in xs})  # noqa: E731
     tmp = tempfile.mkdtemp(prefix="cairn-bench-ad-")
@@ -204,6 +307,8 @@ def main() -> None:
         parts = args.parts.split(",")
         if "checkpoints" in parts:
             checkpoints(sc([10, 1000, 10000]), tmp, stack)
+        if "durable" in parts:
+            durable(5, max(int(200 * args.scale), 20), tmp, stack)
         if "chat" in parts:
             chat(sc([10, 150, 1000]), tmp, stack)
         if "agents" in parts:

@@ -12,6 +12,7 @@ import type {
   Artifact,
   ArtifactResult,
   ArtifactsResult,
+  ArtifactsByIDResult,
   BeginRunResult,
   Change,
   ChangeSet,
@@ -203,6 +204,13 @@ export class Client {
   artifactBytes(sessionId: string, artifactId: string): Promise<Uint8Array>;
   /** Every artifact without its data. */
   artifacts(sessionId: string): Promise<ArtifactsResult>;
+  /**
+   * The named artifacts the session holds, with their data (base64), in the
+   * order named; ids it does not hold are skipped. At most 1,024 distinct
+   * ids; `next` is how many of them the answer covers (ask again from there
+   * when it is short of all).
+   */
+  artifactsByID(sessionId: string, artifactIds: string[]): Promise<ArtifactsByIDResult>;
   /** One run, its latest loop checkpoint and the run that resumed it. */
   run(runId: string, options?: { sessionId?: string }): Promise<RunResult>;
   runs(sessionId: string): Promise<RunsResult>;

@@ -455,6 +455,17 @@ class Client {
   }
 
   /**
+   * The named artifacts the session holds, with their data (base64), in
+   * the order named, all from one generation; ids it does not hold are
+   * skipped. At most 1,024 distinct ids; `next` is how many of them the
+   * answer covers (ask again from there when it is short of all).
+   */
+  artifactsByID(sessionId, artifactIds) {
+    if (!Array.isArray(artifactIds)) throw new TypeError('artifactsByID: artifactIds must be an array of ids');
+    return this._call('artifactsByID', { session_id: need(sessionId, 'sessionId'), artifact_ids: artifactIds });
+  }
+
+  /**
    * One run with its latest loop checkpoint (when it has one) and the run
    * that resumed it (resumed_as, when one did). sessionId, when given, must
    * be the session that records the run (else NotOwnerError).

@@ -27,7 +27,9 @@
 //     earlier entry of the namespace has an id no greater).
 // (An id longer than 200 bytes is replaced by a digest of its parts.)
 // So getTuple reads the pointer, the checkpoint, its writes and its
-// channels' blobs, each one artifact by id, and list() reads the log
+// channels' blobs by id, in one artifactsByID call when this saver knows
+// the latest checkpoint and its blobs' ids (it put or read it: the pointer
+// read along says whether it is still the latest), and list() reads the log
 // backwards from its tail, a page at a time, emitting an entry as soon as
 // prev_max proves no earlier entry sorts before it: neither grows with
 // the thread (list's `before` and a selective `filter` read back as far as
@@ -72,6 +74,10 @@ const LIST_BATCH = 16;
 const MAX_ARTIFACT_ID = 200;
 // Compare-and-swap retries before a put or putWrites gives up.
 const MAX_ATTEMPTS = 100;
+// The most ids one artifactsByID call takes (api.MaxArtifactIDs).
+const MAX_IDS = 1024;
+// Checkpoints whose blob ids are remembered, for getTuple's one read.
+const BLOB_IDS_CACHED = 1024;
 
 function artifactId(parts) {
   const id = parts.join('/');
@@ -131,6 +137,12 @@ class CairnSaver extends BaseCheckpointSaver {
     // process's saves to one thread queue, so they do not fail each
     // other's compare-and-swap; other processes' are retried.
     this._chains = new Map();
+    // session + ns -> the latest checkpoint id this saver put or read, and
+    // checkpoint artifact id -> its blobs' ids (a checkpoint's
+    // channel_versions never change): getTuple's guesses, each checked
+    // against what the read returns.
+    this._latest = new Map();
+    this._blobIds = new Map();
   }
 
   /** Opens a client with cairn.connect(options) and a saver over it. */
@@ -183,6 +195,45 @@ class CairnSaver extends BaseCheckpointSaver {
       if (err.code === 'not_found') return null;
       throw err;
     }
+  }
+
+  // Artifacts of a thread by id: a Map from id to artifact (with its data)
+  // of those the session holds, empty when it does not exist. One
+  // artifactsByID call, more only past its id or reply size limits.
+  async _getMany(threadId, ids) {
+    const sid = this.sessionId(threadId);
+    const out = new Map();
+    let rest = [...new Set(ids)];
+    if (this._byIdMissing) return this._getEach(threadId, rest);
+    try {
+      while (rest.length) {
+        const r = await this.client.artifactsByID(sid, rest.slice(0, MAX_IDS));
+        for (const a of r.artifacts) out.set(a.id, a);
+        rest = rest.slice(r.next);
+      }
+    } catch (err) {
+      if (err.code === 'not_found') return new Map();
+      if (err.code !== 'method_not_found') throw err;
+      // A daemon older than artifactsByID: one read per id, as before.
+      this._byIdMissing = true;
+      return this._getEach(threadId, rest);
+    }
+    return out;
+  }
+
+  // _getMany one artifact call per id (at once), for a daemon that lacks
+  // artifactsByID.
+  async _getEach(threadId, ids) {
+    const got = await Promise.all(ids.map((id) => this._get(threadId, id)));
+    const out = new Map();
+    got.forEach((r, i) => r && out.set(ids[i], r.artifact));
+    return out;
+  }
+
+  _rememberBlobIds(cpKey, ids) {
+    this._blobIds.delete(cpKey);
+    this._blobIds.set(cpKey, ids);
+    if (this._blobIds.size > BLOB_IDS_CACHED) this._blobIds.delete(this._blobIds.keys().next().value);
   }
 
   // Saves a delta of artifacts to a thread's session; with
@@ -256,9 +307,16 @@ class CairnSaver extends BaseCheckpointSaver {
     return { records: JSON.parse(Buffer.from(r.artifact.data || '', 'base64').toString('utf8')), read: r };
   }
 
-  // The pending writes of one checkpoint, in writesSortKey order.
-  async _loadWrites(threadId, ns, checkpointId, channelFilter) {
-    const { records } = await this._writeRecords(threadId, ns, checkpointId);
+  // The pending writes of one checkpoint, in writesSortKey order; from
+  // `got` (a _getMany answer that asked for them) when given.
+  async _loadWrites(threadId, ns, checkpointId, channelFilter, got) {
+    let records;
+    if (got) {
+      const w = got.get(writesKey(ns, checkpointId));
+      records = w ? JSON.parse(Buffer.from(w.data || '', 'base64').toString('utf8')) : [];
+    } else {
+      ({ records } = await this._writeRecords(threadId, ns, checkpointId));
+    }
     const key = (w) => writesSortKey(w.task_path || '', w.task_id, w.idx);
     const chosen = channelFilter ? records.filter(channelFilter) : records.slice();
     chosen.sort((x, y) => compareWritesSortKeys(key(x), key(y)));
@@ -266,27 +324,34 @@ class CairnSaver extends BaseCheckpointSaver {
   }
 
   // The checkpoint an artifact holds, its channel_values filled in from
-  // the blobs its channel_versions name.
-  async _checkpointOf(threadId, artifact) {
+  // the blobs its channel_versions name: those `got` lacks (all, without
+  // it) in one read.
+  async _checkpointOf(threadId, artifact, got) {
     const { ns, type } = artifact.metadata;
     const checkpoint = await this.serde.loadsTyped(type, splitData(artifact.data).checkpoint);
+    const keys = Object.entries(checkpoint.channel_versions || {}).map(([ch, ver]) => [ch, blobKey(ns, ch, ver)]);
+    this._rememberBlobIds(`${this.sessionId(threadId)}\0${artifact.id}`, keys.map(([, k]) => k));
+    const have = got || new Map();
+    const missing = keys.filter(([, k]) => !have.has(k)).map(([, k]) => k);
+    const more = missing.length ? await this._getMany(threadId, missing) : have;
     const values = {};
     await Promise.all(
-      Object.entries(checkpoint.channel_versions || {}).map(async ([ch, ver]) => {
-        const b = await this._get(threadId, blobKey(ns, ch, ver));
-        if (b) values[ch] = await this.serde.loadsTyped(b.artifact.metadata.type, unb64(b.artifact.data));
+      keys.map(async ([ch, k]) => {
+        const b = have.get(k) || more.get(k);
+        if (b) values[ch] = await this.serde.loadsTyped(b.metadata.type, unb64(b.data));
       })
     );
     checkpoint.channel_values = values;
     return checkpoint;
   }
 
-  // The tuple of a checkpoint artifact (with its data).
-  async _tuple(threadId, artifact, metadata) {
+  // The tuple of a checkpoint artifact (with its data); its writes and
+  // blobs from `got` when given (see _getMany).
+  async _tuple(threadId, artifact, metadata, got) {
     const { ns, id, parent, meta_type: metaType } = artifact.metadata;
     const [checkpoint, pendingWrites, meta2] = await Promise.all([
-      this._checkpointOf(threadId, artifact),
-      this._loadWrites(threadId, ns, id),
+      this._checkpointOf(threadId, artifact, got),
+      this._loadWrites(threadId, ns, id, undefined, got),
       metadata === undefined ? this.serde.loadsTyped(metaType || 'json', splitData(artifact.data).meta) : metadata,
     ]);
     if (checkpoint.v < 4 && parent) await this._migratePendingSends(checkpoint, threadId, ns, parent);
@@ -325,11 +390,29 @@ class CairnSaver extends BaseCheckpointSaver {
     const thread = String(threadId);
     const ns = config.configurable?.checkpoint_ns ?? '';
     const wanted = getCheckpointId(config);
-    const id = wanted || (await this._latestId(thread, ns));
-    if (!id) return undefined;
-    const r = await this._get(thread, checkpointKey(ns, id));
-    if (!r) return undefined;
-    const tuple = await this._tuple(thread, r.artifact);
+    // One read for the pointer (unless a checkpoint is named), the
+    // checkpoint, its writes and its blobs, when the checkpoint is the one
+    // guessed: named, or the latest this saver put or read.
+    const latestAt = `${this.sessionId(thread)}\0${ns}`;
+    const guess = wanted || this._latest.get(latestAt);
+    const ids = [];
+    if (guess) {
+      const ck = checkpointKey(ns, guess);
+      ids.push(ck, writesKey(ns, guess), ...(this._blobIds.get(`${this.sessionId(thread)}\0${ck}`) || []));
+    }
+    if (!wanted) ids.push(latestKey(ns));
+    let got = await this._getMany(thread, ids);
+    let id = wanted;
+    if (!wanted) {
+      const l = got.get(latestKey(ns));
+      if (!l) return undefined;
+      id = l.metadata.checkpoint_id;
+      this._latest.set(latestAt, id);
+      if (id !== guess) got = await this._getMany(thread, [checkpointKey(ns, id), writesKey(ns, id)]);
+    }
+    const cp = got.get(checkpointKey(ns, id));
+    if (!cp) return undefined;
+    const tuple = await this._tuple(thread, cp, undefined, got);
     if (wanted) tuple.config = config;
     return tuple;
   }
@@ -365,10 +448,14 @@ class CairnSaver extends BaseCheckpointSaver {
         // overlap in cairn instead of waiting on each other.
         let batch = [];
         const flush = async function* (self) {
+          const got = await self._getMany(
+            thread,
+            batch.flatMap(([e]) => [checkpointKey(ns, e.id), writesKey(ns, e.id)])
+          );
           const tuples = await Promise.all(
             batch.map(async ([e, metadata]) => {
-              const r = await self._get(thread, checkpointKey(ns, e.id));
-              return r ? self._tuple(thread, r.artifact, metadata) : null;
+              const cp = got.get(checkpointKey(ns, e.id));
+              return cp ? self._tuple(thread, cp, metadata, got) : null;
             })
           );
           batch = [];
@@ -420,11 +507,15 @@ class CairnSaver extends BaseCheckpointSaver {
       metadata: { ns, id, parent, type, meta_type: metaType },
     };
     const latest = { id: latestKey(ns), kind: KIND_LATEST, metadata: { ns, checkpoint_id: id } };
+    const blobIds = Object.entries(prepared.channel_versions || {}).map(([ch, ver]) => blobKey(ns, ch, ver));
     const entry = { langgraph: 'checkpoint', ns, id, parent, meta: b64(meta), meta_type: metaType };
     const thread = String(threadId);
+    let moved = false;
     await this._serial(thread, async () => {
+      moved = false;
       const cur = await this._get(thread, latestKey(ns));
       if (!cur) {
+        moved = true;
         // The namespace's first checkpoint: register the namespace. The
         // pointer is appended, so a racing first put conflicts.
         const reg = await this._get(thread, NAMESPACES_ID);
@@ -441,8 +532,11 @@ class CairnSaver extends BaseCheckpointSaver {
       const prevMax = cur.artifact.metadata.checkpoint_id;
       const messages = [{ ...entry, prev_max: prevMax }];
       if (prevMax >= id) return this._save(thread, { put: [...blobs, cp], messages }, cur.generation);
+      moved = true;
       return this._save(thread, { put: [...blobs, cp, latest], messages }, cur.generation);
     });
+    this._rememberBlobIds(`${this.sessionId(thread)}\0${cp.id}`, blobIds);
+    if (moved) this._latest.set(`${this.sessionId(thread)}\0${ns}`, id);
     return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } };
   }
 

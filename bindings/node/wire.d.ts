@@ -31,6 +31,18 @@ export interface ArtifactResult {
   session_id: string;
 }
 
+export interface ArtifactsByIDRequest {
+  artifact_ids: string[];
+  session_id: string;
+}
+
+export interface ArtifactsByIDResult {
+  artifacts: Artifact[];
+  generation: number;
+  next: number;
+  session_id: string;
+}
+
 export interface ArtifactsResult {
   artifacts: Artifact[];
   generation: number;
@@ -814,6 +826,7 @@ export interface Methods {
   messages: { params: MessagesRequest; result: MessagesResult };
   artifact: { params: ArtifactRequest; result: ArtifactResult };
   artifacts: { params: SessionParams; result: ArtifactsResult };
+  artifactsByID: { params: ArtifactsByIDRequest; result: ArtifactsByIDResult };
   run: { params: RunRequest; result: RunResult };
   runs: { params: SessionParams; result: RunsResult };
   runEvents: { params: RunEventsRequest; result: RunEventsResult };

@@ -105,17 +105,71 @@ test('getTuple reads a few artifacts by id, however long the thread', { timeout:
   const tuple = await saver.getTuple({ configurable: { thread_id: 't' } });
   assert.deepEqual(tuple.checkpoint.channel_values, { a: 59, b: 'x' });
   assert.deepEqual(tuple.pendingWrites, [['task-59', 'a', 59]]);
-  // The pointer, the checkpoint, its writes and two blobs: by id, nothing listed.
-  assert.deepEqual([...new Set(calls)], ['artifact']);
-  assert.equal(calls.length, 5);
+  // The pointer, the checkpoint, its writes and two blobs: one read by id,
+  // nothing listed.
+  assert.deepEqual(calls, ['artifactsByID']);
+
+  // A saver that has not seen the thread reads the pointer first, then the
+  // checkpoint and its writes, then its blobs.
+  const fresh = new CairnSaver({ client: proxy });
+  calls.length = 0;
+  const again = await fresh.getTuple({ configurable: { thread_id: 't' } });
+  assert.deepEqual(again.checkpoint.channel_values, { a: 59, b: 'x' });
+  assert.deepEqual(again.pendingWrites, [['task-59', 'a', 59]]);
+  assert.deepEqual(calls, ['artifactsByID', 'artifactsByID', 'artifactsByID']);
+  // Then it knows them: one read, and one when another saver moved the
+  // thread on (its guess is checked, not trusted).
+  calls.length = 0;
+  await fresh.getTuple({ configurable: { thread_id: 't' } });
+  assert.deepEqual(calls, ['artifactsByID']);
+  const cp60 = { ...emptyCheckpoint(), id: uuid6(60), channel_values: { a: 60, b: 'x' }, channel_versions: { a: 61, b: 1 } };
+  config = await saver.put(config, cp60, { source: 'loop', step: 60, parents: {} }, { a: 61 });
+  calls.length = 0;
+  const moved = await fresh.getTuple({ configurable: { thread_id: 't' } });
+  assert.deepEqual(moved.checkpoint.channel_values, { a: 60, b: 'x' });
+  assert.deepEqual(moved.pendingWrites, []);
+  assert.ok(calls.length <= 3 && calls.every((m) => m === 'artifactsByID'), calls.join(' '));
 
   // list(limit: 10): one page of the log's tail, then the ten checkpoints.
   calls.length = 0;
   const steps = [];
   for await (const tup of saver.list({ configurable: { thread_id: 't', checkpoint_ns: '' } }, { limit: 10 })) steps.push(tup.metadata.step);
-  assert.deepEqual(steps, Array.from({ length: 10 }, (_, i) => 59 - i));
+  assert.deepEqual(steps, Array.from({ length: 10 }, (_, i) => 60 - i));
   assert.equal(calls.filter((m) => m === 'messages').length, 1);
   assert.ok(!calls.includes('artifacts') && !calls.includes('resumeSession'), `list read too much: ${calls.join(' ')}`);
+});
+
+test('getTuple and list against a daemon without artifactsByID read one artifact at a time', { timeout: 120000 }, async (t) => {
+  const { emptyCheckpoint, uuid6 } = await import('@langchain/langgraph-checkpoint');
+  const { CairnSaver } = require('../langgraph.js');
+  const { c } = await MODES.embedded(t);
+  const { proxy, calls } = recording(c);
+  const older = new Proxy(proxy, {
+    get(target, prop) {
+      if (prop !== 'artifactsByID') return target[prop];
+      return async () => {
+        calls.push('artifactsByID');
+        const err = new Error('method_not_found: artifactsByID');
+        err.code = 'method_not_found';
+        throw err;
+      };
+    },
+  });
+  const saver = new CairnSaver({ client: older });
+  let config = { configurable: { thread_id: 't', checkpoint_ns: '' } };
+  for (let n = 0; n < 5; n++) {
+    const cp = { ...emptyCheckpoint(), id: uuid6(n), channel_values: { a: n, b: 'x' }, channel_versions: { a: n + 1, b: 1 } };
+    config = await saver.put(config, cp, { source: 'loop', step: n, parents: {} }, n === 0 ? { a: 1, b: 1 } : { a: n + 1 });
+    await saver.putWrites(config, [['a', n]], `task-${n}`);
+  }
+  const tuple = await saver.getTuple({ configurable: { thread_id: 't' } });
+  assert.deepEqual(tuple.checkpoint.channel_values, { a: 4, b: 'x' });
+  assert.deepEqual(tuple.pendingWrites, [['task-4', 'a', 4]]);
+  const steps = [];
+  for await (const tup of saver.list({ configurable: { thread_id: 't', checkpoint_ns: '' } }, { limit: 3 })) steps.push(tup.metadata.step);
+  assert.deepEqual(steps, [4, 3, 2]);
+  assert.equal(calls.filter((m) => m === 'artifactsByID').length, 1);
+  assert.ok(calls.includes('artifact'));
 });
 
 test('list sorts by checkpoint id when checkpoints were put out of order', { timeout: 120000 }, async (t) => {

@@ -26,6 +26,7 @@ from .types import (
     JSON,
     ArtifactDataResult,
     ArtifactsResult,
+    ArtifactsByIDDataResult,
     BeginRunResult,
     BeginWorkflowResult,
     ChangeSet,
@@ -173,6 +174,9 @@ class AsyncClient:
 
     async def artifacts(self, session_id: str) -> ArtifactsResult:
         return await self._run(self.sync.artifacts, session_id)
+
+    async def artifacts_by_id(self, session_id: str, artifact_ids: List[str]) -> ArtifactsByIDDataResult:
+        return await self._run(self.sync.artifacts_by_id, session_id, artifact_ids)
 
     async def run(self, run_id: str, session_id: Optional[str] = None) -> RunResult:
         return await self._run(self.sync.run, run_id, session_id)

@@ -18,8 +18,11 @@ session. Inside it:
 - each ``put`` appends one small index message (namespace, id, parent,
   run id, metadata) used by ``list``, ``delete_for_runs`` and ``prune``.
 
-So ``get_tuple`` reads a handful of artifacts by id, and ``list(limit=N)``
-reads the index from its tail: both stay flat as a thread grows. Nothing
+So ``get_tuple`` is one ``artifacts_by_id`` call (the head, the checkpoint
+and its writes; the saver guesses the head from the last one it stored or
+read, and the head read along checks the guess), and ``list(limit=N)``
+reads N index entries from the tail and then their checkpoints and writes
+in one call: both stay flat as a thread grows. Nothing
 on the hot path reads a whole session. A run's threads are recorded in a
 session ``run_prefix + run_id`` (default ``"langgraph-run:"``) so that
 ``delete_for_runs`` visits only those threads.
@@ -35,10 +38,12 @@ and with ``"exit"`` nothing is stored until the graph ends.
 from __future__ import annotations
 
 import asyncio
-import base64
+import binascii
+import functools
 import hashlib
 import json
 import random
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -59,25 +64,64 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.base import WRITES_IDX_MAP  # type: ignore[attr-defined]
 
 from .client import Client
-from .errors import ConflictError, NotFoundError
+from .errors import ConflictError, MethodNotFoundError, NotFoundError
 
 __all__ = ["CairnSaver"]
 
 _PAGE = 64
 _CAS_TRIES = 50
+# The most ids one artifactsByID call takes (api.MaxArtifactIDs).
+_MAX_IDS = 1024
+# How many checkpoints list reads in one call when it has no limit.
+_LIST_BATCH = 16
+# How many parsed checkpoint records a saver keeps (a few hundred bytes each).
+_RECORDS_KEPT = 1024
 
 
+# The characters json.dumps(ensure_ascii=False) escapes in a string.
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+
+
+@functools.lru_cache(maxsize=8192)
 def _key(kind: str, *parts: str) -> str:
     # JSON keeps the parts apart whatever they contain; long keys are hashed
-    # to stay under cairn's id limit.
-    k = kind + json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
-    if len(k.encode("utf-8")) > 200:
+    # to stay under cairn's id limit. Parts with nothing to escape (ids,
+    # namespaces, versions) are joined as json.dumps would write them, as
+    # the keys of stored threads were: the ids are on every read's path.
+    if parts and all(type(p) is str for p in parts) and not _ESCAPED.search("".join(parts)):
+        k = kind + '["' + '","'.join(parts) + '"]'
+    else:
+        k = kind + json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+    if len(k) > 50 and len(k.encode("utf-8")) > 200:
         k = kind + "#" + hashlib.sha256(k.encode("utf-8")).hexdigest()
     return k
 
 
+def _sorted_writes(raw: Optional[bytes]) -> List[List[Any]]:
+    """A writes artifact's entries, [task_id, channel, value, task_path,
+    idx], in writes_sort_key order."""
+    if raw is None:
+        return []
+    ws = _json(raw.decode("utf-8"))
+    ws.sort(key=lambda w: writes_sort_key(w[3], w[0], w[4]))
+    return ws  # type: ignore[no-any-return]
+
+
+# The artifacts' JSON is decoded from str (json.loads on bytes first guesses
+# their encoding) and their base64 without b64decode's argument checks:
+# both are on get_tuple's path.
+_json = json.JSONDecoder().decode
+_unb64 = binascii.a2b_base64
+
+
 def _b64(b: bytes) -> str:
-    return base64.b64encode(b).decode("ascii")
+    # Artifact data goes to the client as base64 text already: the wire's
+    # form, so its encoder need not call back for bytes.
+    return binascii.b2a_base64(b, newline=False).decode("ascii")
+
+
+# json.dumps(o, separators=(",", ":")), without building an encoder a call.
+_compact = json.JSONEncoder(separators=(",", ":")).encode
 
 
 class CairnSaver(BaseCheckpointSaver[str]):
@@ -111,6 +155,10 @@ class CairnSaver(BaseCheckpointSaver[str]):
         # The newest checkpoint id this saver stored or read per (session,
         # namespace), so that a put need not read the head first.
         self._heads: Dict[Tuple[str, str], str] = {}
+        # False once the daemon answered that it lacks artifactsByID.
+        self._by_id = True
+        # Checkpoint records parsed, by their bytes (see _record).
+        self._records: Dict[bytes, Tuple[Tuple[str, bytes], Tuple[str, bytes], Optional[str]]] = {}
 
     # -- mapping -------------------------------------------------------------
 
@@ -130,58 +178,142 @@ class CairnSaver(BaseCheckpointSaver[str]):
         return [t, _b64(b)]
 
     def _load(self, tb: Sequence[str]) -> Any:
-        return self.serde.loads_typed((tb[0], base64.b64decode(tb[1])))
+        return self.serde.loads_typed((tb[0], _unb64(tb[1])))
 
     @staticmethod
     def _art(aid: str, obj: Any) -> Dict[str, Any]:
-        return {"id": aid, "kind": "langgraph", "data": json.dumps(obj, separators=(",", ":")).encode("utf-8")}
+        return {"id": aid, "kind": "langgraph", "data": _b64(_compact(obj).encode("utf-8"))}
 
     # -- reads ---------------------------------------------------------------
 
-    def _tuple(self, thread_id: str, ns: str, cp_id: str, cfg: Optional[RunnableConfig] = None) -> Optional[CheckpointTuple]:
-        sid = self.session_id(thread_id)
-        got = self._artifact(sid, _key("c", ns, cp_id))
-        if got is None:
+    def _read(self, sid: str, ids: List[str]) -> Tuple[Dict[str, bytes], int]:
+        """The artifacts of ``ids`` the session holds, by id, and the
+        generation they were read at (0: no such session): one
+        artifactsByID call, more only past its id or reply size limits."""
+        out: Dict[str, bytes] = {}
+        gen = 0
+        if not self._by_id:
+            return self._read_each(sid, ids)
+        try:
+            while ids:
+                r = self.client.artifacts_by_id(sid, ids[:_MAX_IDS])
+                for a in r["artifacts"]:
+                    out[a["id"]] = a["data"]
+                gen = r["generation"]
+                ids = ids[r["next"] :]
+        except NotFoundError:
+            return {}, 0
+        except MethodNotFoundError:
+            # A daemon older than artifactsByID: one read per id, as before.
+            self._by_id = False
+            return self._read_each(sid, ids)
+        return out, gen
+
+    def _read_each(self, sid: str, ids: List[str]) -> Tuple[Dict[str, bytes], int]:
+        """_read with one artifact call per id, for a daemon that lacks
+        artifactsByID (the reads then come from several generations, as
+        they did before it)."""
+        out: Dict[str, bytes] = {}
+        gen = 0
+        for aid in ids:
+            try:
+                r = self.client.artifact(sid, aid)
+            except NotFoundError:
+                continue
+            out[aid] = r["artifact"]["data"]  # type: ignore[assignment]
+            gen = max(gen, r["generation"])
+        if gen == 0:
+            gen = self._generation(sid)
+        return out, gen
+
+    def _generation(self, sid: str) -> int:
+        try:
+            return int(self.client.summary(sid)["generation"])
+        except NotFoundError:
+            return 0
+
+    def _make_tuple(
+        self,
+        sid: str,
+        thread_id: str,
+        ns: str,
+        cp_id: str,
+        rec_raw: Optional[bytes],
+        writes_raw: Optional[bytes],
+        cfg: Optional[RunnableConfig] = None,
+    ) -> Optional[CheckpointTuple]:
+        if rec_raw is None:
             return None
-        rec = json.loads(got[0])
-        checkpoint: Checkpoint = self._load(rec["cp"])
+        cp_tb, md_tb, parent = self._record(rec_raw)
+        checkpoint: Checkpoint = self.serde.loads_typed(cp_tb)
+        versions = checkpoint["channel_versions"]
+        keys = {ch: _key("b", ns, ch, str(ver)) for ch, ver in versions.items()}
+        blobs = self._blobs_of(sid, list(keys.values()))
         values: Dict[str, Any] = {}
-        for ch, ver in checkpoint["channel_versions"].items():
-            tb = self._blob(sid, _key("b", ns, ch, str(ver)))
+        loads = self.serde.loads_typed
+        for ch, k in keys.items():
+            tb = blobs.get(k)
             if tb is not None and tb[0] != "empty":
-                values[ch] = self.serde.loads_typed(tb)
-        checkpoint = {**checkpoint, "channel_values": values}
-        parent = rec.get("parent")
+                values[ch] = loads(tb)
+        checkpoint["channel_values"] = values
         return CheckpointTuple(
-            config=cfg
-            or {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cp_id}},
+            config=cfg or {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cp_id}},
             checkpoint=checkpoint,
-            metadata=self._load(rec["md"]),
+            metadata=loads(md_tb),
             parent_config=(
-                {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}
-                if parent
-                else None
+                {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}} if parent else None
             ),
-            pending_writes=[(w[0], w[1], self._load(w[2])) for w in self._writes(sid, ns, cp_id)[0]],
+            pending_writes=[(w[0], w[1], self._load(w[2])) for w in _sorted_writes(writes_raw)],
         )
 
-    def _blob(self, sid: str, aid: str) -> Optional[Tuple[str, bytes]]:
-        """A channel value as the serializer's (type, bytes): the artifact's
-        data is the type, a NUL, and the bytes as they are."""
-        k = (sid, aid)
+    def _record(self, raw: bytes) -> Tuple[Tuple[str, bytes], Tuple[str, bytes], Optional[str]]:
+        """A checkpoint record's serialized checkpoint and metadata, as the
+        serializer's (type, bytes), and its parent's id. Parsed records are
+        kept by their bytes (bounded): get_tuple reads the same record again
+        and again, and the bytes say whether it is the same."""
         with self._lock:
-            tb = self._blobs.get(k)
-            if tb is not None:
-                self._blobs.move_to_end(k)
-                return tb  # type: ignore[no-any-return]
-        got = self._artifact(sid, aid)
-        if got is None:
-            return None
-        data = got[0]
-        i = data.index(b"\0")
-        tb = (data[:i].decode("utf-8"), data[i + 1 :])
-        self._remember(k, tb)
-        return tb
+            got = self._records.get(raw)
+        if got is not None:
+            return got
+        rec = _json(raw.decode("utf-8"))
+        got = ((rec["cp"][0], _unb64(rec["cp"][1])), (rec["md"][0], _unb64(rec["md"][1])), rec.get("parent"))
+        with self._lock:
+            self._records[raw] = got
+            if len(self._records) > _RECORDS_KEPT:
+                del self._records[next(iter(self._records))]
+        return got
+
+    def _tuple(self, thread_id: str, ns: str, cp_id: str, cfg: Optional[RunnableConfig] = None) -> Optional[CheckpointTuple]:
+        sid = self.session_id(thread_id)
+        ck, wk = _key("c", ns, cp_id), _key("w", ns, cp_id)
+        got, _ = self._read(sid, [ck, wk])
+        return self._make_tuple(sid, thread_id, ns, cp_id, got.get(ck), got.get(wk), cfg)
+
+    def _blobs_of(self, sid: str, keys: List[str]) -> Dict[str, Tuple[str, bytes]]:
+        """Channel values as the serializer's (type, bytes), from the cache
+        or, for those it lacks, from one read. An artifact's data is the
+        type, a NUL, and the bytes as they are."""
+        out: Dict[str, Tuple[str, bytes]] = {}
+        miss: List[str] = []
+        with self._lock:
+            for k in keys:
+                tb = self._blobs.get((sid, k))
+                if tb is None:
+                    miss.append(k)
+                else:
+                    self._blobs.move_to_end((sid, k))
+                    out[k] = tb
+        if miss:
+            got, _ = self._read(sid, miss)
+            for k, data in got.items():
+                i = data.index(b"\0")
+                tb = (data[:i].decode("utf-8"), data[i + 1 :])
+                self._remember((sid, k), tb)
+                out[k] = tb
+        return out
+
+    def _blob(self, sid: str, aid: str) -> Optional[Tuple[str, bytes]]:
+        return self._blobs_of(sid, [aid]).get(aid)
 
     def _remember(self, k: Tuple[str, str], tb: Tuple[str, bytes]) -> None:
         # A put replaces what the key held (a caller may store another
@@ -207,32 +339,45 @@ class CairnSaver(BaseCheckpointSaver[str]):
 
     def _writes(self, sid: str, ns: str, cp_id: str) -> Tuple[List[List[Any]], int]:
         """The checkpoint's pending writes in writes_sort_key order, and the
-        generation they were read at (0: none stored)."""
-        got = self._artifact(sid, _key("w", ns, cp_id))
-        if got is None:
-            return [], 0
-        ws = json.loads(got[0])
-        # [task_id, channel, value, task_path, idx]
-        ws.sort(key=lambda w: writes_sort_key(w[3], w[0], w[4]))
-        return ws, got[1]
+        generation they were read at (0: no such session)."""
+        wk = _key("w", ns, cp_id)
+        got, gen = self._read(sid, [wk])
+        return _sorted_writes(got.get(wk)), gen
 
     def get_tuple(self, config: RunnableConfig) -> Optional[CheckpointTuple]:
         c = config["configurable"]
         thread_id = c["thread_id"]
         ns = c.get("checkpoint_ns", "")
+        sid = self.session_prefix + str(thread_id)
         cp_id = get_checkpoint_id(config)
         if cp_id:
             return self._tuple(thread_id, ns, cp_id, config)
-        head = self._artifact(self.session_id(thread_id), _key("h", ns))
-        if head is None:
+        # The head names the newest checkpoint. With the one this saver last
+        # stored or read as a guess, the head, that checkpoint and its
+        # writes come in one read; the guess is only used if the head still
+        # names it (another process may have moved it on).
+        hk = _key("h", ns)
+        guess = self._heads.get((sid, ns))
+        # In log order (a put writes the checkpoint, then the head; its
+        # writes come later), so that cairn reads them in one span.
+        ids = [_key("c", ns, guess), hk, _key("w", ns, guess)] if guess else [hk]
+        got, _ = self._read(sid, ids)
+        h = got.get(hk)
+        if h is None:
             return None
-        return self._tuple(thread_id, ns, head[0].decode("utf-8"))
+        head = h.decode("utf-8")
+        if head != guess:
+            ck, wk = _key("c", ns, head), _key("w", ns, head)
+            got, _ = self._read(sid, [ck, wk])
+        self._heads[(sid, ns)] = head
+        return self._make_tuple(sid, thread_id, ns, head, got.get(_key("c", ns, head)), got.get(_key("w", ns, head)))
 
-    def _index(self, sid: str) -> Iterator[Tuple[int, Dict[str, Any]]]:
+    def _index(self, sid: str, first: int = _PAGE) -> Iterator[Tuple[int, Dict[str, Any]]]:
         """The session's index entries, newest first, with their message
-        index, read from the tail a page at a time."""
+        index, read from the tail a page at a time: ``first`` entries
+        first (what a list's limit needs), then _PAGE at a time."""
         try:
-            page = self.client.messages(sid, tail=_PAGE)
+            page = self.client.messages(sid, tail=max(1, min(first, _PAGE)))
         except NotFoundError:
             return
         while True:
@@ -267,24 +412,47 @@ class CairnSaver(BaseCheckpointSaver[str]):
         before_id = get_checkpoint_id(before) if before else None
         n = 0
         for tid in threads:
-            for _, e in self._index(self.session_id(tid)):
-                if ns_filter is not None and e["ns"] != ns_filter:
-                    continue
-                if cp_filter and e["id"] != cp_filter:
-                    continue
-                if before_id and e["id"] >= before_id:
-                    continue
-                if filter:
-                    md = self._load(e["md"])
-                    if not all(md.get(k) == v for k, v in filter.items()):
+            sid = self.session_id(tid)
+            batch: List[Dict[str, Any]] = []
+            # Without filters the first entries are the answer.
+            plain = ns_filter is None and not cp_filter and not before_id and not filter
+            entries = self._index(sid, limit - n if plain and limit is not None else _PAGE)
+            while True:
+                # The matching entries are read a batch at a time (as many as
+                # the limit still wants, at most _LIST_BATCH): one call for
+                # their checkpoints and writes.
+                want = _LIST_BATCH if limit is None else min(_LIST_BATCH, limit - n)
+                for _, e in entries:
+                    if ns_filter is not None and e["ns"] != ns_filter:
                         continue
-                t = self._tuple(tid, e["ns"], e["id"])
-                if t is None:
-                    continue
-                yield t
-                n += 1
-                if limit is not None and n >= limit:
-                    return
+                    if cp_filter and e["id"] != cp_filter:
+                        continue
+                    if before_id and e["id"] >= before_id:
+                        continue
+                    if filter:
+                        md = self._load(e["md"])
+                        if not all(md.get(k) == v for k, v in filter.items()):
+                            continue
+                    batch.append(e)
+                    if len(batch) >= want:
+                        break
+                if not batch:
+                    break
+                ids = []
+                for e in batch:
+                    ids += [_key("c", e["ns"], e["id"]), _key("w", e["ns"], e["id"])]
+                got, _ = self._read(sid, ids)
+                for e in batch:
+                    t = self._make_tuple(
+                        sid, tid, e["ns"], e["id"], got.get(_key("c", e["ns"], e["id"])), got.get(_key("w", e["ns"], e["id"]))
+                    )
+                    if t is None:
+                        continue
+                    yield t
+                    n += 1
+                    if limit is not None and n >= limit:
+                        return
+                batch = []
 
     # -- writes --------------------------------------------------------------
 
@@ -307,16 +475,17 @@ class CairnSaver(BaseCheckpointSaver[str]):
             _key("b", ns, ch, str(ver)): self.serde.dumps_typed(values[ch]) if ch in values else ("empty", b"")
             for ch, ver in new_versions.items()
         }
-        arts = [{"id": k, "kind": "langgraph", "data": tb[0].encode("utf-8") + b"\0" + tb[1]} for k, tb in blobs.items()]
-        arts.append(self._art(_key("c", ns, cp["id"]), {"cp": self._dump(cp), "md": self._dump(md), "parent": parent}))
+        arts = [{"id": k, "kind": "langgraph", "data": _b64(tb[0].encode("utf-8") + b"\0" + tb[1])} for k, tb in blobs.items()]
+        md_dump = self._dump(md)
+        arts.append(self._art(_key("c", ns, cp["id"]), {"cp": self._dump(cp), "md": md_dump, "parent": parent}))
         head = self._heads.get((sid, ns))
         if head is None or head >= cp["id"]:
             got = self._artifact(sid, _key("h", ns))
             head = got[0].decode("utf-8") if got else None
         if head is None or head < cp["id"]:
-            arts.append({"id": _key("h", ns), "kind": "langgraph", "data": cp["id"].encode("utf-8")})
+            arts.append({"id": _key("h", ns), "kind": "langgraph", "data": _b64(cp["id"].encode("utf-8"))})
         run_id = md.get("run_id")
-        entry = {"ns": ns, "id": cp["id"], "parent": parent, "md": self._dump(md)}
+        entry = {"ns": ns, "id": cp["id"], "parent": parent, "md": md_dump}
         if run_id:
             entry["run_id"] = str(run_id)
         self.client.save(sid, change={"put_artifacts": arts, "append_messages": [entry]})
@@ -352,9 +521,8 @@ class CairnSaver(BaseCheckpointSaver[str]):
         # compare-and-swap on the session's generation.
         with self._lock:
             for _ in range(_CAS_TRIES):
+                # gen 0: no session yet, which the save then requires.
                 ws, gen = self._writes(sid, ns, cp_id)
-                if gen == 0:
-                    gen = self._generation(sid)
                 have = {(w[0], w[4]): i for i, w in enumerate(ws)}
                 for w in new:
                     i = have.get((w[0], w[4]))
@@ -373,12 +541,6 @@ class CairnSaver(BaseCheckpointSaver[str]):
                 except ConflictError:
                     continue
             raise ConflictError(f"put_writes: session {sid!r} kept changing; gave up after {_CAS_TRIES} tries")
-
-    def _generation(self, sid: str) -> int:
-        try:
-            return int(self.client.summary(sid)["generation"])
-        except NotFoundError:
-            return 0
 
     # -- deletes, copies, pruning -------------------------------------------
 
@@ -502,11 +664,12 @@ class CairnSaver(BaseCheckpointSaver[str]):
         rec = self._artifact(sid, _key("c", ns, cp_id)) if cp_id else None
         cursor = json.loads(rec[0]).get("parent") if rec else None
         while cursor and remaining:
-            got = self._artifact(sid, _key("c", ns, cursor))
-            if got is None:
+            ck, wk = _key("c", ns, cursor), _key("w", ns, cursor)
+            got, _ = self._read(sid, [ck, wk])
+            if ck not in got:
                 break
-            r = json.loads(got[0])
-            ws, _ = self._writes(sid, ns, cursor)
+            r = json.loads(got[ck])
+            ws = _sorted_writes(got.get(wk))
             for w in reversed(ws):
                 if w[1] in remaining:
                     collected[w[1]].append((w[0], w[1], self._load(w[2])))

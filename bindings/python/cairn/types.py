@@ -65,6 +65,9 @@ __all__ = [
     "ArtifactData",
     "ArtifactDataResult",
     "ArtifactsResult",
+    "ArtifactsByIDRequest",
+    "ArtifactsByIDResult",
+    "ArtifactsByIDDataResult",
     "RunRequest",
     "RunResult",
     "RunsResult",
@@ -635,6 +638,33 @@ class ArtifactsResult(TypedDict):
     session_id: str
     generation: int
     artifacts: List[Artifact]
+
+
+class ArtifactsByIDRequest(TypedDict):
+    """Up to 1,024 distinct artifact ids of a session, read with their data."""
+
+    session_id: str
+    artifact_ids: List[str]
+
+
+class ArtifactsByIDResult(TypedDict):
+    """The named artifacts the session holds, with their data (base64 on
+    the wire), in the order named; missing ids are skipped. ``next`` is how
+    many of the named ids the answer covers."""
+
+    session_id: str
+    generation: int
+    artifacts: List[Artifact]
+    next: int
+
+
+class ArtifactsByIDDataResult(TypedDict):
+    """:class:`ArtifactsByIDResult` with the artifacts' data decoded."""
+
+    session_id: str
+    generation: int
+    artifacts: List[ArtifactData]
+    next: int
 
 
 class _RunRequestBase(TypedDict):

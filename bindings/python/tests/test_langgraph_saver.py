@@ -77,6 +77,75 @@ def test_reads_stay_flat(client: cairn.Client) -> None:
     # The index page read by list is bounded, not the thread.
     assert list_calls.count("messages") == 1
     assert counting.items_read <= 64, counting.items_read
+    # get_tuple is one read: the head, the checkpoint and its writes by id
+    # (the channel values are those this saver put); list(limit=3) reads
+    # three index entries and then their checkpoints and writes at once.
+    assert get_calls == ["artifacts_by_id"], get_calls
+    assert list_calls == ["messages", "artifacts_by_id"], list_calls
+    assert counting.items_read == 3
+
+
+def test_get_tuple_from_another_saver(client: cairn.Client) -> None:
+    """A saver that has not seen the thread reads the head, then the
+    checkpoint with its writes, then its values; once it knows the head,
+    one read, and another saver moving the thread on costs it one more."""
+    writer = CairnSaver(client)
+    cfg = fill(writer, "t", 4)
+    counting = Counting(client)
+    reader = CairnSaver(counting)  # type: ignore[arg-type]
+    latest = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    t = reader.get_tuple(latest)
+    assert t is not None and t.checkpoint["channel_values"] == {"messages": ["m0", "m1", "m2"], "step": 3}
+    assert t.pending_writes == [("task3", "step", 3)]
+    assert counting.calls == ["artifacts_by_id"] * 3, counting.calls
+    counting.calls.clear()
+    assert reader.get_tuple(latest) == t
+    assert counting.calls == ["artifacts_by_id"], counting.calls
+    cp = empty_checkpoint()
+    cp["channel_values"] = {"step": 4}
+    cp["channel_versions"] = {**t.checkpoint["channel_versions"], "step": writer.get_next_version(4, None)}
+    writer.put(cfg, cp, {"source": "loop", "step": 4}, {"step": cp["channel_versions"]["step"]})
+    counting.calls.clear()
+    t2 = reader.get_tuple(latest)
+    assert t2 is not None and t2.checkpoint["channel_values"] == {"messages": ["m0", "m1", "m2"], "step": 4}
+    assert t2.pending_writes == []
+    assert counting.calls == ["artifacts_by_id"] * 3, counting.calls
+    # A named checkpoint: the checkpoint and its writes in one read.
+    counting.calls.clear()
+    named = reader.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": t.config["configurable"]["checkpoint_id"]}})
+    assert named is not None and named.checkpoint == t.checkpoint and named.pending_writes == t.pending_writes
+    assert counting.calls == ["artifacts_by_id"], counting.calls
+    # A thread that does not exist.
+    assert reader.get_tuple({"configurable": {"thread_id": "nope", "checkpoint_ns": ""}}) is None
+
+
+def test_keys_are_those_stored_threads_use() -> None:
+    """The saver's artifact ids are what it always wrote (json.dumps of the
+    parts, hashed past 200 bytes), whichever way it builds them."""
+    import hashlib
+    import json
+
+    from cairn.langgraph import _key
+
+    def stored(kind: str, *parts: str) -> str:
+        k = kind + json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+        if len(k.encode("utf-8")) > 200:
+            k = kind + "#" + hashlib.sha256(k.encode("utf-8")).hexdigest()
+        return k
+
+    cases = [
+        ("h",),
+        ("h", ""),
+        ("c", "", "1ef0c7e2-0b8f-6b4e-8001-5d1f3c2a9b7e"),
+        ("b", "parent|child:1", "messages", "00000000000000000000000000000002.0.5210482436"),
+        ("w", 'a"b', "c\\d", "tab\there", "\x00\x1f\x7f"),
+        ("c", "é☃\u2028", "😀"),
+        ("b", "x" * 300, "y"),
+        ("c", "😀" * 49, ""),
+        ("c", "😀" * 60, ""),
+    ]
+    for c in cases:
+        assert _key(*c) == stored(*c), c
 
 
 def test_thread_maps_to_a_session(client: cairn.Client) -> None:
@@ -112,3 +181,33 @@ def test_graph_resumes_with_a_new_saver(mode: str, workspace: str) -> None:
         out = g.invoke(None, cfg, durability="sync")
         assert out["log"] == ["start", "a", "b"]
         assert len(list(g.get_state_history(cfg))) >= 4
+
+
+class Older(Counting):
+    """A client whose daemon predates artifactsByID."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "artifacts_by_id":
+
+            def missing(*a: Any, **k: Any) -> Any:
+                self.calls.append(name)
+                raise cairn.MethodNotFoundError("method_not_found", "artifactsByID")
+
+            return missing
+        return super().__getattr__(name)
+
+
+def test_saver_on_a_daemon_without_artifacts_by_id(client: cairn.Client) -> None:
+    """Against a daemon that lacks artifactsByID the saver reads one
+    artifact at a time, as it did before, with the same answers."""
+    older = Older(client)
+    saver = CairnSaver(older)  # type: ignore[arg-type]
+    fill(saver, "t", 5)
+    t = saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
+    assert t is not None and t.checkpoint["channel_values"] == {"messages": ["m0", "m1", "m2"], "step": 4}
+    assert t.pending_writes == [("task4", "step", 4)]
+    assert [x.metadata["step"] for x in saver.list({"configurable": {"thread_id": "t"}}, limit=3)] == [4, 3, 2]
+    # It asked once, then stopped asking.
+    assert older.calls.count("artifacts_by_id") == 1, older.calls
+    assert "artifact" in older.calls
+    assert saver.get_tuple({"configurable": {"thread_id": "nope", "checkpoint_ns": ""}}) is None

@@ -312,6 +312,30 @@ def test_artifact_put_replace_delete(client: cairn.Client) -> None:
     assert client.artifact("s", "empty")["artifact"]["data"] == b""
 
 
+def test_artifacts_by_id(client: cairn.Client) -> None:
+    """Several artifacts with their data in one call: the named ones the
+    session holds, in the order named, missing ids skipped; the id limit
+    and a missing or deleted session are clear errors."""
+    client.save("s", change={"append_artifacts": [{"id": "a", "data": b"\x00one"}, {"id": "b", "data": b"two", "metadata": {"v": 1}}, {"id": "e"}]})
+    gen = client.save("s", change={"put_artifacts": [{"id": "a", "data": b"ONE"}]})["generation"]
+    r = client.artifacts_by_id("s", ["x", "b", "a", "nope", "e"])
+    assert [a["id"] for a in r["artifacts"]] == ["b", "a", "e"]
+    assert [a["data"] for a in r["artifacts"]] == [b"two", b"ONE", b""]
+    assert r["artifacts"][0]["metadata"] == {"v": 1} and r["artifacts"][1]["size"] == 3
+    assert r["next"] == 5 and r["generation"] == gen and r["session_id"] == "s"
+    assert client.artifacts_by_id("s", [])["artifacts"] == []
+    assert client.artifacts_by_id("s", ["x"])["artifacts"] == []
+    with pytest.raises(cairn.InvalidArgumentError, match="1024"):
+        client.artifacts_by_id("s", [f"id{i}" for i in range(1025)])
+    with pytest.raises(cairn.InvalidArgumentError, match="twice"):
+        client.artifacts_by_id("s", ["a", "a"])
+    with pytest.raises(cairn.NotFoundError):
+        client.artifacts_by_id("nope", ["a"])
+    client.delete("s")
+    with pytest.raises(cairn.NotFoundError):
+        client.artifacts_by_id("s", ["a"])
+
+
 def test_appending_a_held_artifact_id_is_a_conflict(client: cairn.Client) -> None:
     client.save("s", change={"append_artifacts": [{"id": "report-7", "data": b"v1"}]})
     gen = client.summary("s")["generation"]
@@ -369,6 +393,7 @@ def test_aio_reads(workspace: str, daemons: List[int]) -> None:
             a = (await c.artifact(sid, "a"))["artifact"]
             assert a["data"] == b"\x02" and a["metadata"] == 1
             assert [x["id"] for x in (await c.artifacts(sid))["artifacts"]] == ["a"]
+            assert [x["data"] for x in (await c.artifacts_by_id(sid, ["z", "a"]))["artifacts"]] == [b"\x02"]
             await c.begin_run(sid, "r" + sid)
             await c.checkpoint("r" + sid, 1, [msg(10)], {"total_tokens": 1}, 0, None, session_id=sid)
             assert (await c.run("r" + sid))["checkpoint"]["turn"] == 1

@@ -257,6 +257,7 @@ def calls(ws: str) -> List[Any]:
         ("messages", {"session_id": "s", "tail": 1}),
         ("artifact", {"session_id": "s", "artifact_id": ART["id"]}),
         ("artifacts", {"session_id": "s"}),
+        ("artifactsByID", {"session_id": "s", "artifact_ids": ["nope", ART["id"]]}),
         ("beginRun", {"session_id": "s", "run_id": "r"}),
         ("checkpoint", {"run_id": "r", "turn": 1, "new_messages": [msg(1)], "usage": {"total_tokens": 3}, "tool_calls_count": 1, "state": {"k": 1}}),
         ("resumeRun", {"run_id": "r", "new_run_id": "r2"}),

@@ -392,6 +392,24 @@ impl Client {
         self.invoke(c"artifacts", &session(session_id))
     }
 
+    /// The named artifacts the session holds, with their bytes, in the
+    /// order named, all from one generation; ids it does not hold are
+    /// skipped. At most 1,024 distinct ids; see [`ArtifactsByIDResult::next`]
+    /// for an answer cut short by the reply size limit.
+    pub fn artifacts_by_id(
+        &self,
+        session_id: &str,
+        artifact_ids: &[&str],
+    ) -> Result<ArtifactsByIDResult> {
+        self.invoke(
+            c"artifactsByID",
+            &ArtifactsByIDRequest {
+                session_id: session_id.into(),
+                artifact_ids: artifact_ids.iter().map(|&id| id.into()).collect(),
+            },
+        )
+    }
+
     /// One run with its latest loop checkpoint, if it has one. With
     /// `session_id`, fails with `not_owner` unless that session records
     /// the run.

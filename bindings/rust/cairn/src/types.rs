@@ -1663,6 +1663,28 @@ pub struct ArtifactsResult {
     pub artifacts: Vec<Artifact>,
 }
 
+/// The params of `artifactsByID`: up to 1,024 distinct artifact ids.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactsByIDRequest<'a> {
+    pub session_id: Cow<'a, str>,
+    pub artifact_ids: Vec<Cow<'a, str>>,
+}
+
+/// The result of `artifactsByID`: the named artifacts the session holds,
+/// with their data, in the order named (ids it does not hold are skipped).
+/// `next` is how many of the named ids the answer covers: all of them
+/// unless the next artifact would have passed the reply size limit; ask
+/// again for the ids from there.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ArtifactsByIDResult {
+    pub session_id: String,
+    pub generation: u64,
+    #[serde(deserialize_with = "nullable")]
+    pub artifacts: Vec<Artifact>,
+    pub next: u64,
+}
+
 /// The params of `run`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunRequest<'a> {

@@ -112,6 +112,8 @@ const TYPES: &[(&str, RoundTrip)] = types![
     ArtifactRequest,
     ArtifactResult,
     ArtifactsResult,
+    ArtifactsByIDRequest,
+    ArtifactsByIDResult,
     RunRequest,
     RunResult,
     RunsResult,
@@ -295,6 +297,9 @@ const METHODS: &[(&str, Call)] = &[
     }),
     ("artifact", |c| c.artifact("m", "nope").map(drop)),
     ("artifacts", |c| c.artifacts("m").map(drop)),
+    ("artifactsByID", |c| {
+        c.artifacts_by_id("m", &["nope"]).map(drop)
+    }),
     ("run", |c| c.run("nope", None).map(drop)),
     ("runs", |c| c.runs("m").map(drop)),
     ("runEvents", |c| {
