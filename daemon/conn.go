@@ -23,7 +23,7 @@ var connIDs atomic.Uint64
 
 // wsConn is one protocol connection, shaped like a ttrpc server
 // connection: the goroutine running serve reads every message, each
-// request runs on a goroutine of its own and writes its answer itself
+// request runs on a worker goroutine (see worker) and writes its answer itself
 // (send), and one writer goroutine writes the queued events and the
 // answers the reader makes (refusals of what it could not start). Only the
 // reader reads the socket; writes are serialized by wmu. Writing the answer
@@ -57,7 +57,9 @@ type wsConn struct {
 	events     chan api.Event // queued pushes; see fanout
 	dropped    atomic.Uint64  // events dropped since the last events.dropped push
 	stopWrites chan struct{}  // closeGracefully: the writer writes nothing more
-	requests   sync.WaitGroup // the request goroutines
+	requests   sync.WaitGroup // the worker goroutines
+	work       chan job       // requests for an idle worker; unbuffered, closed by serve
+	idle       atomic.Int32   // workers waiting on work
 	done       chan struct{}  // closed when serve returns
 	shed       chan struct{}  // closed when the answer budget sheds the connection
 	wmu        sync.Mutex     // held across a write, and the shed check before it
@@ -98,8 +100,19 @@ func newWSConn(s *Server, ws *websocket.Conn, fc *frameConn) *wsConn {
 		stopWrites: make(chan struct{}),
 		done:       make(chan struct{}),
 		shed:       make(chan struct{}),
+		work:       make(chan job),
 	}
 }
+
+// job is one request for a worker.
+type job struct {
+	h   handler
+	req *protocol.Request
+}
+
+// maxIdleWorkers is how many workers of a connection wait for its next
+// request once theirs is answered; the others end.
+const maxIdleWorkers = 2
 
 // serve runs the connection until it closes: it reads on the calling
 // goroutine, and owns the writer goroutine and every request goroutine,
@@ -114,6 +127,7 @@ func (c *wsConn) serve() {
 		c.writeLoop()
 	}()
 	err := c.readLoop()
+	close(c.work) // the reader was its only sender; idle workers end
 	// The requests still running finish (Close cancels their context) and
 	// queue their answers; the writer writes what it still can. Then the
 	// writer stops, and the answers it did not write are dropped.
@@ -281,11 +295,34 @@ func (c *wsConn) dispatch(typ websocket.MessageType, msg []byte) {
 		c.fail(req.ID, req.Method, protocol.ErrUnavailable, "cairnd is shutting down", false)
 		return
 	}
-	c.requests.Add(1)
-	go func() {
-		defer c.requests.Done()
-		c.handle(h, req)
-	}()
+	select {
+	case c.work <- job{h, req}:
+	default:
+		c.requests.Add(1)
+		go c.worker(job{h, req})
+	}
+}
+
+// worker runs j, then, while fewer than maxIdleWorkers wait, waits for the
+// connection's next request (dispatch hands it over when one waits) until
+// serve closes work. A new goroutine per request would grow its stack from
+// the minimum by copying, several times over an engine commit, and end; a
+// worker keeps the stack it grew.
+func (c *wsConn) worker(j job) {
+	defer c.requests.Done()
+	for {
+		c.handle(j.h, j.req)
+		if c.idle.Add(1) > maxIdleWorkers {
+			c.idle.Add(-1)
+			return
+		}
+		var ok bool
+		j, ok = <-c.work
+		c.idle.Add(-1)
+		if !ok {
+			return
+		}
+	}
 }
 
 // handle runs one request and queues its answer.
