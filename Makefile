@@ -265,3 +265,10 @@ run: bins
 
 clean:
 	rm -rf $(BUILD)
+
+# cairnd's own CPU per agent turn (checkpoint of ~8 KB) with 1 and 32
+# clients, goroutines of one Go process; BINS= compares several cairnd
+# binaries, interleaved.
+.PHONY: bench-daemoncpu
+bench-daemoncpu: bins
+	go run ./bench/daemoncpu -bins $(or $(BINS),build/cairnd) -agents 1,32 -turns 3200 -rounds 3
