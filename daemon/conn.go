@@ -192,8 +192,9 @@ func (c *wsConn) readLoop() error {
 }
 
 // maxKeptReadBuf is the largest read buffer a connection keeps for its
-// next message; a larger one, grown for a large message, is let go.
-const maxKeptReadBuf = 1 << 20
+// next message; a larger one, grown for a large message, is let go, so
+// that an idle connection does not hold what its largest message needed.
+const maxKeptReadBuf = 64 << 10
 
 // readMessage reads one message, as websocket.Conn.Read does, but into the
 // connection's reused buffer (rbuf) rather than a new one grown from 512

@@ -18,8 +18,8 @@ import (
 // connection without waiting for any answer, their sizes alternating
 // between a few bytes, kilobytes and over a mebibyte, so that the daemon
 // reads each message while the requests before it still run. cairnd reads
-// every message into one reused buffer (it lets go of one grown past a
-// mebibyte); a request that still used the buffer once the next message
+// every message into one reused buffer (it lets go of one grown past
+// 64 KiB); a request that still used the buffer once the next message
 // was read into it would save that message's bytes. Every session must hold
 // exactly the bytes its own save sent.
 func TestE2EPipelinedMessagesKeepTheirBytes(t *testing.T) {
