@@ -183,7 +183,7 @@ test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install bench-tracker-sync bench-agent bench-pg bench-pg-saver bench-adapters bench-fsyncfloor
+bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install bench-tracker-sync bench-agent bench-pg bench-pg-saver bench-adapters bench-fsyncfloor bench-daemoncpu
 
 # Through the installed wheel, in a fresh process with no daemon running:
 # cairn.connect() (auto-starting the wheel's cairnd) to the first
@@ -265,3 +265,10 @@ run: bins
 
 clean:
 	rm -rf $(BUILD)
+
+# cairnd's own CPU per agent turn (checkpoint of ~8 KB) with 1 and 32
+# clients, goroutines of one Go process; BINS= compares several cairnd
+# binaries, interleaved.
+.PHONY: bench-daemoncpu
+bench-daemoncpu: bins
+	go run ./bench/daemoncpu -bins $(or $(BINS),build/cairnd) -agents 1,32 -turns 3200 -rounds 3

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,9 +23,12 @@ var connIDs atomic.Uint64
 
 // wsConn is one protocol connection, shaped like a ttrpc server
 // connection: the goroutine running serve reads every message, each
-// request runs on a goroutine of its own, and one writer goroutine writes
-// the answers and the queued events. Only the reader reads the socket and
-// only the writer writes it. Neither Read nor Write ever gets a request's
+// request runs on a worker goroutine (see worker) and writes its answer itself
+// (send), and one writer goroutine writes the queued events and the
+// answers the reader makes (refusals of what it could not start). Only the
+// reader reads the socket; writes are serialized by wmu. Writing the answer
+// on the request's goroutine saves a hand-off to the writer, a thread
+// wake-up per request. Neither Read nor Write ever gets a request's
 // context (coder/websocket closes a connection whose Read or Write context
 // ends): the connection's own context ends only when the connection is
 // being closed.
@@ -32,7 +36,7 @@ var connIDs atomic.Uint64
 // A message holds one of the connection's protocol.MaxInFlightPerConn
 // tokens from before it is read until its answer is written (or dropped
 // with the connection). Without a token the reader stops reading, and the
-// answers queue, which has room for every token, never blocks a request.
+// answers queue, which has room for every token, never blocks the reader.
 //
 // Every queued answer is also charged to the daemon-wide answer budget
 // (Config.AnswerBudget) until it is written or dropped; when an answer does
@@ -53,9 +57,13 @@ type wsConn struct {
 	events     chan api.Event // queued pushes; see fanout
 	dropped    atomic.Uint64  // events dropped since the last events.dropped push
 	stopWrites chan struct{}  // closeGracefully: the writer writes nothing more
-	requests   sync.WaitGroup // the request goroutines
+	requests   sync.WaitGroup // the worker goroutines
+	work       chan job       // requests for an idle worker; unbuffered, closed by serve
+	idle       atomic.Int32   // workers waiting on work
 	done       chan struct{}  // closed when serve returns
 	shed       chan struct{}  // closed when the answer budget sheds the connection
+	wmu        sync.Mutex     // held across a write, and the shed check before it
+	rbuf       []byte         // the reader's message buffer, reused; reader only
 
 	// Guarded by s.budgetMu.
 	unsent   int64 // bytes of this connection's answers queued or being written
@@ -92,8 +100,19 @@ func newWSConn(s *Server, ws *websocket.Conn, fc *frameConn) *wsConn {
 		stopWrites: make(chan struct{}),
 		done:       make(chan struct{}),
 		shed:       make(chan struct{}),
+		work:       make(chan job),
 	}
 }
+
+// job is one request for a worker.
+type job struct {
+	h   handler
+	req *protocol.Request
+}
+
+// maxIdleWorkers is how many workers of a connection wait for its next
+// request once theirs is answered; the others end.
+const maxIdleWorkers = 2
 
 // serve runs the connection until it closes: it reads on the calling
 // goroutine, and owns the writer goroutine and every request goroutine,
@@ -108,6 +127,7 @@ func (c *wsConn) serve() {
 		c.writeLoop()
 	}()
 	err := c.readLoop()
+	close(c.work) // the reader was its only sender; idle workers end
 	// The requests still running finish (Close cancels their context) and
 	// queue their answers; the writer writes what it still can. Then the
 	// writer stops, and the answers it did not write are dropped.
@@ -151,7 +171,7 @@ func (c *wsConn) readLoop() error {
 		case <-c.ctx.Done():
 			return c.ctx.Err()
 		}
-		typ, msg, err := c.ws.Read(c.ctx)
+		typ, msg, err := c.readMessage()
 		if err == nil && c.isShed() {
 			err = errShed // what a shed connection sends no longer matters
 		}
@@ -168,6 +188,45 @@ func (c *wsConn) readLoop() error {
 			return err
 		}
 		c.dispatch(typ, msg)
+	}
+}
+
+// maxKeptReadBuf is the largest read buffer a connection keeps for its
+// next message; a larger one, grown for a large message, is let go, so
+// that an idle connection does not hold what its largest message needed.
+const maxKeptReadBuf = 64 << 10
+
+// readMessage reads one message, as websocket.Conn.Read does, but into the
+// connection's reused buffer (rbuf) rather than a new one grown from 512
+// bytes per message. The message is valid until the next readMessage:
+// dispatch decodes it at once, and protocol.DecodeRequest copies what the
+// request keeps (its params are a cbor.RawMessage of their own).
+func (c *wsConn) readMessage() (websocket.MessageType, []byte, error) {
+	typ, r, err := c.ws.Reader(c.ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	b := c.rbuf[:0]
+	if cap(b) == 0 {
+		b = make([]byte, 0, 16<<10)
+	}
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if cap(b) <= maxKeptReadBuf {
+				c.rbuf = b
+			} else {
+				c.rbuf = nil
+			}
+			if errors.Is(err, io.EOF) {
+				return typ, b, nil
+			}
+			return 0, nil, err
+		}
 	}
 }
 
@@ -237,11 +296,34 @@ func (c *wsConn) dispatch(typ websocket.MessageType, msg []byte) {
 		c.fail(req.ID, req.Method, protocol.ErrUnavailable, "cairnd is shutting down", false)
 		return
 	}
-	c.requests.Add(1)
-	go func() {
-		defer c.requests.Done()
-		c.handle(h, req)
-	}()
+	select {
+	case c.work <- job{h, req}:
+	default:
+		c.requests.Add(1)
+		go c.worker(job{h, req})
+	}
+}
+
+// worker runs j, then, while fewer than maxIdleWorkers wait, waits for the
+// connection's next request (dispatch hands it over when one waits) until
+// serve closes work. A new goroutine per request would grow its stack from
+// the minimum by copying, several times over an engine commit, and end; a
+// worker keeps the stack it grew.
+func (c *wsConn) worker(j job) {
+	defer c.requests.Done()
+	for {
+		c.handle(j.h, j.req)
+		if c.idle.Add(1) > maxIdleWorkers {
+			c.idle.Add(-1)
+			return
+		}
+		var ok bool
+		j, ok = <-c.work
+		c.idle.Add(-1)
+		if !ok {
+			return
+		}
+	}
 }
 
 // handle runs one request and queues its answer.
@@ -261,18 +343,28 @@ func (c *wsConn) handle(h handler, req *protocol.Request) {
 		}
 	}
 	if err != nil {
-		c.fail(req.ID, req.Method, err, "", true)
+		c.failTo(c.sendAnswer, req.ID, req.Method, err, "", true)
 		c.log.Trace("request", "method", req.Method, "code", protocol.CodeOf(err), "duration", time.Since(start))
 		return
 	}
-	// Logged once queued, after any shedding the answer caused.
-	c.queue(answer{msg: msg, counted: true})
-	c.log.Trace("request", "method", req.Method, "bytes", len(msg), "duration", time.Since(start))
+	// Logged once charged or refused (after any shedding the answer
+	// caused) and before it is written: a write can wait on a client that
+	// reads slowly.
+	var traced func()
+	if c.log.IsTrace() {
+		traced = func() { c.log.Trace("request", "method", req.Method, "bytes", len(msg), "duration", time.Since(start)) }
+	}
+	c.send(answer{msg: msg, counted: true}, traced)
 }
 
 // fail queues an error answer. message, when set, replaces err's text.
 // counted: see answer.
 func (c *wsConn) fail(id *uint64, method string, err error, message string, counted bool) {
+	c.failTo(c.queue, id, method, err, message, counted)
+}
+
+// failTo is fail handing the error answer to deliver (queue, or send).
+func (c *wsConn) failTo(deliver func(answer), id *uint64, method string, err error, message string, counted bool) {
 	we := protocol.ErrorFor(err)
 	if message != "" {
 		we.Message = message
@@ -289,7 +381,7 @@ func (c *wsConn) fail(id *uint64, method string, err error, message string, coun
 		c.finish(answer{counted: counted})
 		return
 	}
-	c.queue(answer{msg: msg, counted: counted})
+	deliver(answer{msg: msg, counted: counted})
 }
 
 // queue charges an answer to the answer budget and queues it for the
@@ -301,6 +393,50 @@ func (c *wsConn) queue(a answer) {
 	}
 	a.charged = true
 	c.answers <- a
+}
+
+// send delivers a request's answer from the request's own goroutine:
+// charged to the answer budget like any answer, it is written right there
+// when no other write is under way, and queued for the writer otherwise.
+// So at most one answer per connection is ever held by a write that waits
+// on a slow client, as with the writer alone, and the rest stay in the
+// queue that shedding empties at once. traced, when set, runs once the
+// answer is charged or refused. Requests only run while the connection
+// serves (serve waits for them before it closes the connection; Shutdown
+// closes connections once no request is in flight), so send never writes
+// after a close frame.
+func (c *wsConn) send(a answer, traced func()) {
+	charged := c.s.charge(c, int64(len(a.msg)))
+	if traced != nil {
+		traced()
+	}
+	if !charged {
+		c.finish(a)
+		return
+	}
+	a.charged = true
+	if !c.wmu.TryLock() {
+		c.answers <- a
+		return
+	}
+	if !c.isShed() {
+		c.write(a.msg) // on failure it closes the connection; the reader ends
+	}
+	c.wmu.Unlock()
+	c.finish(a)
+}
+
+// sendAnswer is send without a trace.
+func (c *wsConn) sendAnswer(a answer) { c.send(a, nil) }
+
+// writeUnlessShed writes msg for the writer goroutine unless the
+// connection is shed, and reports false when the write failed. The shed
+// check and the write are one step under wmu, which a request writing its
+// own answer holds too.
+func (c *wsConn) writeUnlessShed(msg []byte) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.isShed() || c.write(msg)
 }
 
 // finish ends a message's life once its answer is written or dropped: its
@@ -329,7 +465,7 @@ func (c *wsConn) writeLoop() {
 	for {
 		select {
 		case a := <-c.answers:
-			ok := stopped || c.isShed() || c.write(a.msg)
+			ok := stopped || c.writeUnlessShed(a.msg)
 			c.finish(a)
 			if !ok {
 				return
@@ -343,14 +479,14 @@ func (c *wsConn) writeLoop() {
 				c.log.Error("cannot encode an event", "event", ev.Type, "error", err)
 				continue
 			}
-			if !c.write(msg) {
+			if !c.writeUnlessShed(msg) {
 				return
 			}
 			if n := c.dropped.Swap(0); n > 0 {
 				c.log.Warn("events dropped: subscriber too slow", "dropped", n)
 				ev := api.NewEvent(api.EventDropped, api.DroppedData{Dropped: n})
 				msg, _ := protocol.EncodePush(ev.Type, ev.Data)
-				if !c.write(msg) {
+				if !c.writeUnlessShed(msg) {
 					return
 				}
 			}

@@ -86,6 +86,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	stopProfile := startProfile(log)
 	err := daemon.Run(ctx, daemon.RunOptions{
 		Workspace:       *ws,
 		Logger:          log,
@@ -101,6 +102,7 @@ func main() {
 		NoWorkspaceTracking: *noTrack,
 		WatchLimit:          *watchLimit,
 	})
+	stopProfile()
 	switch {
 	case errors.Is(err, daemon.ErrAlreadyRunning):
 		fmt.Fprintln(os.Stderr, "cairnd:", err)
