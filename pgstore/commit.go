@@ -81,6 +81,9 @@ func (s *Store) commit(ctx context.Context, id string, changes []*session.Change
 		conn.Release()
 		if err == nil {
 			s.heads.put(id, next)
+			if opts.Notify != nil {
+				s.wake()
+			}
 			return res, nil
 		}
 		s.heads.drop(id)
@@ -108,6 +111,9 @@ func (s *Store) commit(ctx context.Context, id string, changes []*session.Change
 			// COMMIT was sent and its answer lost: read the generation
 			// back rather than guess.
 			if landed, rerr := s.landed(ctx, id, gen, token); rerr == nil && landed {
+				if opts.Notify != nil {
+					s.wake()
+				}
 				return res, nil
 			} else if rerr == nil {
 				return res, session.Wrap(api.CodeUnavailable, err, "%s: the database went away; the commit did not land", op)
@@ -166,6 +172,34 @@ func putBlobs(batch *pgx.Batch, list []session.Artifact) {
 			batch.Queue("INSERT INTO blobs (sha256, n, data) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", a.SHA256, n, chunk)
 		}
 	}
+}
+
+// refBlobs queues, when changes name artifact bytes, the shared side of
+// the collection lock and the session's references to those bytes. Held to
+// the commit's end, the lock keeps Collect from deleting the chunks this
+// commit finds already there (and so does not write again) before its
+// references are visible; see collectBlobs.
+func refBlobs(batch *pgx.Batch, id string, changes []*session.Change) {
+	var shas []string
+	add := func(list []session.Artifact) {
+		for _, a := range list {
+			if a.SHA256 != "" && (a.Size > 0 || len(a.Data) > 0) {
+				shas = append(shas, a.SHA256)
+			}
+		}
+	}
+	for _, c := range changes {
+		if c.Replace != nil {
+			add(c.Replace.Artifacts)
+		}
+		add(c.AppendArtifacts)
+		add(c.PutArtifacts)
+	}
+	if len(shas) == 0 {
+		return
+	}
+	batch.Queue("SELECT pg_advisory_xact_lock_shared($1)", collectLock)
+	batch.Queue("INSERT INTO blob_refs (sha256, session_id) SELECT DISTINCT unnest($1::text[]), $2 ON CONFLICT DO NOTHING", shas, id)
 }
 
 // beginFenced starts a batch that opens the transaction and, under a
@@ -277,6 +311,7 @@ func (s *Store) build(id string, changes []*session.Change, opts session.CommitO
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	steps := make([]step, 0, len(changes))
 	batch := &pgx.Batch{}
+	refBlobs(batch, id, changes)
 	for _, c := range changes {
 		if c.Replace != nil {
 			putBlobs(batch, c.Replace.Artifacts)
@@ -409,10 +444,11 @@ func (s *Store) build(id string, changes []*session.Change, opts session.CommitO
 	batch = final
 	batch.Queue("INSERT INTO commits (session_id, generation, token, committed_at, changes) VALUES ($1, $2, $3, $4, $5)", id, int64(gen), token, now, rec)
 	if opts.Notify != nil {
-		// Written and sent in the commit's transaction, so only if it
-		// commits; listeners read a session's events in commit order.
+		// Written in the commit's transaction, so only if it commits;
+		// listeners read a session's events in commit order. The wake-up
+		// is sent after the commit, not in it (see waker).
 		if p := opts.Notify(gen); p != "" {
-			batch.Queue(notifySQL, p, Channel)
+			batch.Queue(eventSQL, p)
 		}
 	}
 	batch.Queue("COMMIT")

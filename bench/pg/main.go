@@ -39,6 +39,8 @@ func main() {
 	per := flag.Int("per-client", 100, "commits per client in the 32-client runs")
 	cairnd := flag.String("cairnd", "build/cairnd", "the cairnd to start")
 	noTrack := flag.Bool("no-track-files", false, "start the daemons with --no-track-files")
+	onlySave := flag.Bool("only-save", false, "measure only the 1-client save through cairnd (to profile or trace the daemon)")
+	baseline := flag.String("baseline", "", "another cairnd to measure the 1-client save with too, interleaved in the same run (A/B)")
 	flag.Parse()
 	owner := &pgtest.Program{}
 	defer owner.Close()
@@ -71,6 +73,17 @@ func main() {
 	}
 	lat, wall = run(1, *n, commit)
 	add("pgstore.Commit in process, 1 client", lat, wall)
+	// What cairnd's commit adds inside the transaction: its events, as a
+	// row of the events table and a pg_notify (see pgstore.Notifier).
+	notified := func(c int) error {
+		sid := fmt.Sprint("events", c)
+		_, err := st.Commit(ctx, sid, &session.Change{AppendMessages: []session.Value{msg}}, session.CommitOptions{Notify: func(gen uint64) string {
+			return fmt.Sprintf(`[{"type":"session.committed","session_id":%q,"generation":%d}]`, sid, gen)
+		}})
+		return err
+	}
+	lat, wall = run(1, *n, notified)
+	add("pgstore.Commit in process with its events, 1 client", lat, wall)
 
 	// Two daemons (two workspaces) on the database.
 	var socks [2]string
@@ -87,8 +100,29 @@ func main() {
 		_, err := c.Save(ctx, api.SaveRequest{SessionID: sid, Change: &session.Change{AppendMessages: []session.Value{msg}}})
 		return err
 	}
-	lat, wall = run(1, *n, func(int) error { return save(c0, "d1") })
-	add("save through cairnd, 1 client", lat, wall)
+	if *baseline != "" {
+		// A/B: the baseline daemon on the same database, rounds
+		// interleaved so that load on the machine falls on both alike.
+		cb, err := protocol.Dial(ctx, startDaemon(owner, *baseline, url, *noTrack), nil)
+		check(err)
+		var la, lb []time.Duration
+		var wa, wb time.Duration
+		for range 10 {
+			l, w := run(1, *n/10, func(int) error { return save(c0, "d1") })
+			la, wa = append(la, l...), wa+w
+			l, w = run(1, *n/10, func(int) error { return save(cb, "b1") })
+			lb, wb = append(lb, l...), wb+w
+		}
+		add("save through cairnd, 1 client", la, wa)
+		add("save through the baseline cairnd, 1 client", lb, wb)
+	} else {
+		lat, wall = run(1, *n, func(int) error { return save(c0, "d1") })
+		add("save through cairnd, 1 client", lat, wall)
+	}
+	if *onlySave {
+		print(rows)
+		return
+	}
 
 	clients := make([]*protocol.Client, 32)
 	for i := range clients {
@@ -98,6 +132,8 @@ func main() {
 	add("raw INSERT + COMMIT (floor), 32 clients", lat, wall)
 	lat, wall = run(32, *per, commit)
 	add("pgstore.Commit in process, 32 clients (own sessions)", lat, wall)
+	lat, wall = run(32, *per, notified)
+	add("pgstore.Commit in process with its events, 32 clients (own sessions)", lat, wall)
 	lat, wall = run(32, *per, func(i int) error { return save(clients[i], fmt.Sprint("d32-", i)) })
 	add("save through two cairnd, 32 clients (own sessions)", lat, wall)
 
@@ -124,9 +160,13 @@ func main() {
 		})
 		tails = append(tails, row(fmt.Sprintf("tail read (20) through cairnd at %d messages", size), lat, wall))
 	}
+	print(append(rows, tails...))
+}
+
+func print(rows []string) {
 	fmt.Println("| operation | median | p99 | throughput |")
 	fmt.Println("|---|---|---|---|")
-	for _, r := range append(rows, tails...) {
+	for _, r := range rows {
 		fmt.Println(r)
 	}
 }
