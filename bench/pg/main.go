@@ -44,6 +44,7 @@ func main() {
 	flag.Parse()
 	owner := &pgtest.Program{}
 	defer owner.Close()
+	cleanup = owner.Close
 	srv := pgtest.Start(owner)
 	url := srv.CreateDB("bench")
 	msg := []byte(`{"role":"assistant","content":"` + strings.Repeat("x", 180) + `"}`)
@@ -87,8 +88,9 @@ func main() {
 
 	// Two daemons (two workspaces) on the database.
 	var socks [2]string
+	var pids [2]int
 	for i := range socks {
-		socks[i] = startDaemon(owner, *cairnd, url, *noTrack)
+		socks[i], pids[i] = startDaemon(owner, *cairnd, url, *noTrack)
 	}
 	dial := func(i int) *protocol.Client {
 		c, err := protocol.Dial(ctx, socks[i%2], nil)
@@ -103,18 +105,23 @@ func main() {
 	if *baseline != "" {
 		// A/B: the baseline daemon on the same database, rounds
 		// interleaved so that load on the machine falls on both alike.
-		cb, err := protocol.Dial(ctx, startDaemon(owner, *baseline, url, *noTrack), nil)
+		// A database of its own: the baseline may be a build with an
+		// older schema, which a newer one's database refuses.
+		sockB, pidB := startDaemon(owner, *baseline, srv.CreateDB("baseline"), *noTrack)
+		cb, err := protocol.Dial(ctx, sockB, nil)
 		check(err)
 		var la, lb []time.Duration
-		var wa, wb time.Duration
+		var wa, wb, ca, cb2 time.Duration
 		for range 10 {
+			c := cpu(pids[0])
 			l, w := run(1, *n/10, func(int) error { return save(c0, "d1") })
-			la, wa = append(la, l...), wa+w
+			la, wa, ca = append(la, l...), wa+w, ca+cpu(pids[0])-c
+			c = cpu(pidB)
 			l, w = run(1, *n/10, func(int) error { return save(cb, "b1") })
-			lb, wb = append(lb, l...), wb+w
+			lb, wb, cb2 = append(lb, l...), wb+w, cb2+cpu(pidB)-c
 		}
-		add("save through cairnd, 1 client", la, wa)
-		add("save through the baseline cairnd, 1 client", lb, wb)
+		add(fmt.Sprintf("save through cairnd, 1 client (cairnd CPU %.0f µs/save)", float64(ca.Microseconds())/float64(len(la))), la, wa)
+		add(fmt.Sprintf("save through the baseline cairnd, 1 client (cairnd CPU %.0f µs/save)", float64(cb2.Microseconds())/float64(len(lb))), lb, wb)
 	} else {
 		lat, wall = run(1, *n, func(int) error { return save(c0, "d1") })
 		add("save through cairnd, 1 client", lat, wall)
@@ -205,7 +212,19 @@ func row(name string, lat []time.Duration, wall time.Duration) string {
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d.Microseconds())) }
 
-func startDaemon(owner *pgtest.Program, cairnd, url string, noTrack bool) string {
+// cpu returns the CPU time process pid has used (user and system), from
+// /proc, in clock ticks of 10 ms.
+func cpu(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	check(err)
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	var u, s int64
+	fmt.Sscan(f[11], &u)
+	fmt.Sscan(f[12], &s)
+	return time.Duration(u+s) * 10 * time.Millisecond
+}
+
+func startDaemon(owner *pgtest.Program, cairnd, url string, noTrack bool) (string, int) {
 	ws, err := os.MkdirTemp("", "cairn-pgbench-")
 	check(err)
 	args := []string{"--workspace", ws, "--store", url, "--log-level", "warn"}
@@ -227,7 +246,7 @@ func startDaemon(owner *pgtest.Program, cairnd, url string, noTrack bool) string
 		c, err := protocol.Dial(ctx, sock, nil)
 		if err == nil {
 			c.Close()
-			return sock
+			return sock, cmd.Process.Pid
 		}
 		if time.Now().After(deadline) {
 			check(fmt.Errorf("cairnd on %s did not answer: %w", filepath.Base(ws), err))
@@ -236,9 +255,15 @@ func startDaemon(owner *pgtest.Program, cairnd, url string, noTrack bool) string
 	}
 }
 
+// cleanup stops the server and the daemons when check exits.
+var cleanup func()
+
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/pg:", err)
+		if cleanup != nil {
+			cleanup()
+		}
 		os.Exit(1)
 	}
 }
