@@ -192,3 +192,41 @@ func TestCollectRacesACommit(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectAfterUpgrade: a database written before schema 4 has no
+// blob_refs rows for its artifacts; the migration pins their bytes, so
+// Collect never removes them, and lease tokens go on from the highest.
+func TestCollectAfterUpgrade(t *testing.T) {
+	srv := pgtest.Start(t)
+	url := newDB(t, srv)
+	s := openQuiet(t, url)
+	if _, err := s.Commit(ctx, "old", artifact("x", "bytes from before schema 4"), session.CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.AcquireLease(ctx, "run:old", "A", time.Minute, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// Back to schema 3, as an older build left it.
+	exec(t, url, "DROP TABLE blob_refs; DROP SEQUENCE lease_tokens; DROP INDEX leases_expires; UPDATE schema_version SET version = 3")
+	exec(t, url, "UPDATE leases SET token = $1", l.Token+41)
+	s = openQuiet(t, url)
+	if _, err := s.Commit(ctx, "other", artifact("y", "bytes from after"), session.CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "other"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Collect(ctx, pgstore.CollectOptions{}); err != nil || got.Blobs != 1 {
+		t.Fatalf("pass after the upgrade: %+v, %v; want only the deleted session's bytes removed", got, err)
+	}
+	p, err := s.Artifacts(ctx, "old", []string{"x"}, true)
+	if err != nil || len(p.Items) != 1 || string(p.Items[0].Data) != "bytes from before schema 4" {
+		t.Fatalf("the artifact from before the upgrade: %v, %+v", err, p.Items)
+	}
+	nl, err := s.AcquireLease(ctx, "run:old", "B", time.Minute, true)
+	if err != nil || nl.Token <= l.Token+41 {
+		t.Fatalf("a takeover after the upgrade: %+v, %v; want a token above %d", nl, err, l.Token+41)
+	}
+}
