@@ -209,7 +209,7 @@ func TestCollectAfterUpgrade(t *testing.T) {
 	}
 	s.Close()
 	// Back to schema 3, as an older build left it.
-	exec(t, url, "DROP TABLE blob_refs; DROP SEQUENCE lease_tokens; DROP INDEX leases_expires; UPDATE schema_version SET version = 3")
+	exec(t, url, "DROP TABLE blob_refs; DROP SEQUENCE lease_tokens; DROP INDEX leases_expires; ALTER TABLE sessions DROP COLUMN data_bytes; UPDATE schema_version SET version = 3")
 	exec(t, url, "UPDATE leases SET token = $1", l.Token+41)
 	s = openQuiet(t, url)
 	if _, err := s.Commit(ctx, "other", artifact("y", "bytes from after"), session.CommitOptions{}); err != nil {

@@ -42,6 +42,12 @@ type Options struct {
 	// Collect), the first one right after Open (0: DefaultCollectEvery;
 	// negative: none).
 	CollectEvery time.Duration
+	// MaxSessionBytes limits a session's live bytes (its message and
+	// trace rows, its artifacts' bytes and its head): a commit that would
+	// take a session past it fails with too_large and writes nothing,
+	// unless it only cuts back (truncates, deletes artifacts, drops
+	// checkpoints). 0: no limit.
+	MaxSessionBytes int64
 }
 
 // Store is a session.Store on a PostgreSQL database.
@@ -53,6 +59,8 @@ type Store struct {
 	heads headCache
 	waker waker
 	coll  collector
+
+	maxSession int64
 }
 
 var (
@@ -101,7 +109,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, mapErr(err, "pgstore.Open %s", redact(url))
 	}
-	s := &Store{pool: pool, dsn: url, url: redact(url)}
+	s := &Store{pool: pool, dsn: url, url: redact(url), maxSession: opts.MaxSessionBytes}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err

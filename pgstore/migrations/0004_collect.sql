@@ -19,3 +19,10 @@ CREATE TABLE blob_refs (
 );
 CREATE INDEX blob_refs_session ON blob_refs (session_id);
 INSERT INTO blob_refs (sha256, session_id) SELECT DISTINCT sha256, '' FROM blobs;
+
+-- data_bytes is the bytes of a session's message and trace rows, for the
+-- limit on a session's live bytes (Options.MaxSessionBytes).
+ALTER TABLE sessions ADD COLUMN data_bytes bigint NOT NULL DEFAULT 0;
+UPDATE sessions s SET data_bytes =
+	coalesce((SELECT sum(length(data)) FROM messages m WHERE m.session_id = s.id), 0) +
+	coalesce((SELECT sum(length(data)) FROM traces t WHERE t.session_id = s.id), 0);
