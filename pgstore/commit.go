@@ -80,7 +80,14 @@ func (s *Store) commit(ctx context.Context, id string, changes []*session.Change
 		}
 		conn.Release()
 		if err == nil {
-			s.heads.put(id, next)
+			if next.data >= 0 {
+				s.heads.put(id, next)
+			} else {
+				s.heads.drop(id) // a cut: the row alone knows its bytes
+			}
+			if opts.Notify != nil {
+				s.wake()
+			}
 			return res, nil
 		}
 		s.heads.drop(id)
@@ -108,6 +115,9 @@ func (s *Store) commit(ctx context.Context, id string, changes []*session.Change
 			// COMMIT was sent and its answer lost: read the generation
 			// back rather than guess.
 			if landed, rerr := s.landed(ctx, id, gen, token); rerr == nil && landed {
+				if opts.Notify != nil {
+					s.wake()
+				}
 				return res, nil
 			} else if rerr == nil {
 				return res, session.Wrap(api.CodeUnavailable, err, "%s: the database went away; the commit did not land", op)
@@ -168,6 +178,34 @@ func putBlobs(batch *pgx.Batch, list []session.Artifact) {
 	}
 }
 
+// refBlobs queues, when changes name artifact bytes, the shared side of
+// the collection lock and the session's references to those bytes. Held to
+// the commit's end, the lock keeps Collect from deleting the chunks this
+// commit finds already there (and so does not write again) before its
+// references are visible; see collectBlobs.
+func refBlobs(batch *pgx.Batch, id string, changes []*session.Change) {
+	var shas []string
+	add := func(list []session.Artifact) {
+		for _, a := range list {
+			if a.SHA256 != "" && (a.Size > 0 || len(a.Data) > 0) {
+				shas = append(shas, a.SHA256)
+			}
+		}
+	}
+	for _, c := range changes {
+		if c.Replace != nil {
+			add(c.Replace.Artifacts)
+		}
+		add(c.AppendArtifacts)
+		add(c.PutArtifacts)
+	}
+	if len(shas) == 0 {
+		return
+	}
+	batch.Queue("SELECT pg_advisory_xact_lock_shared($1)", collectLock)
+	batch.Queue("INSERT INTO blob_refs (sha256, session_id) SELECT DISTINCT unnest($1::text[]), $2 ON CONFLICT DO NOTHING", shas, id)
+}
+
 // beginFenced starts a batch that opens the transaction and, under a
 // fence, renews the lease or aborts with the guard's division by zero
 // (the caller then reads the lease to say who holds it).
@@ -202,7 +240,7 @@ func valuesBytes(vs []session.Value) [][]byte {
 // rather than race.
 func (s *Store) apply(ctx context.Context, conn *pgxpool.Conn, id string, changes []*session.Change, opts session.CommitOptions, token []byte) (session.CommitResult, uint64, *pgx.Batch, sessionRow, error) {
 	var res session.CommitResult
-	var cur, msgs, traces int64
+	var cur, msgs, traces, data int64
 	var head []byte
 	first := &pgx.Batch{}
 	first.Queue("BEGIN")
@@ -211,7 +249,7 @@ func (s *Store) apply(ctx context.Context, conn *pgxpool.Conn, id string, change
 	if opts.Fence != nil {
 		first.Queue(fenceSQL, fenceArgs(opts.Fence)...)
 	}
-	first.Queue("SELECT generation, head, message_count, trace_count FROM sessions WHERE id = $1 FOR UPDATE", id)
+	first.Queue("SELECT generation, head, message_count, trace_count, data_bytes FROM sessions WHERE id = $1 FOR UPDATE", id)
 	br := conn.SendBatch(ctx, first)
 	_, err := br.Exec()
 	fenced := true
@@ -221,7 +259,7 @@ func (s *Store) apply(ctx context.Context, conn *pgxpool.Conn, id string, change
 		fenced = ct.RowsAffected() == 1
 	}
 	if err == nil {
-		err = br.QueryRow().Scan(&cur, &head, &msgs, &traces)
+		err = br.QueryRow().Scan(&cur, &head, &msgs, &traces, &data)
 	}
 	if cerr := br.Close(); err == nil || errors.Is(err, pgx.ErrNoRows) {
 		if cerr != nil {
@@ -234,14 +272,18 @@ func (s *Store) apply(ctx context.Context, conn *pgxpool.Conn, id string, change
 	if !fenced {
 		return res, 0, nil, sessionRow{}, fenceRefused(ctx, conn, opts.Fence)
 	}
-	return s.build(id, changes, opts, token, sessionRow{gen: cur, head: head, msgs: msgs, traces: traces})
+	return s.build(id, changes, opts, token, sessionRow{gen: cur, head: head, msgs: msgs, traces: traces, data: data})
 }
 
 // sessionRow is a session's row as a commit reads it (or as this store last
 // wrote it).
 type sessionRow struct {
 	gen, msgs, traces int64
-	head              []byte
+	// data is the bytes of the session's message and trace rows; -1 after
+	// a commit that cut messages (the row subtracts their bytes itself),
+	// which is never cached.
+	data int64
+	head []byte
 }
 
 // build makes the batch that writes the commit on top of row and commits:
@@ -249,7 +291,8 @@ type sessionRow struct {
 // It also returns the new head, for the cache.
 func (s *Store) build(id string, changes []*session.Change, opts session.CommitOptions, token []byte, row sessionRow) (session.CommitResult, uint64, *pgx.Batch, sessionRow, error) {
 	var res session.CommitResult
-	cur, head, msgs, traces := row.gen, row.head, row.msgs, row.traces
+	cur, head, msgs, traces, data := row.gen, row.head, row.msgs, row.traces, row.data
+	cut := false // messages deleted: the row subtracts their bytes
 	var err error
 	if err := session.CheckExpect(id, uint64(cur), opts); err != nil {
 		return res, 0, nil, sessionRow{}, err
@@ -277,6 +320,7 @@ func (s *Store) build(id string, changes []*session.Change, opts session.CommitO
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	steps := make([]step, 0, len(changes))
 	batch := &pgx.Batch{}
+	refBlobs(batch, id, changes)
 	for _, c := range changes {
 		if c.Replace != nil {
 			putBlobs(batch, c.Replace.Artifacts)
@@ -300,17 +344,23 @@ func (s *Store) build(id string, changes []*session.Change, opts session.CommitO
 			batch.Queue("DELETE FROM messages WHERE session_id = $1", id)
 			batch.Queue("DELETE FROM traces WHERE session_id = $1", id)
 			batch.Queue("DELETE FROM runs WHERE session_id = $1", id)
-			msgs, traces = 0, 0
+			msgs, traces, data = 0, 0, 0
 		}
 		if c.TruncateMessages != nil && *c.TruncateMessages < msgs {
 			msgs = *c.TruncateMessages
+			batch.Queue(`UPDATE sessions SET data_bytes = data_bytes -
+				(SELECT coalesce(sum(length(data)), 0) FROM messages WHERE session_id = $1 AND idx >= $2) WHERE id = $1`, id, msgs)
 			batch.Queue("DELETE FROM messages WHERE session_id = $1 AND idx >= $2", id, msgs)
+			cut = true
 		}
 		if len(appendMsgs) > 0 {
 			batch.Queue(`INSERT INTO messages (session_id, idx, generation, data)
 				SELECT $1, $2 + u.o - 1, $3, u.d FROM unnest($4::bytea[]) WITH ORDINALITY AS u(d, o)`,
 				id, msgs, int64(gen), valuesBytes(appendMsgs))
 			msgs += int64(len(appendMsgs))
+			for _, m := range appendMsgs {
+				data += int64(len(m))
+			}
 		}
 		if len(appendTraces) > 0 {
 			runs, datas := make([]string, len(appendTraces)), make([][]byte, len(appendTraces))
@@ -320,6 +370,7 @@ func (s *Store) build(id string, changes []*session.Change, opts session.CommitO
 					return res, 0, nil, sessionRow{}, err
 				}
 				runs[i], datas[i] = t.RunID, b
+				data += int64(len(b))
 			}
 			batch.Queue(`INSERT INTO traces (session_id, idx, generation, run_id, data)
 				SELECT $1, $2 + u.o - 1, $3, u.r, u.d FROM unnest($4::text[], $5::bytea[]) WITH ORDINALITY AS u(r, d, o)`,
@@ -383,6 +434,20 @@ func (s *Store) build(id string, changes []*session.Change, opts session.CommitO
 	if err != nil {
 		return res, 0, nil, sessionRow{}, err
 	}
+	if s.maxSession > 0 && !cut {
+		// The session's live bytes: its message and trace rows, its
+		// artifacts' bytes and its head. A commit that only cuts back is
+		// always taken, so a session at its limit can still shrink.
+		live := data + int64(len(headB))
+		for _, a := range st.Snapshot.Artifacts {
+			live += a.Size
+		}
+		if live > s.maxSession && addsData(changes) {
+			return res, 0, nil, sessionRow{}, session.Errorf(session.CodeTooLarge,
+				"session %q would hold %d live bytes, past its limit of %d bytes (truncate messages or delete artifacts first, or raise the limit)",
+				id, live, s.maxSession)
+		}
+	}
 	rec, err := encode(steps)
 	if err != nil {
 		return res, 0, nil, sessionRow{}, err
@@ -397,25 +462,52 @@ func (s *Store) build(id string, changes []*session.Change, opts session.CommitO
 	// commit's.
 	final := &pgx.Batch{}
 	if cur == 0 {
-		final.Queue(`WITH u AS (INSERT INTO sessions (id, generation, head, message_count, trace_count, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING RETURNING 1) SELECT 1 / count(*) FROM u`,
-			id, int64(gen), headB, msgs, traces, now)
+		final.Queue(`WITH u AS (INSERT INTO sessions (id, generation, head, message_count, trace_count, updated_at, data_bytes)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING RETURNING 1) SELECT 1 / count(*) FROM u`,
+			id, int64(gen), headB, msgs, traces, now, data)
 	} else {
-		final.Queue(`WITH u AS (UPDATE sessions SET generation = $2, head = $3, message_count = $4, trace_count = $5, updated_at = $6
+		final.Queue(`WITH u AS (UPDATE sessions SET generation = $2, head = $3, message_count = $4, trace_count = $5, updated_at = $6,
+			data_bytes = $8
 			WHERE id = $1 AND generation = $7 RETURNING 1) SELECT 1 / count(*) FROM u`,
-			id, int64(gen), headB, msgs, traces, now, cur)
+			id, int64(gen), headB, msgs, traces, now, cur, data)
 	}
 	final.QueuedQueries = append(final.QueuedQueries, batch.QueuedQueries...)
 	batch = final
 	batch.Queue("INSERT INTO commits (session_id, generation, token, committed_at, changes) VALUES ($1, $2, $3, $4, $5)", id, int64(gen), token, now, rec)
 	if opts.Notify != nil {
-		// Written and sent in the commit's transaction, so only if it
-		// commits; listeners read a session's events in commit order.
+		// Written in the commit's transaction, so only if it commits;
+		// listeners read a session's events in commit order. The wake-up
+		// is sent after the commit, not in it (see waker).
 		if p := opts.Notify(gen); p != "" {
-			batch.Queue(notifySQL, p, Channel)
+			batch.Queue(eventSQL, p)
 		}
 	}
 	batch.Queue("COMMIT")
 	return session.CommitResult{Generation: gen, MessageCount: msgs, BytesWritten: int64(len(headB) + len(rec))}, gen, batch,
-		sessionRow{gen: int64(gen), msgs: msgs, traces: traces, head: headB}, nil
+		sessionRow{gen: int64(gen), msgs: msgs, traces: traces, head: headB, data: known(data, cut)}, nil
+}
+
+// known is a session's data bytes after a commit: -1 after a cut, when
+// only the row knows.
+func known(data int64, cut bool) int64 {
+	if cut {
+		return -1
+	}
+	return data
+}
+
+// addsData reports whether changes add to a session (anything beyond
+// truncating messages, deleting artifacts and dropping checkpoints).
+func addsData(changes []*session.Change) bool {
+	for _, c := range changes {
+		if c.Replace != nil || c.Checkpoint != nil || len(c.RestoreCheckpoints) > 0 {
+			return true
+		}
+		cut := *c
+		cut.TruncateMessages, cut.DeleteArtifacts, cut.DropCheckpoints = nil, nil, nil
+		if cut.HasDelta() {
+			return true
+		}
+	}
+	return false
 }

@@ -37,14 +37,21 @@
 // renews the lease, first thing in its own transaction, and writes nothing
 // (not_owner) when they no longer match.
 //
+// Collect (run by Open, then every Options.CollectEvery) removes lease
+// rows expired for longer than a grace and the artifact bytes no session
+// refers to (blob_refs), in bounded passes that are safe with other hosts
+// committing and collecting at once.
+//
 // A commit that ends a run (UpsertRuns with a status other than running:
 // completed, failed, or interrupted when a resume supersedes it) deletes
 // that run's lease in its own transaction, since nothing writes it again.
 //
 // Store is a session.Notifier too: a commit with CommitOptions.Notify
 // writes its events as a row of the events table inside its own
-// transaction and wakes listeners with pg_notify on Channel, carrying only
-// the row id, so events of any size travel. Every host's Listen reads the
+// transaction, and wakes listeners with pg_notify on Channel once it has
+// committed (coalesced, from one goroutine: a NOTIFY inside the commit
+// would hold PostgreSQL's database-wide notify lock through its WAL flush
+// and serialize every commit), so events of any size travel. Every host's Listen reads the
 // rows whose transactions committed since the snapshot of its previous
 // read, so it gets each event once, only if its commit landed, each
 // session's in commit order, and after a reconnection the events committed

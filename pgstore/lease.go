@@ -15,7 +15,9 @@ func seconds(d time.Duration) float64 { return d.Seconds() }
 
 // AcquireLease gives holder the lease on key (see session.Leaser). The
 // upsert decides in one statement, under the lease row's lock, so two hosts
-// taking the same lease at once get one winner.
+// taking the same lease at once get one winner. A new holder's token comes
+// from the lease_tokens sequence, so it is higher than any token the key
+// had, even one whose row Collect removed since.
 func (s *Store) AcquireLease(ctx context.Context, key, holder string, ttl time.Duration, takeover bool) (session.Lease, error) {
 	op := "pgstore.AcquireLease " + quote(key)
 	if ttl <= 0 {
@@ -23,10 +25,10 @@ func (s *Store) AcquireLease(ctx context.Context, key, holder string, ttl time.D
 	}
 	l := session.Lease{Key: key}
 	err := s.pool.QueryRow(ctx, `INSERT INTO leases AS l (key, holder, token, expires_at)
-		VALUES ($1, $2, 1, now() + make_interval(secs => $3))
+		VALUES ($1, $2, nextval('lease_tokens'), now() + make_interval(secs => $3))
 		ON CONFLICT (key) DO UPDATE SET
 			holder = excluded.holder,
-			token = CASE WHEN l.holder = excluded.holder THEN l.token ELSE l.token + 1 END,
+			token = CASE WHEN l.holder = excluded.holder THEN l.token ELSE excluded.token END,
 			expires_at = excluded.expires_at
 		WHERE l.holder = excluded.holder OR l.expires_at <= now() OR $4
 		RETURNING holder, token, expires_at`, key, holder, seconds(ttl), takeover).Scan(&l.Holder, &l.Token, &l.Expires)

@@ -26,7 +26,7 @@ import (
 var migrations embed.FS
 
 // SchemaVersion is the newest database schema this build knows.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // ChunkSize is the largest piece of an artifact's bytes one row holds.
 const ChunkSize = 1 << 20
@@ -38,6 +38,16 @@ type Options struct {
 	// ConnectTimeout bounds each connection attempt when the call's
 	// context has no earlier deadline (0: 5 seconds).
 	ConnectTimeout time.Duration
+	// CollectEvery is the period of the background collection pass (see
+	// Collect), the first one right after Open (0: DefaultCollectEvery;
+	// negative: none).
+	CollectEvery time.Duration
+	// MaxSessionBytes limits a session's live bytes (its message and
+	// trace rows, its artifacts' bytes and its head): a commit that would
+	// take a session past it fails with too_large and writes nothing,
+	// unless it only cuts back (truncates, deletes artifacts, drops
+	// checkpoints). 0: no limit.
+	MaxSessionBytes int64
 }
 
 // Store is a session.Store on a PostgreSQL database.
@@ -47,6 +57,10 @@ type Store struct {
 	url  string // without the password, for messages
 
 	heads headCache
+	waker waker
+	coll  collector
+
+	maxSession int64
 }
 
 var (
@@ -95,10 +109,17 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, mapErr(err, "pgstore.Open %s", redact(url))
 	}
-	s := &Store{pool: pool, dsn: url, url: redact(url)}
+	s := &Store{pool: pool, dsn: url, url: redact(url), maxSession: opts.MaxSessionBytes}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
+	}
+	if opts.CollectEvery >= 0 {
+		every := opts.CollectEvery
+		if every == 0 {
+			every = DefaultCollectEvery
+		}
+		s.startCollector(every)
 	}
 	return s, nil
 }
@@ -266,6 +287,8 @@ func (s *Store) Capabilities() session.Capabilities {
 
 // Close closes the connection pool. Later calls fail.
 func (s *Store) Close() error {
+	s.closeCollector()
+	s.closeWaker()
 	s.pool.Close()
 	return nil
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Delete removes the session, its loop checkpoints and the workflows it
-// owns, in one transaction.
+// Delete removes the session, its loop checkpoints, the workflows it owns
+// and its references to artifact bytes, in one transaction (Collect
+// removes the bytes no other session refers to).
 func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := session.ValidateID("session", id); err != nil {
 		return err
@@ -24,7 +25,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			return session.Errorf(session.CodeNotFound, "session %q not found", id)
 		}
 		b := &pgx.Batch{}
-		for _, table := range []string{"commits", "messages", "traces", "checkpoints", "run_checkpoints", "runs", "workflows"} {
+		for _, table := range []string{"commits", "messages", "traces", "checkpoints", "run_checkpoints", "runs", "workflows", "blob_refs"} {
 			b.Queue("DELETE FROM "+table+" WHERE session_id = $1", id)
 		}
 		return tx.SendBatch(ctx, b).Close()

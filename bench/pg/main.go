@@ -39,9 +39,12 @@ func main() {
 	per := flag.Int("per-client", 100, "commits per client in the 32-client runs")
 	cairnd := flag.String("cairnd", "build/cairnd", "the cairnd to start")
 	noTrack := flag.Bool("no-track-files", false, "start the daemons with --no-track-files")
+	onlySave := flag.Bool("only-save", false, "measure only the 1-client save through cairnd (to profile or trace the daemon)")
+	baseline := flag.String("baseline", "", "another cairnd to measure the 1-client save with too, interleaved in the same run (A/B)")
 	flag.Parse()
 	owner := &pgtest.Program{}
 	defer owner.Close()
+	cleanup = owner.Close
 	srv := pgtest.Start(owner)
 	url := srv.CreateDB("bench")
 	msg := []byte(`{"role":"assistant","content":"` + strings.Repeat("x", 180) + `"}`)
@@ -71,11 +74,23 @@ func main() {
 	}
 	lat, wall = run(1, *n, commit)
 	add("pgstore.Commit in process, 1 client", lat, wall)
+	// What cairnd's commit adds inside the transaction: its events, as a
+	// row of the events table and a pg_notify (see pgstore.Notifier).
+	notified := func(c int) error {
+		sid := fmt.Sprint("events", c)
+		_, err := st.Commit(ctx, sid, &session.Change{AppendMessages: []session.Value{msg}}, session.CommitOptions{Notify: func(gen uint64) string {
+			return fmt.Sprintf(`[{"type":"session.committed","session_id":%q,"generation":%d}]`, sid, gen)
+		}})
+		return err
+	}
+	lat, wall = run(1, *n, notified)
+	add("pgstore.Commit in process with its events, 1 client", lat, wall)
 
 	// Two daemons (two workspaces) on the database.
 	var socks [2]string
+	var pids [2]int
 	for i := range socks {
-		socks[i] = startDaemon(owner, *cairnd, url, *noTrack)
+		socks[i], pids[i] = startDaemon(owner, *cairnd, url, *noTrack)
 	}
 	dial := func(i int) *protocol.Client {
 		c, err := protocol.Dial(ctx, socks[i%2], nil)
@@ -87,8 +102,34 @@ func main() {
 		_, err := c.Save(ctx, api.SaveRequest{SessionID: sid, Change: &session.Change{AppendMessages: []session.Value{msg}}})
 		return err
 	}
-	lat, wall = run(1, *n, func(int) error { return save(c0, "d1") })
-	add("save through cairnd, 1 client", lat, wall)
+	if *baseline != "" {
+		// A/B: the baseline daemon on the same database, rounds
+		// interleaved so that load on the machine falls on both alike.
+		// A database of its own: the baseline may be a build with an
+		// older schema, which a newer one's database refuses.
+		sockB, pidB := startDaemon(owner, *baseline, srv.CreateDB("baseline"), *noTrack)
+		cb, err := protocol.Dial(ctx, sockB, nil)
+		check(err)
+		var la, lb []time.Duration
+		var wa, wb, ca, cb2 time.Duration
+		for range 10 {
+			c := cpu(pids[0])
+			l, w := run(1, *n/10, func(int) error { return save(c0, "d1") })
+			la, wa, ca = append(la, l...), wa+w, ca+cpu(pids[0])-c
+			c = cpu(pidB)
+			l, w = run(1, *n/10, func(int) error { return save(cb, "b1") })
+			lb, wb, cb2 = append(lb, l...), wb+w, cb2+cpu(pidB)-c
+		}
+		add(fmt.Sprintf("save through cairnd, 1 client (cairnd CPU %.0f µs/save)", float64(ca.Microseconds())/float64(len(la))), la, wa)
+		add(fmt.Sprintf("save through the baseline cairnd, 1 client (cairnd CPU %.0f µs/save)", float64(cb2.Microseconds())/float64(len(lb))), lb, wb)
+	} else {
+		lat, wall = run(1, *n, func(int) error { return save(c0, "d1") })
+		add("save through cairnd, 1 client", lat, wall)
+	}
+	if *onlySave {
+		print(rows)
+		return
+	}
 
 	clients := make([]*protocol.Client, 32)
 	for i := range clients {
@@ -98,6 +139,8 @@ func main() {
 	add("raw INSERT + COMMIT (floor), 32 clients", lat, wall)
 	lat, wall = run(32, *per, commit)
 	add("pgstore.Commit in process, 32 clients (own sessions)", lat, wall)
+	lat, wall = run(32, *per, notified)
+	add("pgstore.Commit in process with its events, 32 clients (own sessions)", lat, wall)
 	lat, wall = run(32, *per, func(i int) error { return save(clients[i], fmt.Sprint("d32-", i)) })
 	add("save through two cairnd, 32 clients (own sessions)", lat, wall)
 
@@ -124,9 +167,13 @@ func main() {
 		})
 		tails = append(tails, row(fmt.Sprintf("tail read (20) through cairnd at %d messages", size), lat, wall))
 	}
+	print(append(rows, tails...))
+}
+
+func print(rows []string) {
 	fmt.Println("| operation | median | p99 | throughput |")
 	fmt.Println("|---|---|---|---|")
-	for _, r := range append(rows, tails...) {
+	for _, r := range rows {
 		fmt.Println(r)
 	}
 }
@@ -165,7 +212,19 @@ func row(name string, lat []time.Duration, wall time.Duration) string {
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d.Microseconds())) }
 
-func startDaemon(owner *pgtest.Program, cairnd, url string, noTrack bool) string {
+// cpu returns the CPU time process pid has used (user and system), from
+// /proc, in clock ticks of 10 ms.
+func cpu(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	check(err)
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	var u, s int64
+	fmt.Sscan(f[11], &u)
+	fmt.Sscan(f[12], &s)
+	return time.Duration(u+s) * 10 * time.Millisecond
+}
+
+func startDaemon(owner *pgtest.Program, cairnd, url string, noTrack bool) (string, int) {
 	ws, err := os.MkdirTemp("", "cairn-pgbench-")
 	check(err)
 	args := []string{"--workspace", ws, "--store", url, "--log-level", "warn"}
@@ -187,7 +246,7 @@ func startDaemon(owner *pgtest.Program, cairnd, url string, noTrack bool) string
 		c, err := protocol.Dial(ctx, sock, nil)
 		if err == nil {
 			c.Close()
-			return sock
+			return sock, cmd.Process.Pid
 		}
 		if time.Now().After(deadline) {
 			check(fmt.Errorf("cairnd on %s did not answer: %w", filepath.Base(ws), err))
@@ -196,9 +255,15 @@ func startDaemon(owner *pgtest.Program, cairnd, url string, noTrack bool) string
 	}
 }
 
+// cleanup stops the server and the daemons when check exits.
+var cleanup func()
+
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/pg:", err)
+		if cleanup != nil {
+			cleanup()
+		}
 		os.Exit(1)
 	}
 }

@@ -57,7 +57,11 @@ func Open(ctx context.Context, ws, storeURL string, sopts fsstore.Options, log h
 	}
 	octx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
 	defer cancel()
-	st, err := pgstore.Open(octx, storeURL, pgstore.Options{})
+	maxSession := sopts.MaxSessionBytes
+	if maxSession <= 0 {
+		maxSession = fsstore.DefaultMaxSessionBytes
+	}
+	st, err := pgstore.Open(octx, storeURL, pgstore.Options{MaxSessionBytes: maxSession})
 	if err != nil {
 		lock.Release()
 		return nil, nil, err
