@@ -10,8 +10,10 @@ set in the agent processes only (not in cairnd). Each agent is a Python
 process that runs agent_bench.py's turn (one checkpoint with ~8 KiB of
 messages) --turns times after a few warm-up turns. Printed per variant and
 agent count: turns/s, CPU per turn of the agents (the Python thread and the
-other threads, which are the Go runtime's), cairnd's, and the agents'
-voluntary and involuntary context switches per turn.
+other threads, which are the Go runtime's; from /proc/self/task/*/schedstat),
+cairnd's, and the voluntary and involuntary context switches per turn of
+the agents' Python threads. AGENTS_CPU_THREADS=1 also prints every thread
+of agent 0 (CPU, time slices, switches) to stderr.
 """
 from __future__ import annotations
 
@@ -104,8 +106,8 @@ def one(variant: str, n: int, turns: int) -> str:
     os.environ["CAIRN_LIBRARY"] = os.path.join(d, "libcairn.so")
     root = tempfile.mkdtemp(prefix="agents-cpu-")
     procs: List[subprocess.Popen] = []
-    import importlib
-    cairn = importlib.import_module("cairn")
+    import cairn
+
     c0 = cairn.connect(root, daemon=os.path.join(d, "cairnd"), daemon_args=["--idle-timeout=600s"])
     pid = c0.status()["daemon"]["pid"]
     try:
