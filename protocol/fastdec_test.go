@@ -109,3 +109,15 @@ func sameCheckpoint(a, b api.CheckpointRequest) bool {
 	}
 	return reflect.DeepEqual(a, b)
 }
+
+// FuzzDecodeCheckpointParams: whatever the fast decoder takes, DecodeParams
+// takes too, to the same value.
+func FuzzDecodeCheckpointParams(f *testing.F) {
+	for _, r := range []api.CheckpointRequest{
+		{RunID: "r", Turn: 1, NewMessages: []session.Value{session.Value(`"m"`)}},
+		{RunID: "r", SessionID: "s", Turn: -3, NewMessages: []session.Value{session.Value(`1`), session.Value(`2`)}, Usage: session.Usage{Cost: 1.5}, State: session.Value(`{}`)},
+	} {
+		f.Add(AppendCheckpointParams(nil, &r))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkAgainstGeneric(t, b) })
+}
