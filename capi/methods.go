@@ -89,6 +89,13 @@ func openInstance(raw string) (*instance, error) {
 		if o.MaxSessionBytes < 0 {
 			return nil, session.Errorf(session.CodeInvalidArgument, "cairn_open: max_session_bytes must not be negative")
 		}
+		procsEmbeddedOpening()
+		opened := false
+		defer func() {
+			if !opened {
+				procsEmbeddedClosed()
+			}
+		}()
 		ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
 		st, release, err := storeopen.Open(ctx, ws, o.Store, fsstore.Options{MaxSessionBytes: o.MaxSessionBytes, PreallocBytes: fsstore.DefaultPreallocBytes}, nil)
 		cancel()
@@ -106,6 +113,7 @@ func openInstance(raw string) (*instance, error) {
 			in.files, eopts.Workspace = tr, tr
 		}
 		in.eng, in.release = engine.New(st, eopts), release
+		opened = true
 		return in, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
@@ -123,6 +131,7 @@ func openInstance(raw string) (*instance, error) {
 		return nil, err
 	}
 	in.client = c
+	procsClientOpened()
 	return in, nil
 }
 
@@ -161,6 +170,7 @@ func (in *instance) close() error {
 	if in.eng != nil {
 		err := in.eng.Close()
 		in.release()
+		procsEmbeddedClosed()
 		if in.files != nil {
 			err = errors.Join(err, in.files.Close())
 		}

@@ -63,7 +63,6 @@ type wsConn struct {
 	done       chan struct{}  // closed when serve returns
 	shed       chan struct{}  // closed when the answer budget sheds the connection
 	wmu        sync.Mutex     // held across a write, and the shed check before it
-	rbuf       []byte         // the reader's message buffer, reused; reader only
 
 	// Guarded by s.budgetMu.
 	unsent   int64 // bytes of this connection's answers queued or being written
@@ -104,10 +103,12 @@ func newWSConn(s *Server, ws *websocket.Conn, fc *frameConn) *wsConn {
 	}
 }
 
-// job is one request for a worker.
+// job is one request for a worker. Its params are in buf (see
+// readMessage), which the worker hands back once the handler returns.
 type job struct {
 	h   handler
 	req *protocol.Request
+	buf *[]byte
 }
 
 // maxIdleWorkers is how many workers of a connection wait for its next
@@ -171,8 +172,9 @@ func (c *wsConn) readLoop() error {
 		case <-c.ctx.Done():
 			return c.ctx.Err()
 		}
-		typ, msg, err := c.readMessage()
+		typ, buf, err := c.readMessage()
 		if err == nil && c.isShed() {
+			putReadBuf(buf)
 			err = errShed // what a shed connection sends no longer matters
 		}
 		if err != nil {
@@ -187,29 +189,46 @@ func (c *wsConn) readLoop() error {
 			}
 			return err
 		}
-		c.dispatch(typ, msg)
+		c.dispatch(typ, buf)
 	}
 }
 
-// maxKeptReadBuf is the largest read buffer a connection keeps for its
-// next message; a larger one, grown for a large message, is let go, so
-// that an idle connection does not hold what its largest message needed.
+// maxKeptReadBuf is the largest read buffer kept for another message; a
+// larger one, grown for a large message, is let go, so that idle
+// connections do not hold what their largest messages needed.
 const maxKeptReadBuf = 64 << 10
 
-// readMessage reads one message, as websocket.Conn.Read does, but into the
-// connection's reused buffer (rbuf) rather than a new one grown from 512
-// bytes per message. The message is valid until the next readMessage:
-// dispatch decodes it at once, and protocol.DecodeRequest copies what the
-// request keeps (its params are a cbor.RawMessage of their own).
-func (c *wsConn) readMessage() (websocket.MessageType, []byte, error) {
+// readBufs holds read buffers (*[]byte) for reuse, shared by connections.
+var readBufs sync.Pool
+
+// putReadBuf hands a read buffer back for another message, unless it grew
+// past maxKeptReadBuf.
+func putReadBuf(bp *[]byte) {
+	if bp == nil || cap(*bp) > maxKeptReadBuf {
+		return
+	}
+	*bp = (*bp)[:0]
+	readBufs.Put(bp)
+}
+
+// readMessage reads one message, as websocket.Conn.Read does, but into a
+// reused buffer (readBufs) rather than a new one grown from 512 bytes per
+// message. The message is *buf. The buffer is the caller's: a request
+// decodes its params in place (protocol.DecodeRequestBorrowed, no copy of
+// a checkpoint's KiBs), so its buffer goes back to readBufs (putReadBuf)
+// only once its handler has returned; everything the handler decoded from
+// the params is a copy (the CBOR decoder copies byte and text strings).
+func (c *wsConn) readMessage() (websocket.MessageType, *[]byte, error) {
 	typ, r, err := c.ws.Reader(c.ctx)
 	if err != nil {
 		return 0, nil, err
 	}
-	b := c.rbuf[:0]
-	if cap(b) == 0 {
-		b = make([]byte, 0, 16<<10)
+	bp, _ := readBufs.Get().(*[]byte)
+	if bp == nil {
+		b := make([]byte, 0, 16<<10)
+		bp = &b
 	}
+	b := (*bp)[:0]
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
@@ -217,14 +236,11 @@ func (c *wsConn) readMessage() (websocket.MessageType, []byte, error) {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
 		if err != nil {
-			if cap(b) <= maxKeptReadBuf {
-				c.rbuf = b
-			} else {
-				c.rbuf = nil
-			}
+			*bp = b
 			if errors.Is(err, io.EOF) {
-				return typ, b, nil
+				return typ, bp, nil
 			}
+			putReadBuf(bp)
 			return 0, nil, err
 		}
 	}
@@ -271,13 +287,22 @@ func (c *wsConn) closeWith(code websocket.StatusCode, reason string) {
 	_ = c.ws.Close(code, reason)
 }
 
-// dispatch starts the request in msg, or queues the error answer for it.
-func (c *wsConn) dispatch(typ websocket.MessageType, msg []byte) {
+// dispatch starts the request in *buf, or queues the error answer for it.
+// The request takes buf (see readMessage); dispatch hands it back when no
+// request starts.
+func (c *wsConn) dispatch(typ websocket.MessageType, buf *[]byte) {
+	started := false
+	defer func() {
+		if !started {
+			putReadBuf(buf)
+		}
+	}()
 	if typ != websocket.MessageBinary {
 		c.fail(nil, "", protocol.ErrBadRequest, "text message; cairn.v1 messages are binary CBOR", false)
 		return
 	}
-	req, err := protocol.DecodeRequest(msg)
+	msg := *buf
+	req, err := protocol.DecodeRequestBorrowed(msg)
 	if err != nil {
 		var id *uint64
 		if req != nil {
@@ -296,11 +321,12 @@ func (c *wsConn) dispatch(typ websocket.MessageType, msg []byte) {
 		c.fail(req.ID, req.Method, protocol.ErrUnavailable, "cairnd is shutting down", false)
 		return
 	}
+	started = true
 	select {
-	case c.work <- job{h, req}:
+	case c.work <- job{h, req, buf}:
 	default:
 		c.requests.Add(1)
-		go c.worker(job{h, req})
+		go c.worker(job{h, req, buf})
 	}
 }
 
@@ -312,7 +338,7 @@ func (c *wsConn) dispatch(typ websocket.MessageType, msg []byte) {
 func (c *wsConn) worker(j job) {
 	defer c.requests.Done()
 	for {
-		c.handle(j.h, j.req)
+		c.handle(j.h, j.req, j.buf)
 		if c.idle.Add(1) > maxIdleWorkers {
 			c.idle.Add(-1)
 			return
@@ -326,10 +352,13 @@ func (c *wsConn) worker(j job) {
 	}
 }
 
-// handle runs one request and queues its answer.
-func (c *wsConn) handle(h handler, req *protocol.Request) {
+// handle runs one request and queues its answer. The request's params are
+// in buf, handed back once the handler has returned.
+func (c *wsConn) handle(h handler, req *protocol.Request, buf *[]byte) {
 	start := time.Now()
 	res, err := h(c.ctx, c, req.Params)
+	req.Params = nil
+	putReadBuf(buf)
 	if c.isShed() {
 		// Nobody will read the answer: do not build it.
 		c.finish(answer{counted: true})

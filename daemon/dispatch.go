@@ -27,8 +27,12 @@ type route struct {
 func handle[P, R any](m api.Spec[P, R], fn func(ctx context.Context, c *wsConn, p P) (R, error)) route {
 	return route{m.Name, func(ctx context.Context, c *wsConn, params cbor.RawMessage) (any, error) {
 		var p P
-		if err := protocol.DecodeParams(params, &p); err != nil {
-			return nil, err
+		// A checkpoint, every agent turn, is decoded without reflection
+		// when it has the layout the protocol client writes.
+		if cp, ok := any(&p).(*api.CheckpointRequest); !ok || !protocol.DecodeCheckpointParams(params, cp) {
+			if err := protocol.DecodeParams(params, &p); err != nil {
+				return nil, err
+			}
 		}
 		return fn(ctx, c, p)
 	}}

@@ -18,10 +18,11 @@ import (
 // connection without waiting for any answer, their sizes alternating
 // between a few bytes, kilobytes and over a mebibyte, so that the daemon
 // reads each message while the requests before it still run. cairnd reads
-// every message into one reused buffer (it lets go of one grown past
-// 64 KiB); a request that still used the buffer once the next message
-// was read into it would save that message's bytes. Every session must hold
-// exactly the bytes its own save sent.
+// messages into reused buffers (it lets go of one grown past 64 KiB), and a
+// request's params stay in its buffer, not copied, until its handler
+// returns; a buffer reused for the next message while a request still used
+// it would make that request save the next message's bytes (or fail to
+// decode). Every session must hold exactly the bytes its own save sent.
 func TestE2EPipelinedMessagesKeepTheirBytes(t *testing.T) {
 	const n = 40
 	sizes := []int{10, 40 << 10, 100, 3 << 10, 1<<20 + 1000, 7}

@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -201,7 +203,15 @@ type hijackTap struct {
 	fc      *frameConn // set by Hijack
 }
 
-// Hijack hijacks the underlying connection and wraps it.
+// hijackReadBuf is the size of the buffered reader the WebSocket library
+// reads the connection through: room for a frame header and a typical
+// request (a checkpoint's ~8 KiB) in one read call, where the HTTP
+// server's 4 KiB reader takes two.
+const hijackReadBuf = 16 << 10
+
+// Hijack hijacks the underlying connection and wraps it, and gives the
+// library a hijackReadBuf reader over it, holding what the HTTP server's
+// reader had buffered.
 func (h *hijackTap) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	hj, ok := h.ResponseWriter.(http.Hijacker)
 	if !ok {
@@ -220,5 +230,25 @@ func (h *hijackTap) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		h.fc.cur.advance(early)
 		h.fc.tooBig = h.fc.cur.over
 	}
-	return h.fc, brw, nil
+	return h.fc, bufio.NewReadWriter(biggerReader(brw.Reader, h.fc), brw.Writer), nil
+}
+
+// biggerReader returns a hijackReadBuf reader that yields what old has
+// buffered, then reads conn. The library takes over what the reader it is
+// handed has buffered (and nothing of what it has not), so the early bytes
+// are in the new reader's buffer before it is returned.
+func biggerReader(old *bufio.Reader, conn net.Conn) *bufio.Reader {
+	n := old.Buffered()
+	if n == 0 {
+		return bufio.NewReaderSize(conn, hijackReadBuf)
+	}
+	if n > hijackReadBuf {
+		return old // the HTTP server's reader is smaller: never
+	}
+	early, _ := old.Peek(n)
+	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(early)), conn), hijackReadBuf)
+	// One read of the bytes.Reader fills the buffer with all of them and
+	// nothing of conn.
+	_, _ = br.Peek(n)
+	return br
 }

@@ -1,8 +1,14 @@
 package daemon
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
+	"errors"
+	"io"
 	"math/rand/v2"
+	"net"
+	"strings"
 	"testing"
 )
 
@@ -127,5 +133,33 @@ func TestFrameCursorLimit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBiggerReader: the reader the WebSocket library gets after the hijack
+// has hijackReadBuf bytes of buffer and yields the bytes the HTTP server
+// had buffered past the upgrade request before the connection's, also once
+// the library has reset it the way it does (coder/websocket's accept takes
+// over only what is buffered).
+func TestBiggerReader(t *testing.T) {
+	for _, early := range []string{"", "early bytes"} {
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		old := bufio.NewReader(io.MultiReader(strings.NewReader(early), strings.NewReader("")))
+		_, _ = old.Peek(len(early))
+		br := biggerReader(old, a)
+		if br.Size() != hijackReadBuf || br.Buffered() != len(early) {
+			t.Fatalf("early %q: reader of %d bytes holding %d, want %d holding %d", early, br.Size(), br.Buffered(), hijackReadBuf, len(early))
+		}
+		held, _ := br.Peek(br.Buffered())
+		br.Reset(io.MultiReader(bytes.NewReader(held), a))
+		go func() { _, _ = b.Write([]byte("then the socket")); b.Close() }()
+		got, err := io.ReadAll(br)
+		if err != nil && !errors.Is(err, io.ErrClosedPipe) {
+			t.Fatal(err)
+		}
+		if string(got) != early+"then the socket" {
+			t.Fatalf("read %q, want %q", got, early+"then the socket")
+		}
 	}
 }

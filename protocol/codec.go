@@ -163,11 +163,22 @@ type requestMsg struct {
 
 // request is what DecodeRequest decodes: Method is nil when the key is
 // missing, which is bad_request, and "" when it is empty, which names no
-// method (method_not_found).
+// method (method_not_found). Params is a slice of the message.
 type request struct {
-	ID     *uint64         `cbor:"id"`
-	Method *string         `cbor:"method"`
-	Params cbor.RawMessage `cbor:"params,omitempty"`
+	ID     *uint64     `cbor:"id"`
+	Method *string     `cbor:"method"`
+	Params borrowedRaw `cbor:"params,omitempty"`
+}
+
+// borrowedRaw is an encoded CBOR item decoded as the slice of the input it
+// occupies, where cbor.RawMessage copies it.
+type borrowedRaw []byte
+
+// UnmarshalCBOR keeps b itself (the decoder has checked it is one
+// well-formed item).
+func (m *borrowedRaw) UnmarshalCBOR(b []byte) error {
+	*m = b
+	return nil
 }
 
 // DecodeRequest decodes an untrusted request message. On failure it returns
@@ -176,8 +187,21 @@ type request struct {
 // decode limit, a duplicate key, an indefinite length, a tag or invalid
 // UTF-8 still names its id when it is well-formed CBOR (see scanRequest).
 // Every text string of the message must be UTF-8, those of keys it ignores
-// included.
+// included. The request's Params are a copy.
 func DecodeRequest(msg []byte) (*Request, error) {
+	req, err := DecodeRequestBorrowed(msg)
+	if req != nil && req.Params != nil {
+		req.Params = append(cbor.RawMessage(nil), req.Params...)
+	}
+	return req, err
+}
+
+// DecodeRequestBorrowed is DecodeRequest, but the request's Params are the
+// bytes of msg they occupy, not a copy: they are valid only as long as msg
+// is unchanged. cairnd uses it to skip copying a request's params (a
+// checkpoint's are several KiB) out of the buffer the message was read
+// into, which it reuses only once the request's handler has returned.
+func DecodeRequestBorrowed(msg []byte) (*Request, error) {
 	var r request
 	if err := Unmarshal(msg, &r); err != nil {
 		if id := scanRequest(msg).id; id != nil {
@@ -185,7 +209,7 @@ func DecodeRequest(msg []byte) (*Request, error) {
 		}
 		return nil, err
 	}
-	req := &Request{ID: r.ID, Params: r.Params}
+	req := &Request{ID: r.ID, Params: cbor.RawMessage(r.Params)}
 	switch {
 	case scanRequest(msg).badText:
 		// The decoder checked only what it decoded into strings so far;

@@ -239,3 +239,43 @@ func FuzzRequestID(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeRequestBorrowed: DecodeRequestBorrowed's params are the bytes
+// of the message (a change to the message shows in them), DecodeRequest's a
+// copy; both decode the same request, and both refuse the same bad one.
+func TestDecodeRequestBorrowed(t *testing.T) {
+	msg, err := EncodeRequest(7, "save", map[string]any{"session_id": "s", "pad": strings.Repeat("x", 9000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied, err := DecodeRequest(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	borrowed, err := DecodeRequestBorrowed(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *borrowed.ID != 7 || borrowed.Method != "save" || !bytes.Equal(borrowed.Params, copied.Params) {
+		t.Fatalf("borrowed %+v, copied %+v: want the same request", borrowed, copied)
+	}
+	was := bytes.Clone(copied.Params)
+	i := bytes.Index(msg, []byte("xxxx"))
+	msg[i] = 'y'
+	if !bytes.Contains(borrowed.Params, []byte("yxxx")) {
+		t.Fatal("DecodeRequestBorrowed's params do not share the message's bytes")
+	}
+	if !bytes.Equal(copied.Params, was) {
+		t.Fatal("DecodeRequest's params changed with the message: not a copy")
+	}
+	bad, err := Marshal(map[string]any{"id": uint64(3), "params": map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, decode := range map[string]func([]byte) (*Request, error){"copied": DecodeRequest, "borrowed": DecodeRequestBorrowed} {
+		r, err := decode(bad)
+		if !errors.Is(err, ErrBadRequest) || r == nil || r.ID == nil || *r.ID != 3 {
+			t.Fatalf("%s: a request without a method: %+v, %v; want bad_request naming id 3", name, r, err)
+		}
+	}
+}
