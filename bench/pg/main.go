@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"os"
@@ -23,6 +24,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fxamacker/cbor/v2"
 
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/internal/pgtest"
@@ -79,7 +82,11 @@ func main() {
 	notified := func(c int) error {
 		sid := fmt.Sprint("events", c)
 		_, err := st.Commit(ctx, sid, &session.Change{AppendMessages: []session.Value{msg}}, session.CommitOptions{Notify: func(gen uint64) string {
-			return fmt.Sprintf(`[{"type":"session.committed","session_id":%q,"generation":%d}]`, sid, gen)
+			// Encoded as the engine encodes a commit's events, so that the
+			// daemons listening on this database can decode them.
+			b, err := cbor.Marshal([]api.Event{{Type: "session.committed", Data: map[string]any{"session_id": sid, "generation": gen}}})
+			check(err)
+			return base64.StdEncoding.EncodeToString(b)
 		}})
 		return err
 	}
