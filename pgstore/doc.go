@@ -42,6 +42,14 @@
 // refers to (blob_refs), in bounded passes that are safe with other hosts
 // committing and collecting at once.
 //
+// Store is a session.Checker: Verify checks each session in its own
+// read-only snapshot (commit generations contiguous up to the session's,
+// message and trace positions against the head's counts, the byte
+// accounting of the session limit, every artifact's chunks against its size
+// and SHA-256, and their blob_refs), and workflow rows, and changes
+// nothing. Repair is refused with invalid_argument: it is the file store's
+// salvage of a log, and PostgreSQL's own tools cover damage there.
+//
 // A commit that ends a run (UpsertRuns with a status other than running:
 // completed, failed, or interrupted when a resume supersedes it) deletes
 // that run's lease in its own transaction, since nothing writes it again.
