@@ -16,7 +16,8 @@
 // position and generation, its latest loop checkpoint per run, and artifact
 // bytes by content in chunks of at most ChunkSize, so no row is unbounded.
 // Head, a message tail, a checkpoint and one artifact each cost an indexed
-// lookup, not the session's size.
+// lookup, not the session's size; ArtifactsByID reads the session's row
+// and the named artifacts' chunks in one snapshot.
 //
 // The schema is created and migrated on Open from the embedded migrations,
 // and versioned in schema_version; a database whose schema is newer than this
