@@ -55,7 +55,7 @@ func TestPostgresVerify(t *testing.T) {
 	if rep.OK || len(rep.Problems) != 1 {
 		t.Fatalf("verify after a chunk was corrupted: %+v; want one problem", rep)
 	}
-	if p := rep.Problems[0]; p.Kind != "session" || p.ID != "s" || p.Path != "blobs" || p.State != "corrupt" ||
+	if p := rep.Problems[0]; p.Kind != "session" || p.ID != "s" || p.Path != "postgres:blobs" || p.State != "corrupt" ||
 		!strings.Contains(p.Message, `artifact "big"`) || !strings.Contains(p.Message, "hash to") {
 		t.Fatalf("problem: %+v", p)
 	}

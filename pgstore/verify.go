@@ -28,9 +28,10 @@ const verifyPage = 256
 // page of ids at a time, so a large database is checked in bounded memory
 // and without holding one snapshot for the whole pass.
 //
-// A Problem's Path names the table where the damage is, State is corrupt
-// (or unreadable when a row does not decode), Offset is -1 and Generation
-// is the session row's generation.
+// A Problem's Path is "postgres:" and the table where the damage is (so a
+// reader tells it from a file store's path, which repair could salvage),
+// State is corrupt (or unreadable when a row does not decode), Offset is
+// -1, and Generation is the session row's generation.
 func (s *Store) Verify(ctx context.Context) (*session.VerifyReport, error) {
 	rep := &session.VerifyReport{Problems: []session.Problem{}, Quarantine: []string{}}
 	var after string
@@ -88,7 +89,7 @@ func (s *Store) Verify(ctx context.Context) (*session.VerifyReport, error) {
 			rep.Workflows++
 			rep.Bytes += int64(len(w.data))
 			bad := func(state, format string, args ...any) {
-				rep.Problems = append(rep.Problems, session.Problem{Kind: "workflow", ID: w.id, Path: "workflows", State: state,
+				rep.Problems = append(rep.Problems, session.Problem{Kind: "workflow", ID: w.id, Path: TablePath + "workflows", State: state,
 					Offset: -1, Size: int64(len(w.data)), Message: fmt.Sprintf(format, args...)})
 			}
 			wf, err := decodeWorkflow(w.data)
@@ -111,8 +112,9 @@ func (s *Store) Verify(ctx context.Context) (*session.VerifyReport, error) {
 }
 
 // The states of a Problem found on PostgreSQL, as the file store names
-// them.
+// them, and the prefix of its Path, before the table's name.
 const (
+	TablePath       = "postgres:"
 	StateCorrupt    = "corrupt"
 	StateUnreadable = "unreadable"
 )
@@ -134,7 +136,7 @@ func verifySession(ctx context.Context, tx pgx.Tx, id string) ([]session.Problem
 	problems := []session.Problem{}
 	bytes := int64(len(head))
 	bad := func(table, state, format string, args ...any) {
-		problems = append(problems, session.Problem{Kind: "session", ID: id, Path: table, State: state, Offset: -1,
+		problems = append(problems, session.Problem{Kind: "session", ID: id, Path: TablePath + table, State: state, Offset: -1,
 			Generation: uint64(gen), Message: fmt.Sprintf(format, args...)})
 	}
 

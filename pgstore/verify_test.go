@@ -141,7 +141,7 @@ func TestVerifyDamage(t *testing.T) {
 			}
 			found := false
 			for _, p := range rep.Problems {
-				if p.Kind == tc.kind && p.ID == tc.id && p.Path == tc.path && strings.Contains(p.Message, tc.want) && p.State != "" {
+				if p.Kind == tc.kind && p.ID == tc.id && p.Path == pgstore.TablePath+tc.path && strings.Contains(p.Message, tc.want) && p.State != "" {
 					found = true
 				}
 			}
