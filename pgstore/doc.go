@@ -16,7 +16,8 @@
 // position and generation, its latest loop checkpoint per run, and artifact
 // bytes by content in chunks of at most ChunkSize, so no row is unbounded.
 // Head, a message tail, a checkpoint and one artifact each cost an indexed
-// lookup, not the session's size.
+// lookup, not the session's size; ArtifactsByID reads the session's row
+// and the named artifacts' chunks in one snapshot.
 //
 // The schema is created and migrated on Open from the embedded migrations,
 // and versioned in schema_version; a database whose schema is newer than this
@@ -41,6 +42,14 @@
 // rows expired for longer than a grace and the artifact bytes no session
 // refers to (blob_refs), in bounded passes that are safe with other hosts
 // committing and collecting at once.
+//
+// Store is a session.Checker: Verify checks each session in its own
+// read-only snapshot (commit generations contiguous up to the session's,
+// message and trace positions against the head's counts, the byte
+// accounting of the session limit, every artifact's chunks against its size
+// and SHA-256, and their blob_refs), and workflow rows, and changes
+// nothing. Repair is refused with invalid_argument: it is the file store's
+// salvage of a log, and PostgreSQL's own tools cover damage there.
 //
 // A commit that ends a run (UpsertRuns with a status other than running:
 // completed, failed, or interrupted when a resume supersedes it) deletes

@@ -2,9 +2,10 @@ package session
 
 import "context"
 
-// Checker is served by a store that can check every byte it keeps and
-// salvage a damaged log (the file store). The engine serves verify and
-// repair through it; a store without it has nothing on disk to check.
+// Checker is served by a store that can check what it keeps (the file
+// store, pgstore) and salvage a damaged log where it can (the file store;
+// pgstore refuses Repair with invalid_argument). The engine serves verify
+// and repair through it; a store without it has nothing to check.
 type Checker interface {
 	// Verify reads and checks every record of every log the store keeps.
 	Verify(ctx context.Context) (*VerifyReport, error)

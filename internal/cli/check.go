@@ -32,6 +32,12 @@ func (e *env) verify() error {
 		w := e.stdout
 		fmt.Fprintf(w, "checked %d session log(s), %d workflow log(s), %d manifest file(s): %d bytes\n", rep.Sessions, rep.Workflows, rep.Manifests, rep.Bytes)
 		for _, p := range rep.Problems {
+			if strings.HasPrefix(p.Path, "postgres:") {
+				// A PostgreSQL store's rows: repair is the file store's;
+				// PostgreSQL's own tools restore a database.
+				fmt.Fprintf(w, "\n%s %s: %s (session at generation %d)\n  %s\n  %s\n", p.Kind, p.ID, p.State, p.Generation, p.Path, p.Message)
+				continue
+			}
 			at := "where the damage starts is unknown"
 			if p.Offset >= 0 {
 				at = fmt.Sprintf("intact up to byte %d of %d", p.Offset, p.Size)
