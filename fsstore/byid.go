@@ -14,12 +14,7 @@ import (
 // metadata (Size set) before its data is read; the page stops at the first
 // one it refuses. Next is how many of ids the page covers.
 func (s *Store) ArtifactsByID(ctx context.Context, id string, ids []string, fit func(session.Artifact) bool) (session.Page[session.Artifact], error) {
-	for _, a := range ids {
-		if err := session.ValidateID("artifact", a); err != nil {
-			return session.Page[session.Artifact]{}, err
-		}
-	}
-	sf, fr, err := s.reading(id)
+	sf, fr, err := s.readingArtifacts(id, ids)
 	if err != nil {
 		return session.Page[session.Artifact]{}, err
 	}

@@ -29,6 +29,17 @@ func (s *Store) reading(id string) (*sessionFile, frameReader, error) {
 	return sf, frameReader{r: l, path: sf.path}, nil
 }
 
+// readingArtifacts is reading for a read of the artifacts ids, which it
+// checks first.
+func (s *Store) readingArtifacts(id string, ids []string) (*sessionFile, frameReader, error) {
+	for _, a := range ids {
+		if err := session.ValidateID("artifact", a); err != nil {
+			return nil, frameReader{}, err
+		}
+	}
+	return s.reading(id)
+}
+
 // decodeFrame reads the record at it into v.
 func (fr frameReader) decodeFrame(it item, v any) error {
 	rec, err := fr.frame(it)
@@ -255,12 +266,7 @@ func decodeRaw(raw []byte, v any) error {
 // Artifacts returns the named artifacts (all when ids is nil), reading
 // their data only when withData.
 func (s *Store) Artifacts(ctx context.Context, id string, ids []string, withData bool) (session.Page[session.Artifact], error) {
-	for _, a := range ids {
-		if err := session.ValidateID("artifact", a); err != nil {
-			return session.Page[session.Artifact]{}, err
-		}
-	}
-	sf, fr, err := s.reading(id)
+	sf, fr, err := s.readingArtifacts(id, ids)
 	if err != nil {
 		return session.Page[session.Artifact]{}, err
 	}
