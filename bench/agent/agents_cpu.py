@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Dict, List
 
 REPO = Path(__file__).resolve().parents[2]
-CLK_TCK = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, str(REPO / "bench" / "agent"))
+from agent_bench import proc_cpu_s  # noqa: E402
 
 
 def threads_cpu() -> Dict[str, float]:
@@ -89,12 +90,6 @@ def worker(target: str, sid: str, turns: int) -> None:
                       "vol": sw1["voluntary"] - sw0["voluntary"], "invol": sw1["nonvoluntary"] - sw0["nonvoluntary"]}),
           flush=True)
     c.close()
-
-
-def proc_cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def one(variant: str, n: int, turns: int) -> str:

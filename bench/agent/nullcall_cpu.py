@@ -14,21 +14,18 @@ root = sys.argv[1]; n = int(sys.argv[2])
 sys.path.insert(0, root + "/bindings/python")
 os.environ["CAIRN_LIBRARY"] = root + "/build/libcairn.so"
 import cairn
+from agent_bench import proc_cpu_s  # this script's directory
 d = tempfile.mkdtemp(prefix="r2null-")
 try:
     cd = cairn.connect(d, daemon=root + "/build/cairnd", daemon_args=["--idle-timeout=60s"])
     pid = cd.status()["daemon"]["pid"]
     cd.save("s", change={"append_messages": [{"role": "user", "content": "x"}]})
     for _ in range(500): cd.summary("s")
-    def cpu(pid):
-        with open(f"/proc/{pid}/stat") as f:
-            x = f.read().rsplit(")", 1)[1].split()
-        return (int(x[11]) + int(x[12])) / os.sysconf("SC_CLK_TCK")
-    ru0 = resource.getrusage(resource.RUSAGE_SELF); d0 = cpu(pid)
+    ru0 = resource.getrusage(resource.RUSAGE_SELF); d0 = proc_cpu_s(pid)
     ts = []
     for _ in range(n):
         t = time.perf_counter_ns(); cd.summary("s"); ts.append(time.perf_counter_ns() - t)
-    ru1 = resource.getrusage(resource.RUSAGE_SELF); d1 = cpu(pid)
+    ru1 = resource.getrusage(resource.RUSAGE_SELF); d1 = proc_cpu_s(pid)
     ccpu = (ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime) / n * 1e6
     cs = (ru1.ru_nvcsw + ru1.ru_nivcsw - ru0.ru_nvcsw - ru0.ru_nivcsw) / n
     print(f"{statistics.median(ts)/1000:.0f} {ccpu:.0f} {cs:.2f} {(d1-d0)/n*1e6:.0f} {os.getloadavg()[0]:.2f}")

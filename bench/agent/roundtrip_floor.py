@@ -14,6 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bindings" / "python"))
 os.environ.setdefault("CAIRN_LIBRARY", str(REPO / "build" / "libcairn.so"))
 import cairn
+from agent_bench import proc_cpu_s  # this script's directory
 d = tempfile.mkdtemp(prefix="rtfloor-")
 try:
     os.makedirs(d + "/e"); os.makedirs(d + "/d")
@@ -27,15 +28,11 @@ try:
         for _ in range(n):
             t = time.perf_counter_ns(); c.summary("s"); ts.append(time.perf_counter_ns() - t)
         return statistics.median(ts) / 1000
-    def cpu(pid):
-        with open(f"/proc/{pid}/stat") as f:
-            x = f.read().rsplit(")", 1)[1].split()
-        return (int(x[11]) + int(x[12])) / os.sysconf("SC_CLK_TCK")
     for r in range(3):
         e = lat(ce)
-        c0, d0 = time.process_time(), cpu(pid)
+        c0, d0 = time.process_time(), proc_cpu_s(pid)
         dl = lat(cd)
-        cc, dc = (time.process_time() - c0) / 3000 * 1e6, (cpu(pid) - d0) / 3000 * 1e6
+        cc, dc = (time.process_time() - c0) / 3000 * 1e6, (proc_cpu_s(pid) - d0) / 3000 * 1e6
         print(f"summary: embedded {e:.0f} us, daemon {dl:.0f} us (client cpu {cc:.0f} + cairnd {dc:.0f} us); round trip adds {dl - e:.0f} us; load {os.getloadavg()[0]:.2f}")
     cd.close(); ce.close(); os.kill(pid, 15)
 finally:
