@@ -1,6 +1,7 @@
 """Per-turn cost of saving an agent's turn, on one PostgreSQL server:
-cairn (connect(store=URL), daemon mode: one save appending the turn's
-message) against LangGraph's PostgresSaver (langgraph-checkpoint-postgres
+cairn (connect(store=URL): one save appending the turn's message, through
+cairnd and embedded, i.e. pgstore in this process as PostgresSaver is)
+against LangGraph's PostgresSaver (langgraph-checkpoint-postgres
 with psycopg, autocommit connection, setup() done: one put() per turn of a
 checkpoint whose "messages" channel holds the conversation so far, as a
 messages-state graph checkpoints it). 1,000 turns each; prints the median
@@ -30,9 +31,12 @@ def med_us(xs):
     return statistics.median(xs) * 1e6
 
 
-def bench_cairn(url, turns):
+def bench_cairn(url, turns, embedded=False):
     with tempfile.TemporaryDirectory(prefix="cairn-pgsaver-") as ws:
-        c = cairn.connect(ws, store=url, daemon_args=["--idle-timeout=30s"])
+        if embedded:
+            c = cairn.connect(ws, store=url, embedded=True)
+        else:
+            c = cairn.connect(ws, store=url, daemon_args=["--idle-timeout=30s"])
         try:
             sid = "s-" + uuid.uuid4().hex[:8]
             c.save(sid, change={"append_messages": []})
@@ -76,14 +80,20 @@ def main():
     url = sys.argv[1]
     turns = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
     rows = []
-    for name, fn in (("cairn save through cairnd (pgstore)", bench_cairn), ("LangGraph PostgresSaver.put", bench_saver)):
+    for name, fn in (
+        ("cairn save through cairnd (pgstore)", bench_cairn),
+        ("cairn save embedded (pgstore in process)", lambda u, n: bench_cairn(u, n, embedded=True)),
+        ("LangGraph PostgresSaver.put", bench_saver),
+    ):
         lat = fn(url, turns)
         rows.append((name, med_us(lat), med_us(lat[-100:])))
     print(f"| per turn, {turns} turns | median | median of the last 100 |")
     print("|---|---|---|")
     for name, a, b in rows:
         print(f"| {name} | {a:.0f} µs | {b:.0f} µs |")
-    print(f"| ratio (PostgresSaver / cairn) | {rows[1][1] / rows[0][1]:.1f}× | {rows[1][2] / rows[0][2]:.1f}× |")
+    saver = rows[-1]
+    for name, a, b in rows[:-1]:
+        print(f"| PostgresSaver / {name.split(' (')[0]} | {saver[1] / a:.1f}× | {saver[2] / b:.1f}× |")
 
 
 if __name__ == "__main__":
