@@ -36,6 +36,7 @@ flags:
 `
 
 func main() {
+	keepSysmonAwake()
 	fs := flag.NewFlagSet("cairnd", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usage); printVisibleDefaults(fs) }
 	ws := fs.String("workspace", "", "workspace `dir` to serve (default: the current directory)")
