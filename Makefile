@@ -153,9 +153,22 @@ test-fuzz-short:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./protocol/
 
-# The Node.js binding uses koffi, installed from package-lock.json.
+# The Node.js binding uses koffi, installed from package-lock.json. Its
+# tests' SqliteSaver (@langchain/langgraph-checkpoint-sqlite) needs
+# better-sqlite3, a native module with no prebuilt binary that can be
+# fetched here: npm ci builds it from source (build_from_source: no
+# prebuild-install download) against the running node's own headers
+# (nodedir: node-gyp downloads none), so only the npm registry is used. It
+# needs python3, make and a C++ compiler, and adds about a minute. npm ci
+# fails if the build does, and the check after it if the module does not
+# load: node-deps never goes on without it.
+NODE_PREFIX ?= $(shell dirname "$$(dirname "$$(readlink -f "$$(command -v node)")")")
+
 node-deps:
-	cd bindings/node && npm ci --no-audit --no-fund --loglevel=error
+	@test -f "$(NODE_PREFIX)/include/node/node_api.h" || { echo "node-deps: no Node.js headers in $(NODE_PREFIX)/include/node (better-sqlite3 is built from source against them); set NODE_PREFIX to node's install prefix" >&2; exit 1; }
+	cd bindings/node && npm_config_build_from_source=true npm_config_nodedir="$(NODE_PREFIX)" npm ci --no-audit --no-fund --loglevel=error
+	cd bindings/node && node -e "const D = require('better-sqlite3'); const db = new D(':memory:'); if (db.prepare('select 1 as x').get().x !== 1) process.exit(1); db.close()" \
+		|| { echo "node-deps: better-sqlite3 did not build or does not load (see npm's output above)" >&2; exit 1; }
 
 # npm test runs the binding's own tests (node --test); test:validation runs
 # the official @langchain/langgraph-checkpoint-validation suite against

@@ -2,7 +2,11 @@
 // CairnSaver with a real LangGraph.js graph: examples/langgraph_resume.mjs
 // (the README's example, checked to be the same text) is SIGKILLed in the
 // middle of a step; a new process resumes at that step, does not rerun the
-// finished ones, and ends with the state an uninterrupted run gives.
+// finished ones, and ends with the state an uninterrupted run gives. And
+// fixtures/graph_child.mjs, SIGKILLed with a step half done, resumes in a
+// new process with the same state, history and re-run nodes under
+// CairnSaver (embedded and through a daemon) as under LangGraph.js's own
+// SqliteSaver in the same test.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -10,7 +14,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const readline = require('node:readline');
-const { cairn, MODES, daemonOptions, stopDaemon } = require('./helpers');
+const { cairn, MODES, DAEMON, daemonOptions, stopDaemon } = require('./helpers');
 
 const PKG = path.resolve(__dirname, '..');
 const EXAMPLE = path.join(PKG, 'examples', 'langgraph_resume.mjs');
@@ -71,6 +75,64 @@ test('a graph SIGKILLed mid-step resumes in a new process with the uninterrupted
   const want = await example(ref, { stepMs: 0 });
   assert.equal(second[second.length - 1], want[want.length - 1]);
   assert.deepEqual(JSON.parse(want[want.length - 1]), ['start', 'plan (after 1 entries)', 'code (after 2 entries)', 'test (after 3 entries)']);
+});
+
+const GRAPH_CHILD = path.join(PKG, 'fixtures', 'graph_child.mjs');
+
+// Runs fixtures/graph_child.mjs with a saver over dir: phase "run" is
+// SIGKILLed once it prints IN_SLOW (and must die of that); phase "resume"
+// must exit 0 and resolves to its JSON line.
+function graphChild(kind, dir, phase) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [GRAPH_CHILD, kind, dir, phase], {
+      cwd: PKG,
+      env: { ...process.env, CAIRN_DAEMON: DAEMON },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const lines = [];
+    let stderr = '';
+    p.stderr.on('data', (b) => { stderr += b; });
+    const timer = setTimeout(() => p.kill('SIGKILL'), 60000);
+    readline.createInterface({ input: p.stdout }).on('line', (l) => {
+      lines.push(l);
+      if (phase === 'run' && l === 'IN_SLOW') p.kill('SIGKILL');
+    });
+    p.on('close', (code, signal) => {
+      clearTimeout(timer);
+      const ok = phase === 'run' ? signal === 'SIGKILL' && lines.join() === 'IN_SLOW' : code === 0 && lines.length > 0;
+      if (ok) resolve(phase === 'run' ? null : JSON.parse(lines[lines.length - 1]));
+      else reject(new Error(`graph_child ${kind} ${phase} exited (${code}, ${signal}): ${lines.join(' | ')}\n${stderr}`));
+    });
+  });
+}
+
+test('a graph SIGKILLed with a step half done resumes with the state SqliteSaver gives', { timeout: 180000 }, async (t) => {
+  const results = {};
+  for (const kind of ['sqlite', 'cairn-embedded', 'cairn-daemon']) {
+    const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'cairn-node-lg-'));
+    t.after(async () => {
+      if (kind === 'cairn-daemon') await stopWorkspaceDaemon(dir);
+      fs.rmSync(dir, { recursive: true, force: true });
+    });
+    await graphChild(kind, dir, 'run');
+    results[kind] = await graphChild(kind, dir, 'resume');
+  }
+  const want = results.sqlite;
+  // SqliteSaver: the killed step resumes with "fast"'s write kept, so only
+  // "slow" runs again, and the run ends as an uninterrupted one does.
+  assert.deepEqual(want.before.next, ['slow'], JSON.stringify(want.before));
+  assert.deepEqual(want.before.values.log, ['in', 'a', 'fast']);
+  assert.deepEqual(want.before.tasks, [{ name: 'fast', result: { log: ['fast'] } }, { name: 'slow', result: null }]);
+  assert.deepEqual(want.final, ['in', 'a', 'fast', 'slow', 'join']);
+  assert.deepEqual(want.history.map((s) => s.step), [3, 2, 1, 0, -1]);
+  assert.deepEqual([...want.exec].sort(), ['a', 'fast', 'join', 'slow', 'slow']);
+  for (const r of Object.values(results)) {
+    // "fast" and "slow" run in parallel: their order in the log varies.
+    r.exec.sort();
+  }
+  for (const kind of ['cairn-embedded', 'cairn-daemon']) {
+    assert.deepEqual(results[kind], want, kind);
+  }
 });
 
 // A client that records the method of every call it passes on.
