@@ -29,14 +29,24 @@ func putRequest(i int) []byte {
 }
 
 // BenchmarkSavePut splits the Go side of an embedded CairnSaver.put's save:
-// decoding its params (decode) and the whole call (call: decode, the
-// commit with its fdatasync, the answer).
+// decoding its params (decode, the fast path; strict, encoding/json as
+// before it) and the whole call (call: decode, the commit with its
+// fdatasync, the answer).
 func BenchmarkSavePut(b *testing.B) {
 	req := putRequest(7)
 	b.Run("decode", func(b *testing.B) {
 		b.SetBytes(int64(len(req)))
 		for i := 0; i < b.N; i++ {
 			if _, _, err := decodeParamsCtx[api.SaveRequest](context.Background(), req, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("strict", func(b *testing.B) {
+		b.SetBytes(int64(len(req)))
+		for i := 0; i < b.N; i++ {
+			var p api.SaveRequest
+			if err := strictDecode(req, &p); err != nil {
 				b.Fatal(err)
 			}
 		}
