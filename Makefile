@@ -158,6 +158,7 @@ FUZZTIME ?= 5m
 test-fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime 10s ./protocol/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCheckpointParams$$' -fuzztime 10s ./protocol/
+	$(GO) test -run '^$$' -fuzz '^FuzzFastSave$$' -fuzztime 10s ./capi/
 
 ## fuzz: fuzz the wire decoder for longer
 fuzz:

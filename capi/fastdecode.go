@@ -93,44 +93,51 @@ func fastCheckpointInto(b []byte, p *api.CheckpointRequest, clone bool) bool {
 // the value and returns where it ends. object returns false when b is not
 // such an object or member returned false.
 func object(b []byte, i int, member func(k, b []byte, i int) (int, bool)) bool {
+	end, ok := objectEnd(b, i, member)
+	return ok && jsonscan.SkipSpace(b, end) == len(b)
+}
+
+// objectEnd is object for an object followed by more of b: it returns
+// where the object ends.
+func objectEnd(b []byte, i int, member func(k, b []byte, i int) (int, bool)) (int, bool) {
 	if i >= len(b) || b[i] != '{' {
-		return false
+		return 0, false
 	}
 	i = jsonscan.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return jsonscan.SkipSpace(b, i+1) == len(b)
+		return i + 1, true
 	}
 	for {
 		end, ok := jsonscan.String(b, i)
 		if !ok {
-			return false
+			return 0, false
 		}
 		k := b[i+1 : end-1]
 		if bytes.IndexByte(k, '\\') >= 0 {
-			return false
+			return 0, false
 		}
 		i = jsonscan.SkipSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
-			return false
+			return 0, false
 		}
 		i = jsonscan.SkipSpace(b, i+1)
 		if i >= len(b) {
-			return false
+			return 0, false
 		}
 		if end, ok = member(k, b, i); !ok {
-			return false
+			return 0, false
 		}
 		i = jsonscan.SkipSpace(b, end)
 		if i >= len(b) {
-			return false
+			return 0, false
 		}
 		switch b[i] {
 		case ',':
 			i = jsonscan.SkipSpace(b, i+1)
 		case '}':
-			return jsonscan.SkipSpace(b, i+1) == len(b)
+			return i + 1, true
 		default:
-			return false
+			return 0, false
 		}
 	}
 }

@@ -198,9 +198,10 @@ func decodeParams[P any](b []byte) (P, error) {
 	return p, err
 }
 
-// decodeParamsCtx decodes params b. When the fast checkpoint decoder read
-// them, the context it returns knows the messages and the state it
-// validated (internal/checked), which the engine then does not scan again.
+// decodeParamsCtx decodes params b. When a fast decoder (fastCheckpoint,
+// fastSave) read them, the context it returns knows the messages (and a
+// checkpoint's state) it validated (internal/checked), which the engine
+// then does not scan again.
 // With forward (daemon mode: the params are encoded for the daemon before
 // the call returns), the messages and state are b's bytes, not copies.
 func decodeParamsCtx[P any](ctx context.Context, b []byte, forward bool) (context.Context, P, error) {
@@ -216,6 +217,15 @@ func decodeParamsCtx[P any](ctx context.Context, b []byte, forward bool) (contex
 			return checked.With(ctx, append(cp.NewMessages[:len(cp.NewMessages):len(cp.NewMessages)], cp.State)...), p, nil
 		}
 		*cp = api.CheckpointRequest{}
+	}
+	if sp, ok := any(&p).(*api.SaveRequest); ok {
+		if fastSave(b, sp, !forward) {
+			if !forward && sp.Change != nil {
+				ctx = checked.With(ctx, sp.Change.AppendMessages...)
+			}
+			return ctx, p, nil
+		}
+		*sp = api.SaveRequest{}
 	}
 	if err := strictDecode(b, &p); err != nil {
 		return ctx, p, session.Errorf(session.CodeInvalidArgument, "params: %v", err)

@@ -280,13 +280,17 @@ func normalizeDelta(c *Change, known func(Value) bool) error {
 // normalizeArtifact checks an artifact's metadata and fills in (or checks)
 // the digest and size of its inline data.
 func normalizeArtifact(a *Artifact) error {
-	if err := checkValue(fmt.Sprintf("artifact %q metadata", a.ID), a.Metadata, false); err != nil {
-		return err
-	}
-	if out, drop := ScrubValue(a.Metadata); drop {
-		a.Metadata = nil
-	} else if out != nil {
-		a.Metadata = out
+	// Most artifacts have no metadata: the label is built only for one
+	// that has (checkValue takes an empty optional value as it is).
+	if len(a.Metadata) > 0 {
+		if err := checkValue(fmt.Sprintf("artifact %q metadata", a.ID), a.Metadata, false); err != nil {
+			return err
+		}
+		if out, drop := ScrubValue(a.Metadata); drop {
+			a.Metadata = nil
+		} else if out != nil {
+			a.Metadata = out
+		}
 	}
 	if a.Data == nil {
 		return nil

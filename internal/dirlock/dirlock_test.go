@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/cairn-dev/cairn/internal/dirlock"
@@ -71,6 +72,114 @@ func TestLostForGood(t *testing.T) {
 	}
 	if err := l.Check(); !errors.Is(err, dirlock.ErrLost) {
 		t.Fatalf("check after it came back: %v, want still lost", err)
+	}
+}
+
+// TestLostWhenDirReplaced renames the locked directory away, contents
+// and all, and makes another in its place: Check fails, although every
+// name in the directory it locked (the pinned directory, the lock file)
+// still names what it did, so a check that looked them up only through
+// the directory's descriptor would pass.
+func TestLostWhenDirReplaced(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		again func(t *testing.T, dir string) // what to put in the new directory
+	}{
+		{"empty", func(t *testing.T, dir string) {}},
+		{"same names", func(t *testing.T, dir string) {
+			if err := os.Mkdir(filepath.Join(dir, "sub"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "LOCK"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"its own contents moved in", func(t *testing.T, dir string) {
+			// The pinned directory and the lock file themselves, moved
+			// into the new directory: only the directory differs.
+			for _, n := range []string{"sub", "LOCK"} {
+				if err := os.Rename(filepath.Join(dir+".old", n), filepath.Join(dir, n)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "d")
+			sub := filepath.Join(dir, "sub")
+			for _, d := range []string{dir, sub} {
+				if err := os.Mkdir(d, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l := acquire(t, dir)
+			if err := l.Pin(sub); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Check(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(dir, dir+".old"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			tc.again(t, dir)
+			if err := l.Check(); !errors.Is(err, dirlock.ErrLost) {
+				t.Fatalf("check after %s was replaced: %v, want lost", dir, err)
+			}
+		})
+	}
+}
+
+// TestLostPinOutside: a pinned path outside the locked directory is
+// checked by its whole path; replacing it loses the lock.
+func TestLostPinOutside(t *testing.T) {
+	root := t.TempDir()
+	dir, other := filepath.Join(root, "d"), filepath.Join(root, "other")
+	for _, d := range []string{dir, other} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := acquire(t, dir)
+	if err := l.Pin(other); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, other+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Check(); !errors.Is(err, dirlock.ErrLost) {
+		t.Fatalf("check after %s was replaced: %v, want lost", other, err)
+	}
+}
+
+// TestLockFileReplacedByAnotherHolder: a lock file replaced by one another
+// open of the directory holds loses the lock.
+func TestLockFileReplacedByAnotherHolder(t *testing.T) {
+	dir := t.TempDir()
+	l := acquire(t, dir)
+	lockPath := filepath.Join(dir, "LOCK")
+	if err := os.Remove(lockPath); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Check(); !errors.Is(err, dirlock.ErrLost) {
+		t.Fatalf("check with LOCK replaced and held elsewhere: %v, want lost", err)
 	}
 }
 
