@@ -9,7 +9,6 @@ require (
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/jackc/pgx/v5 v5.12.0
 	go.uber.org/goleak v1.3.0
-	golang.org/x/sys v0.13.0
 	pgregory.net/rapid v1.3.0
 )
 
@@ -22,5 +21,6 @@ require (
 	github.com/mattn/go-isatty v0.0.14 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/sys v0.13.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )

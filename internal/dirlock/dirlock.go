@@ -32,7 +32,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"golang.org/x/sys/unix"
 )
 
 // ErrHeld is wrapped by the *HeldError Acquire returns when another holder
@@ -98,7 +97,6 @@ func fstatID(f *os.File) (fileID, error) {
 
 type pin struct {
 	path string
-	name string // path's name in the locked directory, "" if it is not in it
 	id   fileID
 }
 
@@ -209,11 +207,7 @@ func (l *Lock) Pin(paths ...string) error {
 		if err != nil {
 			return fmt.Errorf("stat %s: %w", p, err)
 		}
-		name := ""
-		if filepath.Dir(filepath.Clean(p)) == filepath.Clean(l.dir) {
-			name = filepath.Base(p)
-		}
-		l.pins = append(l.pins, pin{p, name, id})
+		l.pins = append(l.pins, pin{p, id})
 	}
 	return nil
 }
@@ -237,7 +231,7 @@ func (l *Lock) Check() error {
 		return l.lose(reason)
 	}
 	lockPath := filepath.Join(l.dir, l.name)
-	if id, err := l.statIn(l.name); err == nil && id == l.fileID {
+	if id, err := statID(lockPath); err == nil && id == l.fileID {
 		return nil
 	}
 	f, id, err := lockFile(lockPath)
@@ -260,14 +254,6 @@ func (l *Lock) Check() error {
 
 // moved names the first locked or pinned path that no longer names the
 // file it named when locked, or returns "".
-//
-// Only the directory itself is looked up by its whole path. Once that path
-// is seen to name the locked directory, a name in it (a pinned directory,
-// the lock file: Check) is looked up from the directory's descriptor: the
-// lookup a whole path would end with, without walking the path's
-// components again. A replacement made before the check is found either
-// way; one made during it comes after the write the check follows, and
-// the next check finds it.
 func (l *Lock) moved() string {
 	if id, err := statID(l.dir); err != nil {
 		return fmt.Sprintf("%s is gone (%v)", l.dir, err)
@@ -275,31 +261,13 @@ func (l *Lock) moved() string {
 		return fmt.Sprintf("%s was removed or renamed and another directory made in its place", l.dir)
 	}
 	for _, p := range l.pins {
-		id, err := l.statPin(p)
-		if err != nil {
+		if id, err := statID(p.path); err != nil {
 			return fmt.Sprintf("%s is gone (%v)", p.path, err)
 		} else if id != p.id {
 			return fmt.Sprintf("%s was removed or renamed and another made in its place", p.path)
 		}
 	}
 	return ""
-}
-
-func (l *Lock) statPin(p pin) (fileID, error) {
-	if p.name == "" {
-		return statID(p.path)
-	}
-	return l.statIn(p.name)
-}
-
-// statIn returns the identity of the file name names in the locked
-// directory, following a symbolic link as statID does.
-func (l *Lock) statIn(name string) (fileID, error) {
-	var st unix.Stat_t
-	if err := unix.Fstatat(int(l.dirF.Fd()), name, &st, 0); err != nil {
-		return fileID{}, err
-	}
-	return fileID{uint64(st.Dev), uint64(st.Ino)}, nil
 }
 
 func (l *Lock) lose(reason string) error {
