@@ -11,7 +11,9 @@ timed_pair: interleaved, order alternating) in each state:
   after-session   after --resumes resume_session calls, as agent_bench
                   makes (at 10,000 turns each is over the reply limit)
 Per side: median wall, median CPU of the calling thread, and minor page
-faults per call (getrusage), so that a state's cost shows where it lands.
+faults per call (getrusage), so that a state's cost shows where it lands;
+and the median time of the resumes themselves (connect + every message,
+as agent_bench's resume_all).
 
     python3 bench/agent/tail_probe.py --turns 10000
 """
@@ -107,20 +109,25 @@ def main() -> None:
                   f"  x {e['wall_us'] / s['wall_us']:.2f}  gc {gc.get_count()}  {ab.load()}", flush=True)
 
         measure("after-lockstep")
-        lk = {"ws_embedded": ws, "db": db_path, "turns": a.turns}
+        took: List[List[float]] = [[], []]
         for _ in range(a.resumes):
+            t0 = time.perf_counter()
             c = cairn.connect(ws, embedded=True)
             try:
                 n = len(ab.all_messages(c))
             finally:
                 c.close()
+            t1 = time.perf_counter()
             db = ab.sqlite_open(db_path)
             try:
                 n2 = len([loads(r[0]) for r in db.execute("SELECT body FROM messages WHERE session=? ORDER BY id", (ab.SID,))])
             finally:
                 db.close()
+            took[0].append(t1 - t0)
+            took[1].append(time.perf_counter() - t1)
             assert n == n2 == 2 * a.turns + 1, (n, n2)
-        del lk
+        e_ms, s_ms = (sorted(v)[len(v) // 2] * 1000 for v in took)
+        print(f"{a.turns:6d} resume_all      embedded {e_ms:6.1f} ms  sqlite {s_ms:6.1f} ms  x {e_ms / s_ms:.2f}", flush=True)
         print(f"# resumed, pid {os.getpid()}", flush=True)
         time.sleep(a.pause)
         measure("after-resume")
