@@ -28,6 +28,7 @@ import (
 	"unsafe"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/scratch"
 	"github.com/cairn-dev/cairn/internal/version"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
@@ -182,7 +183,15 @@ func callC(h uint64, method string, req []byte) (unsafe.Pointer, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	res, err := in.invoke(context.Background(), method, req)
+	ctx := context.Background()
+	if method == api.Messages.Name && in.eng != nil && in.padMu.TryLock() {
+		// The page is encoded into C memory below, and then nothing holds
+		// the bytes the store read it from: they can be read into again.
+		defer in.padMu.Unlock()
+		defer in.pad.Reset()
+		ctx = scratch.With(ctx, &in.pad)
+	}
+	res, err := in.invoke(ctx, method, req)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/engine"
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/internal/checked"
+	"github.com/cairn-dev/cairn/internal/scratch"
 	"github.com/cairn-dev/cairn/internal/storeopen"
 	"github.com/cairn-dev/cairn/internal/version"
 	"github.com/cairn-dev/cairn/protocol"
@@ -55,6 +56,11 @@ type instance struct {
 	files     *workspace.Tracker // embedded mode, when the tree could be tracked
 	client    *protocol.Client   // daemon mode
 	release   func()             // embedded mode: lets go of the workspace lock, after the store is closed
+
+	// padMu guards pad, which lends the buffers of one embedded read of
+	// messages at a time (callC); a concurrent read allocates its own.
+	padMu sync.Mutex
+	pad   scratch.Pad
 
 	mu      sync.Mutex
 	subs    map[uint64]*subscription

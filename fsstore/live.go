@@ -8,6 +8,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/cairn-dev/cairn/internal/recordlog"
+	"github.com/cairn-dev/cairn/internal/scratch"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -21,6 +22,10 @@ type frameReader struct {
 	// pre holds spans read ahead (prefetch); frame answers from them the
 	// frames they hold whole.
 	pre []span
+	// pad, when not nil, lends the buffers spans are read into (a read
+	// whose caller is done with its result before the next: see
+	// scratch).
+	pad *scratch.Pad
 }
 
 func (fr frameReader) frame(it item) (recordlog.Record, error) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/internal/recordlog"
+	"github.com/cairn-dev/cairn/internal/scratch"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -187,7 +188,9 @@ func pageBounds(q session.Query, its []item, marks []mark) (from, n, to int64) {
 	return from, n, to
 }
 
-// Messages returns a page of the latest generation's messages.
+// Messages returns a page of the latest generation's messages. When ctx
+// carries a scratch.Pad, the messages may be slices of buffers it lent:
+// the caller resets the pad only once done with the page.
 func (s *Store) Messages(ctx context.Context, id string, q session.Query) (session.Page[session.Value], error) {
 	if err := q.Check(); err != nil {
 		return session.Page[session.Value]{}, err
@@ -197,6 +200,7 @@ func (s *Store) Messages(ctx context.Context, id string, q session.Query) (sessi
 		return session.Page[session.Value]{}, err
 	}
 	defer sf.mu.Unlock()
+	fr.pad = scratch.From(ctx)
 	t := sf.t
 	from, n, to := pageBounds(q, t.msgs, t.msgMarks)
 	its := t.msgs[from : from+n]

@@ -64,7 +64,7 @@ func (fr frameReader) spanFrame(sp *span, its []item) (recordlog.Record, error) 
 		sp.buf = nil
 		return fr.frame(first)
 	}
-	buf := make([]byte, end-start)
+	buf := fr.pad.Get(int(end - start))
 	if n, err := fr.r.ReadAt(buf, start); n != len(buf) {
 		return recordlog.Record{}, session.Wrap(session.CodeInternal, err, "read session log %s at %d: %d of %d bytes", fr.path, start, n, len(buf))
 	}
