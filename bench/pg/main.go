@@ -32,6 +32,7 @@ import (
 	"github.com/cairn-dev/cairn/pgstore"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -68,6 +69,30 @@ func main() {
 	}
 	lat, wall := run(1, *n, insert)
 	add("raw INSERT + COMMIT (floor), 1 client", lat, wall)
+
+	// The rows any compare-and-swap commit of a message writes, without
+	// pgstore: the session row moved from one generation to the next (the
+	// guard aborts when it does not), the message and a commit row, in one
+	// pipelined transaction: one round trip, as pgstore's commit is.
+	_, err = pool.Exec(ctx, `CREATE TABLE cas_sessions (id text PRIMARY KEY, generation bigint NOT NULL);
+		CREATE TABLE cas_messages (session text, idx bigint, data bytea NOT NULL, PRIMARY KEY (session, idx));
+		CREATE TABLE cas_commits (session text, generation bigint, changes bytea NOT NULL, PRIMARY KEY (session, generation));
+		INSERT INTO cas_sessions VALUES ('s', 0)`)
+	check(err)
+	var casGen int64
+	casCommit := func(int) error {
+		b := &pgx.Batch{}
+		b.Queue("BEGIN")
+		b.Queue("WITH u AS (UPDATE cas_sessions SET generation = $1 WHERE id = 's' AND generation = $2 RETURNING 1) SELECT 1 / count(*) FROM u", casGen+1, casGen)
+		b.Queue("INSERT INTO cas_messages VALUES ('s', $1, $2)", casGen, msg)
+		b.Queue("INSERT INTO cas_commits VALUES ('s', $1, $2)", casGen+1, msg)
+		b.Queue("COMMIT")
+		err := pool.SendBatch(ctx, b).Close()
+		casGen++
+		return err
+	}
+	lat, wall = run(1, *n, casCommit)
+	add("the rows of a CAS commit (session row, message, commit row), one pipelined transaction, 1 client", lat, wall)
 
 	st, err := pgstore.Open(ctx, url, pgstore.Options{})
 	check(err)
