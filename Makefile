@@ -21,20 +21,10 @@ bins:
 	$(GO) build $(GOFLAGS) -o $(BUILD)/cairnd ./cmd/cairnd
 	$(GO) build $(GOFLAGS) -o $(BUILD)/cairn ./cmd/cairn
 
-# libcairn's Go runtime starts with GODEBUG schedtrace set, so its monitor
-# thread does not deep-sleep whenever the host's thread leaves Go and wake
-# to poll every 20 us at the next call (docs/ARCHITECTURE.md, capi). The
-# runtime reads it from the GODEBUG defaults linked in, which -X replaces
-# whole: the module's own defaults (none while go.mod's go line is the
-# toolchain's) are kept in front.
-comma := ,
-LIB_GODEBUG = $(shell $(GO) list -f '{{.DefaultGODEBUG}}' ./capi)
-LIB_LDFLAGS = -X=runtime.godebugDefault=$(if $(LIB_GODEBUG),$(LIB_GODEBUG)$(comma))schedtrace=2147483647
-
 ## lib: the C-ABI shared library and its header (build/libcairn.so, build/cairn.h)
 lib:
 	@mkdir -p $(BUILD)
-	$(GO) build $(GOFLAGS) -ldflags='$(LIB_LDFLAGS)' -buildmode=c-shared -o $(BUILD)/libcairn.so ./capi
+	$(GO) build $(GOFLAGS) -buildmode=c-shared -o $(BUILD)/libcairn.so ./capi
 	cp capi/cairn.h $(BUILD)/cairn.h
 	rm -f $(BUILD)/libcairn.h
 

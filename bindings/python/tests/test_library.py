@@ -99,16 +99,3 @@ def test_many_processes_load_at_once() -> None:
             assert p.returncode == 0, err
             assert out.strip(), err
     assert hung == 0, f"{hung} of 72 processes hung loading {lib}"
-
-
-def test_library_keeps_its_runtime_monitor_awake() -> None:
-    """libcairn is linked with GODEBUG schedtrace among its runtime defaults
-    (the Makefile's LIB_LDFLAGS): its Go runtime's monitor thread then does
-    not deep-sleep whenever the host's thread leaves Go and wake to poll
-    every 20 us at the next call. `go version -m` shows the link flags."""
-    go = shutil.which(os.environ.get("GO", "go"))
-    assert go, "the Go toolchain (needed to build libcairn) is not on PATH"
-    info = subprocess.run([go, "version", "-m", str(_lib.find())], capture_output=True, text=True, timeout=60)
-    assert info.returncode == 0, info.stderr
-    flags = [line for line in info.stdout.splitlines() if "-ldflags=" in line]
-    assert flags and "runtime.godebugDefault=" in flags[0] and "schedtrace=2147483647" in flags[0], info.stdout

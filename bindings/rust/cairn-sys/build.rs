@@ -101,7 +101,6 @@ fn build_static(src: &Path) {
             "libcairn.a",
             vec![
                 "-buildmode=c-archive".into(),
-                lib_ldflags(&go, src),
                 "-o".into(),
                 out.join("libcairn.a").display().to_string(),
                 "./capi".into(),
@@ -163,22 +162,4 @@ fn build_static(src: &Path) {
         daemon.display()
     );
     println!("cargo::metadata=daemon={}", daemon.display());
-}
-
-/// The -ldflags for libcairn: its Go runtime starts with GODEBUG schedtrace
-/// set, so the runtime's monitor thread does not deep-sleep whenever the
-/// host's thread leaves Go and wake to poll every 20 us at its next call
-/// (the repository's Makefile does the same for libcairn.so). -X replaces
-/// the GODEBUG defaults linked in, so the module's own come first.
-fn lib_ldflags(go: &std::ffi::OsStr, src: &Path) -> String {
-    let defaults = Command::new(go)
-        .current_dir(src)
-        .args(["list", "-mod=vendor", "-f", "{{.DefaultGODEBUG}}", "./capi"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
-    let sep = if defaults.is_empty() { "" } else { "," };
-    format!("-ldflags=-X=runtime.godebugDefault={defaults}{sep}schedtrace=2147483647")
 }
