@@ -64,34 +64,29 @@ func (s *Store) sendWakeups(ctx context.Context) {
 	w := &s.waker
 	defer close(w.done)
 	for {
-		stopping := false
 		select {
+		case <-w.ch:
 		case <-ctx.Done():
 			select {
-			case <-w.ch:
-				stopping = true // send the wake-up asked for, then stop
+			case <-w.ch: // asked for before Close: sent all the same
 			default:
 				return
 			}
-		case <-w.ch:
 		}
-		if !stopping {
-			t := time.NewTimer(wakeLinger)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				stopping = true // send the wake-up in hand, then stop
-			case <-t.C:
-			}
-		}
+		stopping := linger(ctx, wakeLinger)
 		select {
 		case <-w.ch: // asked for during the linger: this wake-up covers it
 		default:
 		}
 		// A failure is not retried: the listeners read every committed
 		// event at their next wake-up or after eventWait, and reconnect
-		// and catch up when the database was away.
-		wctx, cancel := context.WithTimeout(context.Background(), wakeTimeout(stopping))
+		// and catch up when the database was away. Close waits for the
+		// last one, so that one gets less time.
+		timeout := 5 * time.Second
+		if stopping {
+			timeout = time.Second
+		}
+		wctx, cancel := context.WithTimeout(context.Background(), timeout)
 		if conn, err := s.pool.Acquire(wctx); err == nil {
 			conn.Conn().PgConn().Exec(wctx, wakeSQL).Close()
 			conn.Release()
@@ -103,13 +98,16 @@ func (s *Store) sendWakeups(ctx context.Context) {
 	}
 }
 
-// wakeTimeout bounds a wake-up's send; Close waits for the last one, so it
-// gets less time.
-func wakeTimeout(stopping bool) time.Duration {
-	if stopping {
-		return time.Second
+// linger waits d, or less if ctx ends first, and reports whether it did.
+func linger(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return true
+	case <-t.C:
+		return false
 	}
-	return 5 * time.Second
 }
 
 // closeWaker stops the goroutine, once it has sent the wake-up in hand.
