@@ -58,9 +58,9 @@ func fastCheckpointInto(b []byte, p *api.CheckpointRequest, clone bool) bool {
 		var bit int
 		switch string(k) {
 		case "run_id":
-			bit, ok = runID, str(v, &p.RunID)
+			bit, ok = runID, unquote(v, &p.RunID)
 		case "session_id":
-			bit, ok = sessionID, str(v, &p.SessionID)
+			bit, ok = sessionID, unquote(v, &p.SessionID)
 		case "turn":
 			bit, ok = turn, int64Of(v, &p.Turn)
 		case "tool_calls_count":
@@ -142,14 +142,35 @@ func objectEnd(b []byte, i int, member func(k, b []byte, i int) (int, bool)) (in
 	}
 }
 
-// str decodes a JSON string without escapes (jsonscan has checked it is
-// UTF-8, so its bytes are the string encoding/json would give).
-func str(v []byte, s *string) bool {
-	if len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
-		return false
+// array walks the JSON array at b[i], calling elem with the index of each
+// element; elem decodes it and returns where it ends. array returns where
+// the array ends.
+func array(b []byte, i int, elem func(b []byte, i int) (int, bool)) (int, bool) {
+	if i >= len(b) || b[i] != '[' {
+		return 0, false // null, an object, ...: strictDecode decides
 	}
-	*s = string(v[1 : len(v)-1])
-	return true
+	i = jsonscan.SkipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, true
+	}
+	for {
+		end, ok := elem(b, i)
+		if !ok {
+			return 0, false
+		}
+		i = jsonscan.SkipSpace(b, end)
+		if i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case ',':
+			i = jsonscan.SkipSpace(b, i+1)
+		case ']':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
 }
 
 // int64Of decodes a JSON number that is an int64, as encoding/json does
@@ -173,16 +194,8 @@ func float64Of(v []byte, f *float64) bool {
 // copied when clone is set (the request may be C memory the caller frees
 // after the call), and returns where the array ends.
 func values(b []byte, i int, out *[]session.Value, clone bool) (int, bool) {
-	if b[i] != '[' {
-		return 0, false // null, an object, ...: strictDecode decides
-	}
 	vs := make([]session.Value, 0, 4)
-	i = jsonscan.SkipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		*out = vs
-		return i + 1, true
-	}
-	for {
+	end, ok := array(b, i, func(b []byte, i int) (int, bool) {
 		end, ok := jsonscan.Value(b, i)
 		if !ok {
 			return 0, false
@@ -192,20 +205,10 @@ func values(b []byte, i int, out *[]session.Value, clone bool) (int, bool) {
 			v = bytes.Clone(v)
 		}
 		vs = append(vs, v)
-		i = jsonscan.SkipSpace(b, end)
-		if i >= len(b) {
-			return 0, false
-		}
-		switch b[i] {
-		case ',':
-			i = jsonscan.SkipSpace(b, i+1)
-		case ']':
-			*out = vs
-			return i + 1, true
-		default:
-			return 0, false
-		}
-	}
+		return end, true
+	})
+	*out = vs
+	return end, ok
 }
 
 func usageOf(v []byte, u *session.Usage) bool {

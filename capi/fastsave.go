@@ -111,37 +111,6 @@ func changeOf(b []byte, i int, c *session.Change, clone bool) (int, bool) {
 	})
 }
 
-// array walks the JSON array at b[i], calling elem with the index of each
-// element; elem decodes it and returns where it ends. array returns where
-// the array ends.
-func array(b []byte, i int, elem func(b []byte, i int) (int, bool)) (int, bool) {
-	if i >= len(b) || b[i] != '[' {
-		return 0, false // null, an object, ...: strictDecode decides
-	}
-	i = jsonscan.SkipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, true
-	}
-	for {
-		end, ok := elem(b, i)
-		if !ok {
-			return 0, false
-		}
-		i = jsonscan.SkipSpace(b, end)
-		if i >= len(b) {
-			return 0, false
-		}
-		switch b[i] {
-		case ',':
-			i = jsonscan.SkipSpace(b, i+1)
-		case ']':
-			return i + 1, true
-		default:
-			return 0, false
-		}
-	}
-}
-
 // strs decodes a JSON array of strings into out (an empty
 // array is an empty, non-nil slice, as encoding/json gives).
 func strs(b []byte, i int, out *[]string) (int, bool) {
