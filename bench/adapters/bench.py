@@ -84,16 +84,9 @@ def savers(tmp: str, stack: List[Callable[[], None]]) -> Dict[str, Any]:
     stack.append(cd.close)
     stack.append(lambda: os.kill(pid, 15))
     out["CairnSaver daemon"] = CairnSaver(cd)
-    c1 = sqlite3.connect(os.path.join(tmp, "default.db"), check_same_thread=False)
-    s1 = SqliteSaver(c1)
-    s1.setup()
-    sync_default = c1.execute("PRAGMA synchronous").fetchone()[0]
-    out[f"SqliteSaver default (synchronous={sync_default})"] = s1
-    c2 = sqlite3.connect(os.path.join(tmp, "full.db"), check_same_thread=False)
-    s2 = SqliteSaver(c2)
-    s2.setup()
-    c2.execute("PRAGMA synchronous=FULL")
-    out["SqliteSaver synchronous=FULL"] = s2
+    s1 = sqlite_saver(os.path.join(tmp, "default.db"))
+    out[f"SqliteSaver default (synchronous={s1.conn.execute('PRAGMA synchronous').fetchone()[0]})"] = s1
+    out["SqliteSaver synchronous=FULL"] = sqlite_saver(os.path.join(tmp, "full.db"), full=True)
     loop = asyncio.new_event_loop()
     import aiosqlite
 
@@ -165,6 +158,75 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def sqlite_saver(path: str, full: bool = False) -> Any:
+    """A SqliteSaver on a file of its own, set up; with full, under
+    PRAGMA synchronous=FULL (its own default otherwise)."""
+    conn = sqlite3.connect(path, check_same_thread=False)
+    s = SqliteSaver(conn)
+    s.setup()
+    if full:
+        conn.execute("PRAGMA synchronous=FULL")
+    return s
+
+
+class Putter:
+    """A thread's puts, one per call, each the checkpoint a small graph's
+    step writes: two channels, both changed."""
+
+    def __init__(self, saver: Any, thread_id: str) -> None:
+        self.s, self.ver, self.i = saver, None, 0
+        self.cfg: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+
+    def __call__(self) -> None:
+        cp = empty_checkpoint()
+        self.ver = self.s.get_next_version(self.ver, None)
+        cp["channel_values"] = {"messages": ["hello world"] * 4, "step": self.i}
+        cp["channel_versions"] = {"messages": self.ver, "step": self.ver}
+        self.cfg = self.s.put(self.cfg, cp, {"source": "loop", "step": self.i}, cp["channel_versions"])
+        self.i += 1
+
+
+def interleaved(
+    rows: Dict[str, Callable[[], None]],
+    rounds: int,
+    per: int,
+    begin_round: Callable[[], None] = lambda: None,
+    end_round: Callable[[], None] = lambda: None,
+) -> "tuple[Dict[str, List[float]], Dict[str, List[float]]]":
+    """Calls every row in turn, per times a round, after 20 warm-up calls
+    each; returns each row's median wall time and mean CPU per call of
+    every round, in microseconds (CPU from getrusage: the whole process)."""
+    for f in rows.values():
+        for _ in range(20):
+            f()
+    meds: Dict[str, List[float]] = {n: [] for n in rows}
+    cpus: Dict[str, List[float]] = {n: [] for n in rows}
+    for _ in range(rounds):
+        begin_round()
+        ts: Dict[str, List[float]] = {n: [] for n in rows}
+        cs: Dict[str, float] = {n: 0.0 for n in rows}
+        for _ in range(per):
+            for n, f in rows.items():
+                c0, t0 = _cpu(), time.perf_counter()
+                f()
+                ts[n].append(time.perf_counter() - t0)
+                cs[n] += _cpu() - c0
+        for n in rows:
+            meds[n].append(statistics.median(ts[n]) * 1e6)
+            cpus[n].append(cs[n] / per * 1e6)
+        end_round()
+    return meds, cpus
+
+
+def print_interleaved(meds: Dict[str, List[float]], cpus: Dict[str, List[float]], width: int) -> None:
+    base = statistics.median(meds["SqliteSaver synchronous=FULL"])
+    print(f"{'saver':{width}} {'median':>8} {'rounds (median us)':>40} {'CPU us':>7} {'vs FULL':>8}")
+    for n in meds:
+        m = statistics.median(meds[n])
+        rs = " ".join(f"{x:.0f}" for x in meds[n])
+        print(f"{n:{width}} {m:>8.0f} {rs:>40} {statistics.median(cpus[n]):>7.0f} {m / base:>7.2f}x", flush=True)
+
+
 def durable(rounds: int, per: int, tmp: str, stack: List[Callable[[], None]]) -> None:
     """A durable put, CairnSaver embedded against SqliteSaver with
     synchronous=FULL (and its default), interleaved call by call so that
@@ -179,60 +241,27 @@ def durable(rounds: int, per: int, tmp: str, stack: List[Callable[[], None]]) ->
     stack.append(ce.close)
     timed = _Timed(ce)
     all_savers: Dict[str, Any] = {"CairnSaver embedded": CairnSaver(timed)}  # type: ignore[arg-type]
-    c1 = sqlite3.connect(os.path.join(d, "default.db"), check_same_thread=False)
-    s1 = SqliteSaver(c1)
-    s1.setup()
-    all_savers[f"SqliteSaver default (synchronous={c1.execute('PRAGMA synchronous').fetchone()[0]})"] = s1
-    c2 = sqlite3.connect(os.path.join(d, "full.db"), check_same_thread=False)
-    s2 = SqliteSaver(c2)
-    s2.setup()
-    c2.execute("PRAGMA synchronous=FULL")
-    all_savers["SqliteSaver synchronous=FULL"] = s2
-    stack.append(c1.close)
-    stack.append(c2.close)
-    names = list(all_savers)
-    state = {n: {"cfg": {"configurable": {"thread_id": "d", "checkpoint_ns": ""}}, "ver": None, "i": 0} for n in names}
-
-    def put(n: str) -> None:
-        s, st = all_savers[n], state[n]
-        cp = empty_checkpoint()
-        st["ver"] = s.get_next_version(st["ver"], None)
-        cp["channel_values"] = {"messages": ["hello world"] * 4, "step": st["i"]}
-        cp["channel_versions"] = {"messages": st["ver"], "step": st["ver"]}
-        st["cfg"] = s.put(st["cfg"], cp, {"source": "loop", "step": st["i"]}, cp["channel_versions"])
-        st["i"] += 1
-
-    for n in names:  # warm up
-        for _ in range(20):
-            put(n)
-    meds: Dict[str, List[float]] = {n: [] for n in names}
-    cpus: Dict[str, List[float]] = {n: [] for n in names}
+    s1 = sqlite_saver(os.path.join(d, "default.db"))
+    all_savers[f"SqliteSaver default (synchronous={s1.conn.execute('PRAGMA synchronous').fetchone()[0]})"] = s1
+    all_savers["SqliteSaver synchronous=FULL"] = sqlite_saver(os.path.join(d, "full.db"), full=True)
+    stack.extend(s.conn.close for s in list(all_savers.values())[1:])
+    rows: Dict[str, Callable[[], None]] = {n: Putter(s, "d") for n, s in all_savers.items()}
     commit_wall: List[float] = []
     commit_cpu: List[float] = []
     saves = 0
-    for r in range(rounds):
-        ts: Dict[str, List[float]] = {n: [] for n in names}
-        cs: Dict[str, float] = {n: 0.0 for n in names}
+
+    def begin() -> None:
         timed.wall = timed.cpu = 0.0
         timed.saves = 0
-        for _ in range(per):
-            for n in names:
-                c0, t0 = _cpu(), time.perf_counter()
-                put(n)
-                ts[n].append(time.perf_counter() - t0)
-                cs[n] += _cpu() - c0
-        for n in names:
-            meds[n].append(statistics.median(ts[n]) * 1e6)
-            cpus[n].append(cs[n] / per * 1e6)
+
+    def end() -> None:
+        nonlocal saves
         commit_wall.append(timed.wall / per * 1e6)
         commit_cpu.append(timed.cpu / per * 1e6)
         saves += timed.saves
-    base = statistics.median(meds["SqliteSaver synchronous=FULL"])
-    print(f"{'saver':44} {'median':>8} {'rounds (median us)':>40} {'CPU us':>7} {'vs FULL':>8}")
-    for n in names:
-        m = statistics.median(meds[n])
-        rs = " ".join(f"{x:.0f}" for x in meds[n])
-        print(f"{n:44} {m:>8.0f} {rs:>40} {statistics.median(cpus[n]):>7.0f} {m / base:>7.2f}x", flush=True)
+
+    meds, cpus = interleaved(rows, rounds, per, begin, end)
+    print_interleaved(meds, cpus, 44)
     print(
         f"CairnSaver: {saves / (rounds * per):.2f} commits per put; the commit (client.save) "
         f"{statistics.median(commit_wall):.0f} us mean wall, {statistics.median(commit_cpu):.0f} us CPU per put"

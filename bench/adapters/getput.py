@@ -5,12 +5,12 @@ process), to compare two builds in one sitting:
     CAIRN_LIBRARY=<libcairn.so> python3 bench/adapters/getput.py <dir holding the cairn package> [puts] [label]
 
 200 puts, then 2,000 get_tuple calls of the latest checkpoint and 200
-list(limit=10) calls; medians in microseconds."""
+list(limit=10) calls; medians in microseconds. A put is bench.py's
+(Putter): its time includes building the checkpoint, a few microseconds
+the same for both savers."""
 
 import os
-import resource
 import shutil
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -18,15 +18,9 @@ import time
 from typing import Any, Dict
 
 sys.path.insert(0, sys.argv[1])
-import cairn  # noqa: E402
+import cairn  # noqa: E402  (the package named, before bench's own path)
+from bench import Putter, _cpu as cpu, sqlite_saver  # noqa: E402  (this script's directory)
 from cairn.langgraph import CairnSaver  # noqa: E402
-from langgraph.checkpoint.base import empty_checkpoint  # noqa: E402
-from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
-
-
-def cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def main() -> None:
@@ -36,23 +30,15 @@ def main() -> None:
     try:
         os.makedirs(os.path.join(tmp, "e"))
         ce = cairn.connect(os.path.join(tmp, "e"), embedded=True)
-        conn = sqlite3.connect(os.path.join(tmp, "full.db"), check_same_thread=False)
-        full = SqliteSaver(conn)
-        full.setup()
-        conn.execute("PRAGMA synchronous=FULL")
+        full = sqlite_saver(os.path.join(tmp, "full.db"), full=True)
         savers: Dict[str, Any] = {"cairn": CairnSaver(ce), "sqlfull": full}
         for name, s in savers.items():
-            cfg: Dict[str, Any] = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
-            ver = None
+            put = Putter(s, "t")
             ts = []
             c0 = cpu()
-            for i in range(n):
-                cp = empty_checkpoint()
-                ver = s.get_next_version(ver, None)
-                cp["channel_values"] = {"messages": ["hello world"] * 4, "step": i}
-                cp["channel_versions"] = {"messages": ver, "step": ver}
+            for _ in range(n):
                 t = time.perf_counter()
-                cfg = s.put(cfg, cp, {"source": "loop", "step": i}, cp["channel_versions"])
+                put()
                 ts.append(time.perf_counter() - t)
             put_cpu = (cpu() - c0) / n * 1e6
             put_med = statistics.median(ts) * 1e6
@@ -76,7 +62,7 @@ def main() -> None:
                 flush=True,
             )
         ce.close()
-        conn.close()
+        full.conn.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

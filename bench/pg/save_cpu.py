@@ -14,28 +14,20 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bindings", "python"))
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path[:0] = [os.path.join(REPO, "bindings", "python"), os.path.join(REPO, "bench", "agent")]
 import cairn  # noqa: E402
+from agent_bench import proc_cpu_s  # noqa: E402
+from agents_cpu import threads_cpu  # noqa: E402
 
 MSG = {"role": "assistant", "content": "x" * 180}
-
-
-def threads_cpu(pid="self"):
-    out = {}
-    for t in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{t}/stat") as f:
-            s = f.read().rsplit(")", 1)[1].split()
-        out[t] = int(s[11]) + int(s[12])
-    return out
 
 
 def main():
     url, mode = sys.argv[1], sys.argv[2]
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
-    tick = os.sysconf("SC_CLK_TCK")
     with tempfile.TemporaryDirectory(prefix="cairn-pgsave-") as ws:
         if mode == "emb":
             c = cairn.connect(ws, store=url, embedded=True)
@@ -47,20 +39,19 @@ def main():
             sid = "s%d" % os.getpid()
             for _ in range(200):
                 c.save(sid, change={"append_messages": [MSG]})
-            a, da = threads_cpu(), dpid and sum(threads_cpu(dpid).values())
+            a, da = threads_cpu(), dpid and proc_cpu_s(dpid)
             lat = []
             for _ in range(n):
                 t = time.perf_counter()
                 c.save(sid, change={"append_messages": [MSG]})
                 lat.append(time.perf_counter() - t)
-            b, db = threads_cpu(), dpid and sum(threads_cpu(dpid).values())
+            b, db = threads_cpu(), dpid and proc_cpu_s(dpid)
         finally:
             c.close()
             if dpid:
                 os.kill(dpid, 15)
-    me = str(threading.get_native_id())
-    us = lambda ticks: ticks / tick / n * 1e6  # noqa: E731
-    line = f"{mode}: median {statistics.median(lat) * 1e6:.0f} us; cpu per save: calling thread {us(b[me] - a[me]):.0f} us, other threads {us(sum(b[k] - a.get(k, 0) for k in b if k != me)):.0f} us"
+    us = lambda s: s / n * 1e6  # noqa: E731
+    line = f"{mode}: median {statistics.median(lat) * 1e6:.0f} us; cpu per save: calling thread {us(b['main'] - a['main']):.0f} us, other threads {us(b['other'] - a['other']):.0f} us"
     if dpid:
         line += f", cairnd {us(db - da):.0f} us"
     print(line + f" (load {os.getloadavg()[0]:.2f})")
