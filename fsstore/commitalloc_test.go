@@ -53,3 +53,44 @@ func TestCommitAllocation(t *testing.T) {
 		t.Fatalf("a commit of %.0f bytes allocated %.0f bytes, want at most 1.6x", perWritten, perCommit)
 	}
 }
+
+// TestPutCommitAllocations bounds the allocations of a commit like a
+// LangGraph saver's put (four artifacts with data and one message): the
+// index is folded in from the values as they are encoded, not from the
+// records decoded back through reflection (99 allocations a commit when
+// it was, 35 now), and the list it is folded from is kept between commits.
+func TestPutCommitAllocations(t *testing.T) {
+	s, err := fsstore.Open(t.TempDir(), fsstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	const puts = 50
+	changes := make([]*session.Change, puts+1)
+	for i := range changes {
+		v := strconv.Itoa(i)
+		c := &session.Change{AppendMessages: []session.Value{session.Value(`{"ns":"","id":"` + v + `"}`)}}
+		for _, id := range []string{"b.messages." + v, "b.step." + v, "c." + v, "h"} {
+			c.PutArtifacts = append(c.PutArtifacts, session.Artifact{ID: id, Kind: "langgraph", Data: []byte(strings.Repeat("d", 300))})
+		}
+		if err := session.Normalize(c); err != nil {
+			t.Fatal(err)
+		}
+		changes[i] = c
+	}
+	if _, err := s.Commit(ctx, "put", changes[0], session.CommitOptions{Normalized: true}); err != nil {
+		t.Fatal(err)
+	}
+	i := 1
+	allocs := testing.AllocsPerRun(puts-1, func() {
+		if _, err := s.Commit(ctx, "put", changes[i], session.CommitOptions{Normalized: true}); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	})
+	t.Logf("%.1f allocations per put commit", allocs)
+	if allocs > 50 {
+		t.Fatalf("a put's commit made %.1f allocations, want at most 50", allocs)
+	}
+}

@@ -87,6 +87,11 @@
 // their bytes. A checkpoint is an optimisation, written without fsync and
 // never trusted: any doubt means a full walk (see checkpoint.go).
 //
+// The in-memory index (index.go) is built at open by parsing each record,
+// and advanced after each commit from what the encoder kept of each record
+// as it framed it (indexValue), not by parsing the commit back; the two
+// are checked to agree (TestCommitIndexEqualsReplay).
+//
 // Every file operation goes through Options.FS (internal/vfs), the writer's
 // LOCK excepted. The power-cut tests (powercut_test.go) run a workload on
 // internal/vfs/crashfs, which models what a power cut keeps, cut the power

@@ -108,6 +108,12 @@ type frameBuf struct {
 	mark int // offset where the open commit began
 	recs int // item records in the open commit
 	err  error
+	// index, when indexing is set, collects what the index takes from
+	// each item record (see indexValue), made from the values as they are
+	// encoded, so a commit is folded into its session's index without
+	// parsing its records back.
+	indexing bool
+	index    []parsed
 }
 
 // commitSizeHint guesses the framed size of c's commit from its bulk (the
@@ -153,7 +159,30 @@ func (f *frameBuf) add(kind byte, v any) int64 {
 	f.buf = b.Bytes()
 	recordlog.Seal(f.buf, start, kind)
 	f.recs++
+	f.indexed(kind, v, start)
 	return int64(len(f.buf) - start)
+}
+
+// indexed keeps what the index takes from the record just framed at start,
+// when the buffer is indexing. The commit record is not kept: the commit
+// knows its own generation and time.
+func (f *frameBuf) indexed(kind byte, v any, start int) {
+	if !f.indexing || kind == kindCommit {
+		return
+	}
+	// Replay stops at a frame longer than this, so it must not be written
+	// (scanning the commit back before writing it caught this before).
+	if n := len(f.buf) - start - recordlog.HeaderSize; n > recordlog.MaxPayload {
+		f.err = session.Errorf(session.CodeTooLarge, "a record of %d bytes passes the limit of %d bytes", n, recordlog.MaxPayload)
+		return
+	}
+	p, err := indexValue(kind, v, f.buf[start+recordlog.HeaderSize:])
+	if err != nil {
+		f.err = err
+		return
+	}
+	p.end, p.size = int64(len(f.buf)), int64(len(f.buf)-start)
+	f.index = append(f.index, p)
 }
 
 // addRaw appends one framed record holding payload as it is.
@@ -164,6 +193,7 @@ func (f *frameBuf) addRaw(kind byte, payload []byte) int64 {
 	start := len(f.buf)
 	f.buf = recordlog.Append(f.buf, kind, payload)
 	f.recs++
+	f.indexed(kind, nil, start)
 	return int64(len(f.buf) - start)
 }
 
