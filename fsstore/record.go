@@ -3,6 +3,7 @@ package fsstore
 import (
 	"bytes"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -138,6 +139,39 @@ func commitSizeHint(c *session.Change) int {
 
 // maxSizeHint bounds commitSizeHint.
 const maxSizeHint = 64 << 20
+
+// commitBufs holds the frame buffers and index lists of finished commits
+// for the next ones: a commit (of any session) then neither allocates
+// them nor has them zeroed, and an idle store holds none per session.
+var commitBufs = sync.Pool{New: func() any { return new(frameBuf) }}
+
+// maxKeptFrames bounds the buffers commitBufs keeps: a large commit's
+// buffer goes to the garbage collector, not back to the pool.
+const maxKeptFrames = 1 << 20
+
+// newCommitBuf returns an empty indexing frame buffer with room for hint
+// bytes, from commitBufs. The caller releases it once the commit is
+// written and indexed.
+func newCommitBuf(hint int) *frameBuf {
+	f := commitBufs.Get().(*frameBuf)
+	if cap(f.buf) < hint {
+		f.buf = make([]byte, 0, hint)
+	}
+	f.indexing = true
+	return f
+}
+
+// release empties f and returns it to commitBufs. Nothing may use f, its
+// bytes or its index after: the log and the index keep copies (the index
+// holds ids and checkpoint headers of the change, never f's bytes).
+func (f *frameBuf) release() {
+	clear(f.index) // so the pool holds no ids or checkpoints of this change
+	*f = frameBuf{buf: f.buf[:0], index: f.index[:0]}
+	if cap(f.buf) > maxKeptFrames || cap(f.index) > 256 {
+		return
+	}
+	commitBufs.Put(f)
+}
 
 // begin opens a commit at the current end of the buffer.
 func (f *frameBuf) begin() { f.mark, f.recs = len(f.buf), 0 }

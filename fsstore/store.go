@@ -136,10 +136,6 @@ type sessionFile struct {
 	sick       *sickness // set for a log the store does not serve (damage.go)
 	idxAt      int64     // the log's length its index checkpoint covers (0: none; checkpoint.go)
 	idxBusy    bool      // a checkpoint is being written in the background
-	// indexed is the list a commit's encoder fills for its index
-	// (frameBuf.index), kept between commits, emptied, so that a commit
-	// does not allocate it again.
-	indexed []parsed
 }
 
 // sickness is why a session's log is not served, and what List and run
@@ -571,22 +567,15 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	}
 	now := s.opts.Now().UTC()
 	gen := sf.t.gen + 1
-	fb := frameBuf{buf: make([]byte, 0, commitSizeHint(c)), indexing: true, index: sf.indexed[:0]}
-	defer func() {
-		// Emptied, so the kept list holds no id or checkpoint of this
-		// change; a list grown for a large commit is not kept.
-		clear(fb.index)
-		if cap(fb.index) <= 64 {
-			sf.indexed = fb.index[:0]
-		}
-	}()
+	fb := newCommitBuf(commitSizeHint(c))
+	defer fb.release()
 	creating := sf.t.gen == 0
 	if creating {
 		fb.buf = append(fb.buf, logMagic...)
 	}
 	start := len(fb.buf)
 	fb.begin()
-	encodeChange(&fb, sf.t, id, c, now)
+	encodeChange(fb, sf.t, id, c, now)
 	fb.commit(gen, now)
 	if fb.err != nil {
 		if session.CodeOf(fb.err) == session.CodeTooLarge {
