@@ -271,7 +271,7 @@ func addChunked[T any](fb *frameBuf, kind byte, list []T, size func(T) int) {
 func addArtifact(fb *frameBuf, a session.Artifact) {
 	data := a.Data
 	a.Data = nil
-	fb.add(kindArtifact, &a)
+	fb.addArtifactHeader(&a)
 	if len(data) > 0 {
 		fb.addRaw(kindBlob, data)
 	}
