@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -79,12 +80,33 @@ func TestCommitIndexEqualsReplay(t *testing.T) {
 				}
 				c.Metadata = map[string]session.Value{ids.Draw(rt, "key"): v, "other": session.Value(`1`)}
 			case 6:
-				c.UpsertRuns = []session.Run{{RunID: runs.Draw(rt, "run"), Status: rapid.SampledFrom([]string{"running", "completed"}).Draw(rt, "status"), StartedAt: base}}
+				r := session.Run{RunID: runs.Draw(rt, "run"), Status: rapid.SampledFrom([]string{"running", "completed"}).Draw(rt, "status"), StartedAt: base,
+					Usage: session.Usage{OutputTokens: 9, Cost: 1.5}}
+				if rapid.Bool().Draw(rt, "ended") {
+					end := base.Add(time.Second)
+					r.EndedAt = &end
+				}
+				if rapid.Bool().Draw(rt, "runZone") {
+					// Not UTC: the record is read back, not remembered.
+					r.StartedAt = base.In(zone)
+					opts.Normalized = true
+				}
+				c.UpsertRuns = []session.Run{r}
+				if rapid.Bool().Draw(rt, "files") {
+					c.Files = &session.ManifestRef{ID: ids.Draw(rt, "manifest"), Clock: "c:1", Entries: 4}
+				}
 				c.UpsertVerifications = []session.Verification{{ID: ids.Draw(rt, "verif"), Checks: []session.Check{{Name: "t", Status: "passed"}}}}
 				c.UpsertSubagentTasks = []session.SubagentTask{{TaskID: ids.Draw(rt, "task"), Status: "done"}}
 			case 7:
-				cp := &session.LoopCheckpoint{RunID: runs.Draw(rt, "cprun"), Turn: int64(i), State: session.Value(`{"s":1}`),
+				cp := &session.LoopCheckpoint{RunID: runs.Draw(rt, "cprun"), Turn: int64(i),
 					Usage: session.Usage{InputTokens: 3, Cost: 0.25}}
+				switch rapid.IntRange(0, 2).Draw(rt, "state") {
+				case 1:
+					cp.State = session.Value(`{"s":1}`)
+				case 2:
+					// Past memoStateMax: read back.
+					cp.State = session.Value(fmt.Sprintf(`"%0*d"`, memoStateMax, 0))
+				}
 				switch rapid.IntRange(0, 2).Draw(rt, "cptime") {
 				case 1:
 					cp.CreatedAt = base
@@ -114,6 +136,7 @@ func TestCommitIndexEqualsReplay(t *testing.T) {
 				rt.Fatalf("commit %d: %v", i, err)
 			}
 			checkIndexIsReplay(rt, s, "s")
+			checkHeadMemo(rt, s, "s")
 		}
 	})
 }
@@ -144,7 +167,94 @@ func checkIndexIsReplay(t interface {
 			t.Fatalf("replay: %v", err)
 		}
 	}
-	if !reflect.DeepEqual(sf.t, replayed) {
-		t.Fatalf("index after commit generation %d differs from replay:\n commit %+v\n replay %+v", sf.t.gen, *sf.t, *replayed)
+	live := *sf.t
+	live.memo = nil // what replay cannot have: see checkHeadMemo
+	if !reflect.DeepEqual(&live, replayed) {
+		t.Fatalf("index after commit generation %d differs from replay:\n commit %+v\n replay %+v", sf.t.gen, live, *replayed)
+	}
+}
+
+// checkHeadMemo compares Head of session id, answered in part from the
+// last commit's memo, with Head read wholly from the log.
+func checkHeadMemo(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, s *Store, id string) {
+	t.Helper()
+	ctx := context.Background()
+	withMemo, sum1, err := s.Head(ctx, id)
+	if err != nil {
+		t.Fatalf("head: %v", err)
+	}
+	sf, err := s.lockSession(id)
+	if err != nil {
+		t.Fatalf("lock: %v", err)
+	}
+	memo := sf.t.memo
+	sf.t.memo = nil
+	sf.mu.Unlock()
+	read, sum2, err := s.Head(ctx, id)
+	if err != nil {
+		t.Fatalf("head without memo: %v", err)
+	}
+	sf.mu.Lock()
+	sf.t.memo = memo
+	sf.mu.Unlock()
+	if !reflect.DeepEqual(withMemo, read) || !reflect.DeepEqual(sum1, sum2) {
+		t.Fatalf("head from the memo differs from the log's (%d memos):\n memo %+v\n log  %+v", len(memo), *withMemo.Snapshot, *read.Snapshot)
+	}
+}
+
+// TestHeadAfterCommitFromMemo checks that Head right after a commit
+// answers the run, checkpoint and manifest reference that commit wrote
+// from what the commit encoded, without reading their records: with those
+// records overwritten on disk, Head still gives the committed values.
+func TestHeadAfterCommitFromMemo(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	for i := 1; i <= 3; i++ {
+		c := &session.Change{
+			AppendMessages: []session.Value{session.Value(`{"role":"user"}`)},
+			UpsertRuns:     []session.Run{{RunID: "r1", Status: session.RunRunning}},
+			Checkpoint:     &session.LoopCheckpoint{RunID: "r1", Turn: int64(i), State: session.Value(`{"turn":` + fmt.Sprint(i) + `}`)},
+			Files:          &session.ManifestRef{ID: "m:" + fmt.Sprint(i), Entries: int64(i)},
+		}
+		if _, err := s.Commit(ctx, "agent", c, session.CommitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, _, err := s.Head(ctx, "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf, err := s.lockSession("agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	its := []item{sf.t.runs.at["r1"], sf.t.ckpts["r1"].events[2].at, sf.t.single[kindFiles]}
+	path := sf.path
+	sf.mu.Unlock()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range its {
+		if _, err := f.WriteAt(bytes.Repeat([]byte{0xee}, int(it.fsz)), it.off()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := s.Head(ctx, "agent")
+	if err != nil {
+		t.Fatalf("Head read the records the last commit wrote: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) || string(got.Checkpoints["r1"].State) != `{"turn":3}` || got.Snapshot.Files.ID != "m:3" {
+		t.Fatalf("Head after the commit:\n got  %+v\n want %+v", got, want)
 	}
 }

@@ -633,6 +633,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 		sf.broken = fmt.Errorf("summary of a durable commit failed; the next commit re-reads the log: %w", err)
 		return session.CommitResult{}, session.Wrap(session.CodeInternal, sf.broken, "fsstore.Commit")
 	}
+	sf.t.remember(fb.index, base)
 	written := int64(len(fb.buf)) // the commit, plus the magic of a new file
 	s.commits.Add(1)
 	s.bytesWritten.Add(written)
