@@ -50,8 +50,12 @@ func TestCommitAllocation(t *testing.T) {
 	perCommit := float64(after.TotalAlloc-before.TotalAlloc) / turns
 	perWritten := float64(written) / turns
 	t.Logf("%.0f bytes allocated per commit of %.0f bytes", perCommit, perWritten)
-	if perCommit > 0.5*perWritten {
-		t.Fatalf("a commit of %.0f bytes allocated %.0f bytes, want at most 0.5x", perWritten, perCommit)
+	limit := 0.5
+	if raceEnabled {
+		limit = 1.0 // a quarter of the buffers are not pooled (about 0.4-0.6x)
+	}
+	if perCommit > limit*perWritten {
+		t.Fatalf("a commit of %.0f bytes allocated %.0f bytes, want at most %.1fx", perWritten, perCommit, limit)
 	}
 }
 
@@ -92,7 +96,11 @@ func TestPutCommitAllocations(t *testing.T) {
 		i++
 	})
 	t.Logf("%.1f allocations per put commit", allocs)
-	if allocs > 30 {
-		t.Fatalf("a put's commit made %.1f allocations, want at most 30", allocs)
+	limit := 30.0
+	if raceEnabled {
+		limit = 45 // a quarter of the index lists are not pooled
+	}
+	if allocs > limit {
+		t.Fatalf("a put's commit made %.1f allocations, want at most %.0f", allocs, limit)
 	}
 }
