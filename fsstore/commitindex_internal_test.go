@@ -82,6 +82,9 @@ func TestCommitIndexEqualsReplay(t *testing.T) {
 			case 6:
 				r := session.Run{RunID: runs.Draw(rt, "run"), Status: rapid.SampledFrom([]string{"running", "completed"}).Draw(rt, "status"), StartedAt: base,
 					Usage: session.Usage{OutputTokens: 9, Cost: 1.5}}
+				if rapid.Bool().Draw(rt, "unstarted") {
+					r.StartedAt = time.Time{} // encoded as null
+				}
 				if rapid.Bool().Draw(rt, "ended") {
 					end := base.Add(time.Second)
 					r.EndedAt = &end
