@@ -45,7 +45,6 @@ import json
 import random
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -123,6 +122,26 @@ def _b64(b: bytes) -> str:
 # json.dumps(o, separators=(",", ":")), without building an encoder a call.
 _compact = json.JSONEncoder(separators=(",", ":")).encode
 
+# An artifact of a put, as the save request's JSON: its quoted id and its
+# data's base64 (which needs no escaping).
+_ART = '{"id":%s,"kind":"langgraph","data":"%s"}'
+
+# The client's encoding of a request (a lone surrogate in a str is written
+# as its \u escape when the text is encoded with backslashreplace).
+_compact_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+_ESCAPED_BUT_QUOTE = re.compile(r"[\x00-\x1f\\]")
+
+
+def _quoted(s: str) -> str:
+    """s as a JSON string, as json.dumps(s, ensure_ascii=False) writes it.
+    A key's only such character is mostly the quote, replaced here without
+    the encoder (most keys are new: a version or a checkpoint id)."""
+    if _ESCAPED_BUT_QUOTE.search(s):
+        return json.dumps(s, ensure_ascii=False)
+    return '"' + s.replace('"', '\\"') + '"'
+
 
 class CairnSaver(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer over a cairn :class:`~cairn.Client`
@@ -149,7 +168,10 @@ class CairnSaver(BaseCheckpointSaver[str]):
         # saver's versions also have a random part no later write reuses),
         # so values are cached, bounded by bytes; checkpoints, heads and
         # writes are always read.
-        self._blobs: "OrderedDict[Tuple[str, str], Any]" = OrderedDict()
+        # A dict in use order (a hit is moved to the end), not an
+        # OrderedDict: a put remembers every value it stores, and a dict's
+        # inserts are the cheaper.
+        self._blobs: Dict[Tuple[str, str], Any] = {}
         self._blob_bytes = 0
         self.blob_cache_bytes = blob_cache_bytes
         # The newest checkpoint id this saver stored or read per (session,
@@ -301,7 +323,7 @@ class CairnSaver(BaseCheckpointSaver[str]):
                 if tb is None:
                     miss.append(k)
                 else:
-                    self._blobs.move_to_end((sid, k))
+                    self._blobs[(sid, k)] = self._blobs.pop((sid, k))
                     out[k] = tb
         if miss:
             got, _ = self._read(sid, miss)
@@ -327,7 +349,7 @@ class CairnSaver(BaseCheckpointSaver[str]):
             self._blobs[k] = tb
             self._blob_bytes += n
             while self._blob_bytes > self.blob_cache_bytes:
-                _, old = self._blobs.popitem(last=False)
+                old = self._blobs.pop(next(iter(self._blobs)))
                 self._blob_bytes -= len(old[1])
 
     def _forget(self, sid: str) -> None:
@@ -466,36 +488,52 @@ class CairnSaver(BaseCheckpointSaver[str]):
         c = config["configurable"]
         thread_id = c["thread_id"]
         ns = c.get("checkpoint_ns", "")
-        sid = self.session_id(thread_id)
+        sid = self.session_prefix + str(thread_id)
         cp = checkpoint.copy()
         values: Dict[str, Any] = cp.pop("channel_values")  # type: ignore[misc]
+        cp_id = cp["id"]
         md = get_checkpoint_metadata(config, metadata)
         parent = c.get("checkpoint_id")
-        blobs = {
-            _key("b", ns, ch, str(ver)): self.serde.dumps_typed(values[ch]) if ch in values else ("empty", b"")
-            for ch, ver in new_versions.items()
-        }
-        arts = [{"id": k, "kind": "langgraph", "data": _b64(tb[0].encode("utf-8") + b"\0" + tb[1])} for k, tb in blobs.items()]
+        dumps = self.serde.dumps_typed
+        # The save request is written as JSON text here, piece by piece: the
+        # artifacts' keys are quoted once (cached) and their data is base64
+        # already, so nothing is built twice or scanned again by an encoder.
+        blobs = []
+        arts = []
+        for ch, ver in new_versions.items():
+            k = _key("b", ns, ch, str(ver))
+            tb = dumps(values[ch]) if ch in values else ("empty", b"")
+            blobs.append((k, tb))
+            arts.append(_ART % (_quoted(k), _b64(tb[0].encode("utf-8") + b"\0" + tb[1])))
         md_dump = self._dump(md)
-        arts.append(self._art(_key("c", ns, cp["id"]), {"cp": self._dump(cp), "md": md_dump, "parent": parent}))
+        rec = _compact({"cp": self._dump(cp), "md": md_dump, "parent": parent})
+        arts.append(_ART % (_quoted(_key("c", ns, cp_id)), _b64(rec.encode("utf-8"))))
         head = self._heads.get((sid, ns))
-        if head is None or head >= cp["id"]:
+        if head is None or head >= cp_id:
             got = self._artifact(sid, _key("h", ns))
             head = got[0].decode("utf-8") if got else None
-        if head is None or head < cp["id"]:
-            arts.append({"id": _key("h", ns), "kind": "langgraph", "data": _b64(cp["id"].encode("utf-8"))})
+        moved = head is None or head < cp_id
+        if moved:
+            arts.append(_ART % (_quoted(_key("h", ns)), _b64(cp_id.encode("utf-8"))))
         run_id = md.get("run_id")
-        entry = {"ns": ns, "id": cp["id"], "parent": parent, "md": md_dump}
+        entry = {"ns": ns, "id": cp_id, "parent": parent, "md": md_dump}
         if run_id:
             entry["run_id"] = str(run_id)
-        self.client.save(sid, change={"put_artifacts": arts, "append_messages": [entry]})
-        if head is None or head < cp["id"]:
-            self._heads[(sid, ns)] = cp["id"]
-        for k, tb in blobs.items():
+        change = '{"put_artifacts":[' + ",".join(arts) + '],"append_messages":[' + _compact(entry) + "]}"
+        call = getattr(self.client, "_call", None)
+        if call is not None:
+            # A Client: the request goes as it is, and the answer (the new
+            # generation, which put does not need) is not decoded.
+            call(b"save", ('{"session_id":' + _quoted(sid) + ',"change":' + change + "}").encode("utf-8", "backslashreplace"), False)
+        else:
+            self.client.save(sid, change=_json(change))
+        if moved:
+            self._heads[(sid, ns)] = cp_id
+        for k, tb in blobs:
             self._remember((sid, k), tb)
         if run_id:
             self._note_run(str(run_id), thread_id)
-        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cp["id"]}}
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cp_id}}
 
     def _note_run(self, run_id: str, thread_id: str) -> None:
         k = (run_id, thread_id)
