@@ -105,6 +105,10 @@ def _key(kind: str, *parts: str) -> str:
     return k
 
 
+# _key without its cache, for a key made once (a new checkpoint's).
+_new_key = _key.__wrapped__
+
+
 def _sorted_writes(raw: Optional[bytes]) -> List[List[Any]]:
     """A writes artifact's entries, [task_id, channel, value, task_path,
     idx], in writes_sort_key order."""
@@ -134,10 +138,6 @@ _compact = json.JSONEncoder(separators=(",", ":")).encode
 # An artifact of a put, as the save request's JSON: its quoted id and its
 # data's base64 (which needs no escaping).
 _ART = '{"id":%s,"kind":"langgraph","data":"%s"}'
-
-# The client's encoding of a request (a lone surrogate in a str is written
-# as its \u escape when the text is encoded with backslashreplace).
-_compact_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 # A checkpoint record in the current layout begins with this byte (one in
@@ -223,7 +223,8 @@ class CairnSaver(BaseCheckpointSaver[str]):
         # A dict in use order (a hit is moved to the end), not an
         # OrderedDict: a put remembers every value it stores, and a dict's
         # inserts are the cheaper.
-        self._blobs: Dict[Tuple[str, str], Any] = {}
+        # Keyed by (session, namespace, channel, version as str).
+        self._blobs: Dict[Tuple[str, str, str, str], Any] = {}
         self._blob_bytes = 0
         self.blob_cache_bytes = blob_cache_bytes
         # The newest checkpoint id this saver stored or read per (session,
@@ -373,29 +374,32 @@ class CairnSaver(BaseCheckpointSaver[str]):
         the others (and their ``b<key>`` artifacts, which hold them in the
         first layout and once the record holding them is pruned)."""
         out: Dict[str, Tuple[str, bytes]] = {}
-        keys = {ch: _key("b", ns, ch, str(ver)) for ch, ver in versions.items()}
         miss: List[str] = []
         with self._lock:
-            for ch, k in keys.items():
-                tb = self._blobs.get((sid, k))
+            for ch, ver in versions.items():
+                k = (sid, ns, ch, str(ver))
+                tb = self._blobs.get(k)
                 if tb is not None:
-                    self._blobs[(sid, k)] = self._blobs.pop((sid, k))
+                    self._blobs[k] = self._blobs.pop(k)
                     out[ch] = tb
                 else:
                     miss.append(ch)
         if not miss:
             return out
         ids: Dict[str, None] = {}
+        keys: Dict[str, str] = {}
         rest: List[str] = []
         for ch in miss:
+            sv = str(versions[ch])
             v = rec.vals.get(ch)
-            if v is not None and v[0] == str(versions[ch]):
+            if v is not None and v[0] == sv:
                 out[ch] = v[1]
-                self._remember((sid, keys[ch]), v[1])
+                self._remember((sid, ns, ch, sv), v[1])
                 continue
             w = rec.at.get(ch)
             if w is not None:
                 ids[_key("c", ns, w)] = None
+            keys[ch] = _key("b", ns, ch, sv)
             ids[keys[ch]] = None
             rest.append(ch)
         if not rest:
@@ -415,7 +419,7 @@ class CairnSaver(BaseCheckpointSaver[str]):
                     continue
                 i = data.index(b"\0")
                 tb = (data[:i].decode("utf-8"), data[i + 1 :])
-            self._remember((sid, keys[ch]), tb)
+            self._remember((sid, ns, ch, str(versions[ch])), tb)
             out[ch] = tb
         return out
 
@@ -468,7 +472,7 @@ class CairnSaver(BaseCheckpointSaver[str]):
                         at[ch] = rec.at[ch]
         return at
 
-    def _remember(self, k: Tuple[str, str], tb: Tuple[str, bytes]) -> None:
+    def _remember(self, k: Tuple[str, str, str, str], tb: Tuple[str, bytes]) -> None:
         # A put replaces what the key held (a caller may store another
         # value under a version it used before, as the store does).
         n = len(tb[1])
@@ -627,9 +631,9 @@ class CairnSaver(BaseCheckpointSaver[str]):
         parent = c.get("checkpoint_id")
         dumps = self.serde.dumps_typed
         # The save request is written as JSON text here, piece by piece: the
-        # artifacts' keys are quoted once (cached) and their data is base64
-        # already, so nothing is built twice or scanned again by an encoder.
-        # The new channel values go into the checkpoint's record.
+        # artifacts' data is base64 already, so nothing is built twice or
+        # scanned again by an encoder. The new channel values go into the
+        # checkpoint's record.
         blobs = []
         vals = []
         payload = []
@@ -642,12 +646,21 @@ class CairnSaver(BaseCheckpointSaver[str]):
         cp_tb = dumps(cp)
         md_tb = dumps(md)
         at = self._locate(sid, ns, cp, new_versions, parent)
-        hdr = {"cp": [cp_tb[0], len(cp_tb[1])], "md": [md_tb[0], len(md_tb[1])], "parent": parent, "v": vals}
+        q_parent = "null" if parent is None else _quoted(parent)
+        hdr = '{"cp":[%s,%d],"md":[%s,%d],"parent":%s,"v":[%s]' % (
+            _quoted(cp_tb[0]),
+            len(cp_tb[1]),
+            _quoted(md_tb[0]),
+            len(md_tb[1]),
+            q_parent,
+            ",".join("[%s,%s,%s,%d]" % (_quoted(ch), _quoted(sv), _quoted(t), n) for ch, sv, t, n in vals),
+        )
         if at:
-            hdr["at"] = at
-        rec = b"".join([_REC2, _compact(hdr).encode("ascii"), b"\n", cp_tb[1], md_tb[1], *payload])
-        arts = [_ART % (_quoted(_key("c", ns, cp_id)), _b64(rec))]
-        md_dump = [md_tb[0], _b64(md_tb[1])]
+            hdr += ',"at":{' + ",".join(_quoted(ch) + ":" + _quoted(w) for ch, w in at.items()) + "}"
+        rec = b"".join([_REC2, hdr.encode("utf-8", "backslashreplace"), b"}\n", cp_tb[1], md_tb[1], *payload])
+        # The checkpoint's key is new (no cache for it).
+        arts = [_ART % (_quoted(_new_key("c", ns, cp_id)), _b64(rec))]
+        md_q = '[%s,"%s"]' % (_quoted(md_tb[0]), _b64(md_tb[1]))
         head = self._heads.get((sid, ns))
         if head is None or head >= cp_id:
             got = self._artifact(sid, _key("h", ns))
@@ -656,14 +669,16 @@ class CairnSaver(BaseCheckpointSaver[str]):
         if moved:
             arts.append(_ART % (_quoted(_key("h", ns)), _b64(cp_id.encode("utf-8"))))
         run_id = md.get("run_id")
-        entry = {"ns": ns, "id": cp_id, "parent": parent, "md": md_dump}
+        # The index entry: {"ns", "id", "parent", "md"[, "run_id"]}.
+        entry = '{"ns":%s,"id":%s,"parent":%s,"md":%s' % (_quoted(ns), _quoted(cp_id), q_parent, md_q)
         if run_id:
-            entry["run_id"] = str(run_id)
-        change = '{"put_artifacts":[' + ",".join(arts) + '],"append_messages":[' + _compact(entry) + "]}"
+            entry += ',"run_id":' + _quoted(str(run_id))
+        change = '{"put_artifacts":[' + ",".join(arts) + '],"append_messages":[' + entry + "}]}"
         call = getattr(self.client, "_call", None)
         if call is not None:
             # A Client: the request goes as it is, and the answer (the new
-            # generation, which put does not need) is not decoded.
+            # generation, which put does not need) is not decoded. Encoded as
+            # the client encodes one (a lone surrogate becomes its \u escape).
             call(b"save", ('{"session_id":' + _quoted(sid) + ',"change":' + change + "}").encode("utf-8", "backslashreplace"), False)
         else:
             self.client.save(sid, change=_json(change))
@@ -677,7 +692,7 @@ class CairnSaver(BaseCheckpointSaver[str]):
             while len(self._where) > _WHERE_KEPT:
                 del self._where[next(iter(self._where))]
         for ch, sv, tb in blobs:
-            self._remember((sid, _key("b", ns, ch, sv)), tb)
+            self._remember((sid, ns, ch, sv), tb)
         if run_id:
             self._note_run(str(run_id), thread_id)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cp_id}}

@@ -310,3 +310,29 @@ def test_threads_in_the_first_layout(client: cairn.Client) -> None:
     assert t is not None and t.checkpoint["channel_values"] == {"messages": new_msgs, "step": 6}
     assert fresh().get_tuple({"configurable": {"thread_id": "old", "checkpoint_ns": "", "checkpoint_id": ids[5]}}) is None
     assert [x.checkpoint["channel_values"]["step"] for x in fresh().list(latest)] == [6]
+
+
+@pytest.mark.parametrize("odd", ['q"b\\s\n\t\x01é☃', 'q"é☃'])
+def test_put_request_escapes(client: cairn.Client, odd: str) -> None:
+    """put writes its request's JSON by hand: namespaces, channels, ids,
+    thread ids and metadata that need escaping (quotes, backslashes,
+    control characters, non-ASCII) come back as they went in."""
+    saver = CairnSaver(client)
+    cfg: Dict[str, Any] = {"configurable": {"thread_id": "t" + odd, "checkpoint_ns": "ns" + odd}}
+    want = []
+    for i in range(3):
+        cp = empty_checkpoint()
+        cp["channel_values"] = {"ch" + odd: [odd, i]}
+        cp["channel_versions"] = {"ch" + odd: saver.get_next_version(i or None, None)}
+        md = {"source": "loop", "step": i, "note" + odd: odd, "run_id": "r" + odd}
+        cfg = saver.put(cfg, cp, md, cp["channel_versions"])
+        want.append(cfg["configurable"]["checkpoint_id"])
+    fresh = CairnSaver(client)
+    t = fresh.get_tuple({"configurable": {"thread_id": "t" + odd, "checkpoint_ns": "ns" + odd}})
+    assert t is not None and t.checkpoint["channel_values"] == {"ch" + odd: [odd, 2]}
+    assert t.metadata["note" + odd] == odd and t.parent_config is not None
+    assert t.parent_config["configurable"]["checkpoint_id"] == want[1]
+    got = list(fresh.list({"configurable": {"thread_id": "t" + odd}}, filter={"note" + odd: odd}))
+    assert [x.config["configurable"]["checkpoint_id"] for x in got] == want[::-1]
+    fresh.delete_for_runs(["r" + odd])
+    assert fresh.get_tuple({"configurable": {"thread_id": "t" + odd, "checkpoint_ns": "ns" + odd}}) is None
