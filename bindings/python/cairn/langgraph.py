@@ -22,14 +22,16 @@ session. Inside it:
 - each ``put`` appends one small index message (namespace, id, parent,
   run id, metadata) used by ``list``, ``delete_for_runs`` and ``prune``.
 
-A put is one save of three artifacts (the checkpoint, the head, and the
-first writes' none) and the index message; threads written in the older
-layout (a record as JSON, every value an artifact of its own) are read as
-they are, and a put on top of one writes the new layout.
+A put is one save of two artifacts (the checkpoint's record and the head,
+which moves unless a newer checkpoint is there) and the index message.
+Threads written in the first layout (a record as JSON with base64 inside,
+every channel value an artifact of its own) read as they are, and a put
+on top of one writes the current layout; nothing is migrated.
 
 So ``get_tuple`` is one ``artifacts_by_id`` call (the head, the checkpoint
 and its writes; the saver guesses the head from the last one it stored or
-read, and the head read along checks the guess), and ``list(limit=N)``
+read, and the head read along checks the guess; values neither in that
+record nor cached take one more), and ``list(limit=N)``
 reads N index entries from the tail and then their checkpoints and writes
 in one call: both stay flat as a thread grows. Nothing
 on the hot path reads a whole session. A run's threads are recorded in a
@@ -324,11 +326,17 @@ class CairnSaver(BaseCheckpointSaver[str]):
     ) -> Optional[CheckpointTuple]:
         if rec_raw is None:
             return None
-        rec = self._record(rec_raw)
+        with self._lock:
+            rec = self._records.get(rec_raw)
+        seen = rec is not None
+        if rec is None:
+            rec = self._record(rec_raw)
         md_tb, parent = rec.md, rec.parent
         checkpoint: Checkpoint = self.serde.loads_typed(rec.cp)
         versions = checkpoint["channel_versions"]
-        self._note_where(sid, ns, cp_id, rec, versions)
+        if not seen:
+            # Where its values are, noted once per record parsed.
+            self._note_where(sid, ns, cp_id, rec, versions)
         blobs = self._values_of(sid, ns, rec, versions)
         values: Dict[str, Any] = {}
         loads = self.serde.loads_typed
