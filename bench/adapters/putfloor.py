@@ -5,7 +5,7 @@ embedded, and the parts of CairnSaver's put on their own:
   commit alone   the save a put sends (its JSON bytes, made beforehand),
                  straight to libcairn: no saver, no request encoding
   saver alone    CairnSaver.put against a client whose save does nothing
-                 (LangGraph's serializer, the keys, the request's values)
+                 (LangGraph's serializer, the keys, the request's JSON text)
   fdatasync      a 1.5 KiB overwrite + fdatasync of a file in the same
                  directory (the disk's floor for one durable write)
 
