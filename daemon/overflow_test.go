@@ -143,3 +143,23 @@ func waitStatus(t *testing.T, c *protocol.Client, what string, ok func(*api.Stat
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestIdleLongerThanWriteTimeout: the socket's write deadline (set once per
+// stretch of Config.WriteTimeout, not per message) has passed while the
+// connection sat idle; the next answers are written all the same, and so
+// is the close frame at shutdown.
+func TestIdleLongerThanWriteTimeout(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	ip := startInproc(t, daemon.Config{WriteTimeout: timeout})
+	ctx := testkit.Context(t)
+	c := ip.dial(t)
+	for i := range 3 {
+		if _, err := c.Save(ctx, msg("idle")); err != nil {
+			t.Fatalf("save %d: %v", i, err)
+		}
+		time.Sleep(3 * timeout)
+	}
+	if _, err := c.Status(ctx); err != nil {
+		t.Fatalf("status after an idle spell: %v", err)
+	}
+}
