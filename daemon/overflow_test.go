@@ -1,12 +1,15 @@
 package daemon_test
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/daemon"
@@ -76,7 +79,8 @@ func TestEventOverflow(t *testing.T) {
 // daemon, and another client sees nothing of it.
 func TestStalledReaderIsCutOff(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	ip := startInproc(t, daemon.Config{WriteTimeout: timeout})
+	var logs syncBuffer
+	ip := startInproc(t, daemon.Config{WriteTimeout: timeout, Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})})
 	ctx := testkit.Context(t)
 	w := ip.dial(t)
 	big := session.Value(`"` + strings.Repeat("x", 256<<10) + `"`)
@@ -123,6 +127,27 @@ func TestStalledReaderIsCutOff(t *testing.T) {
 		t.Fatalf("the other client: %v", err)
 	}
 	t.Logf("%d of %d answers delivered before the cut", answers, requests)
+	if !strings.Contains(logs.String(), "write timed out") {
+		t.Errorf("no \"write timed out\" in the log:\n%s", logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use, for a log.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // waitStatus polls c's status until ok holds, for at most 20 s.
