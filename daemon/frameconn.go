@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,12 +36,28 @@ var errTooBig = errors.New("daemon: a frame header declares a message over the s
 // the connection is closed with 1009 at once, not after the library's read
 // limit has counted the message's bytes in.
 //
+// Every write gets a deadline (see Write): a client that stops reading
+// fails the write that waits on it within the write timeout.
+//
 // The library reads under its own read lock, so Read is never called
-// concurrently; mu orders Read's deadline against shutReads.
+// concurrently; mu orders Read's deadline against shutReads. It writes
+// under its own write lock too, so Write is never called concurrently.
 type frameConn struct {
 	net.Conn
 	timeout time.Duration
 	cur     frameCursor
+
+	// The write deadline: wtimeout is Config.WriteTimeout (0: none), wdl
+	// the deadline set on the socket (Unix ns). See Write.
+	wtimeout time.Duration
+	wdl      atomic.Int64
+
+	// What the library has been handed, for wsConn.pendingInput: data
+	// messages whose final frame's header it has, and whether a frame has
+	// started and not ended. Atomic: the cursor is the library's reading
+	// goroutine's, and these are read by whichever goroutine reads next.
+	msgs atomic.Uint64
+	mid  atomic.Bool
 
 	mu       sync.Mutex // guards the fields below
 	shut     bool       // shutReads was called
@@ -71,7 +88,10 @@ func (f *frameConn) Read(p []byte) (int, error) {
 	}
 	f.mu.Unlock()
 	n, err := f.Conn.Read(p)
-	if k := f.cur.advance(p[:n]); f.cur.over {
+	k := f.cur.advance(p[:n])
+	f.msgs.Store(f.cur.msgs)
+	f.mid.Store(f.cur.inFrame())
+	if f.cur.over {
 		// What came after the header is the refused payload: drop it.
 		f.mu.Lock()
 		f.tooBig = true
@@ -88,6 +108,25 @@ func (f *frameConn) Read(p []byte) (int, error) {
 		f.mu.Unlock()
 	}
 	return n, err
+}
+
+// Write writes p with the socket's write deadline at least wtimeout away,
+// and at most wtimeout+wtimeout/8: the deadline is moved only once less
+// than wtimeout is left. Setting a deadline arms a runtime timer, and
+// arming one can wake a thread to watch it; a write deadline (or a context
+// with a timeout) per message cost that on every answer, a timer per
+// wtimeout/8 of activity does not. An expired deadline is always moved
+// before the next write, so an idle spell never fails a later write.
+func (f *frameConn) Write(p []byte) (int, error) {
+	if f.wtimeout > 0 {
+		now := time.Now()
+		if f.wdl.Load()-now.UnixNano() < int64(f.wtimeout) {
+			dl := now.Add(f.wtimeout + f.wtimeout/8)
+			f.wdl.Store(dl.UnixNano())
+			_ = f.Conn.SetWriteDeadline(dl)
+		}
+	}
+	return f.Conn.Write(p)
 }
 
 // shutReads makes every read, the one blocked now included, fail at once:
@@ -130,6 +169,8 @@ type frameCursor struct {
 	limit uint64 // the largest message; 0: none
 	msg   uint64 // payload declared by the current data message's frames
 	over  bool   // a header took a message over limit; the cursor stopped
+	fin   bool   // the current frame's FIN bit
+	msgs  uint64 // data messages whose final frame's header was seen
 }
 
 // inFrame reports whether a frame has started and not ended.
@@ -152,7 +193,7 @@ func (c *frameCursor) advance(b []byte) int {
 		c.have++
 		switch {
 		case c.have == 1: // FIN, RSV and opcode: no length in it
-			c.op = x & 0x0f
+			c.op, c.fin = x&0x0f, x&0x80 != 0
 		case c.have == 2:
 			c.ext, c.plen = 0, uint64(x&0x7f)
 			switch c.plen {
@@ -186,6 +227,9 @@ func (c *frameCursor) count() {
 	default: // control frames are not part of a message
 		return
 	}
+	if c.fin {
+		c.msgs++
+	}
 	if c.limit > 0 && c.msg > c.limit {
 		c.over = true
 	}
@@ -199,8 +243,11 @@ func (c *frameCursor) count() {
 type hijackTap struct {
 	http.ResponseWriter
 	timeout time.Duration
-	limit   int64      // the message size limit
-	fc      *frameConn // set by Hijack
+	limit   int64 // the message size limit
+	// writeTimeout bounds each write (frameConn.Write); 0: the library's
+	// context is the only bound.
+	writeTimeout time.Duration
+	fc           *frameConn // set by Hijack
 }
 
 // hijackReadBuf is the size of the buffered reader the WebSocket library
@@ -221,7 +268,7 @@ func (h *hijackTap) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	h.fc = &frameConn{Conn: conn, timeout: h.timeout}
+	h.fc = &frameConn{Conn: conn, timeout: h.timeout, wtimeout: h.writeTimeout}
 	h.fc.cur.limit = uint64(max(h.limit, 0))
 	if n := brw.Reader.Buffered(); n > 0 {
 		// These reach the library before anything read through h.fc: an
@@ -229,7 +276,17 @@ func (h *hijackTap) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		early, _ := brw.Reader.Peek(n)
 		h.fc.cur.advance(early)
 		h.fc.tooBig = h.fc.cur.over
+		h.fc.msgs.Store(h.fc.cur.msgs)
+		h.fc.mid.Store(h.fc.cur.inFrame())
 	}
+	// The library writes through brw.Writer: make it write through h.fc,
+	// for the write deadline. The HTTP server has flushed the 101 by now;
+	// Flush makes sure, as Reset drops what is buffered.
+	if err := brw.Writer.Flush(); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	brw.Writer.Reset(h.fc)
 	return h.fc, bufio.NewReadWriter(biggerReader(brw.Reader, h.fc), brw.Writer), nil
 }
 

@@ -163,3 +163,66 @@ func TestBiggerReader(t *testing.T) {
 		}
 	}
 }
+
+// TestFrameCursorMessages: the cursor counts a data message once its final
+// frame's header is complete (what pendingInput compares with the messages
+// read), not its first fragments, and never a control frame; however the
+// stream is split into reads.
+func TestFrameCursorMessages(t *testing.T) {
+	frame := func(first byte, n int) []byte {
+		b := wsFrame(n, true)
+		b[0] = first
+		return b
+	}
+	parts := []struct {
+		frame []byte
+		msgs  uint64 // counted once this frame's header is complete
+	}{
+		{frame(0x82, 10), 1},    // binary, FIN
+		{frame(0x02, 300), 1},   // binary, first fragment
+		{frame(0x89, 4), 1},     // ping between fragments
+		{frame(0x00, 70000), 1}, // continuation
+		{frame(0x80, 5), 2},     // final continuation
+		{frame(0x81, 0), 3},     // text, FIN, empty
+		{frame(0x88, 2), 3},     // close
+	}
+	var stream []byte
+	after := map[int]uint64{} // stream offset just past a header: msgs there
+	for _, p := range parts {
+		after[len(stream)+headerLen(p.frame)] = p.msgs
+		stream = append(stream, p.frame...)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 50 {
+		var c frameCursor
+		var want uint64
+		for at := 0; at < len(stream); {
+			n := min(1+r.IntN(3000), len(stream)-at)
+			for i := at + 1; i <= at+n; i++ {
+				if m, ok := after[i]; ok {
+					want = m
+				}
+			}
+			c.advance(stream[at : at+n])
+			at += n
+			if c.msgs != want {
+				t.Fatalf("after %d bytes: %d messages counted, want %d", at, c.msgs, want)
+			}
+		}
+	}
+}
+
+// headerLen is the header length of the frame starting b.
+func headerLen(b []byte) int {
+	n := 2
+	switch b[1] & 0x7f {
+	case 126:
+		n += 2
+	case 127:
+		n += 8
+	}
+	if b[1]&0x80 != 0 {
+		n += 4
+	}
+	return n
+}
