@@ -29,10 +29,7 @@ var connIDs atomic.Uint64
 // answers the reader makes (refusals of what it could not start). Only the
 // reader reads the socket; writes are serialized by wmu. Writing the answer
 // on the request's goroutine saves a hand-off to the writer, a thread
-// wake-up per request. A short request read with nothing behind it (see
-// inline) runs on the reader itself, which saves the hand-off to a worker
-// too; should it be slow, the reading moves to a new goroutine
-// (runInline). Neither Read nor Write ever gets a request's
+// wake-up per request. Neither Read nor Write ever gets a request's
 // context (coder/websocket closes a connection whose Read or Write context
 // ends): the connection's own context ends only when the connection is
 // being closed.
@@ -67,8 +64,6 @@ type wsConn struct {
 	done       chan struct{}  // closed when serve returns
 	shed       chan struct{}  // closed when the answer budget sheds the connection
 	wmu        sync.Mutex     // held across a write, and the shed check before it
-	read       uint64         // messages read; only the goroutine reading touches it
-	readEnd    chan error     // why reading ended, once it had moved (runInline)
 
 	// Guarded by s.budgetMu.
 	unsent   int64 // bytes of this connection's answers queued or being written
@@ -106,7 +101,6 @@ func newWSConn(s *Server, ws *websocket.Conn, fc *frameConn) *wsConn {
 		done:       make(chan struct{}),
 		shed:       make(chan struct{}),
 		work:       make(chan job),
-		readEnd:    make(chan error, 1),
 	}
 }
 
@@ -134,10 +128,7 @@ func (c *wsConn) serve() {
 		defer close(writerDone)
 		c.writeLoop()
 	}()
-	err, moved := c.readLoop()
-	if moved {
-		err = <-c.readEnd // from the reader the last slow inline request started
-	}
+	err := c.readLoop()
 	close(c.work) // the reader was its only sender; idle workers end
 	// The requests still running finish (Close cancels their context) and
 	// queue their answers; the writer writes what it still can. Then the
@@ -172,17 +163,15 @@ func (c *wsConn) serve() {
 }
 
 // readLoop reads messages until the connection fails, closes or is shed,
-// and returns why; or until a request it ran inline was slow and another
-// goroutine has taken over the reading (moved). Each other request goes to
-// a worker.
-func (c *wsConn) readLoop() (err error, moved bool) {
+// and returns why. Each request goes to a goroutine of its own.
+func (c *wsConn) readLoop() error {
 	for {
 		select {
 		case c.tokens <- struct{}{}:
 		case <-c.shed:
-			return errShed, false
+			return errShed
 		case <-c.ctx.Done():
-			return c.ctx.Err(), false
+			return c.ctx.Err()
 		}
 		typ, buf, err := c.readMessage()
 		if err == nil && c.isShed() {
@@ -193,25 +182,15 @@ func (c *wsConn) readLoop() (err error, moved bool) {
 			<-c.tokens
 			switch {
 			case c.isShed():
-				return errShed, false
+				return errShed
 			case errors.Is(err, websocket.ErrMessageTooBig), c.fc != nil && c.fc.isTooBig():
 				c.log.Warn("closed connection: message over the size limit", "limit", c.s.cfg.MaxMessageSize)
 			case c.fc != nil && c.fc.isStalled():
 				c.log.Warn("closing connection: a frame stalled", "frame_timeout", c.s.cfg.FrameTimeout)
 			}
-			return err, false
+			return err
 		}
-		c.read++
-		if !c.dispatch(typ, buf) {
-			return nil, true
-		}
-	}
-}
-
-// continueReading is the reader taking over from a slow inline request.
-func (c *wsConn) continueReading() {
-	if err, moved := c.readLoop(); !moved {
-		c.readEnd <- err
+		c.dispatch(typ, buf)
 	}
 }
 
@@ -311,10 +290,8 @@ func (c *wsConn) closeWith(code websocket.StatusCode, reason string) {
 
 // dispatch starts the request in *buf, or queues the error answer for it.
 // The request takes buf (see readMessage); dispatch hands it back when no
-// request starts. It reports false when it ran the request inline and the
-// request was slow: the reading has moved to another goroutine, and the
-// caller must read no more.
-func (c *wsConn) dispatch(typ websocket.MessageType, buf *[]byte) bool {
+// request starts.
+func (c *wsConn) dispatch(typ websocket.MessageType, buf *[]byte) {
 	started := false
 	defer func() {
 		if !started {
@@ -323,7 +300,7 @@ func (c *wsConn) dispatch(typ websocket.MessageType, buf *[]byte) bool {
 	}()
 	if typ != websocket.MessageBinary {
 		c.fail(nil, "", protocol.ErrBadRequest, "text message; cairn.v1 messages are binary CBOR", false)
-		return true
+		return
 	}
 	msg := *buf
 	req, err := protocol.DecodeRequestBorrowed(msg)
@@ -334,53 +311,24 @@ func (c *wsConn) dispatch(typ websocket.MessageType, buf *[]byte) bool {
 		}
 		c.log.Debug("bad request", "error", err, "bytes", len(msg))
 		c.fail(id, "", err, "", false)
-		return true
+		return
 	}
 	h, ok := handlers[req.Method]
 	if !ok {
 		c.fail(req.ID, req.Method, methodNotFound(req.Method), "", false)
-		return true
+		return
 	}
 	if !c.s.startRequest() {
 		c.fail(req.ID, req.Method, protocol.ErrUnavailable, "cairnd is shutting down", false)
-		return true
+		return
 	}
 	started = true
-	if inline[req.Method] && !c.pendingInput() {
-		return c.runInline(h, req, buf)
-	}
 	select {
 	case c.work <- job{h, req, buf}:
 	default:
 		c.requests.Add(1)
 		go c.worker(job{h, req, buf})
 	}
-	return true
-}
-
-// runInline runs a request on the reader, which writes its answer itself
-// (send) as a worker would. Should it take longer than inlineHandoff (a
-// store waiting on a lock, a slow disk), a new goroutine takes over the
-// reading, so that the connection's next requests are not held up behind
-// it, and this one goes on as a request of its own; runInline then reports
-// false.
-func (c *wsConn) runInline(h handler, req *protocol.Request, buf *[]byte) bool {
-	// Counted like a worker, and from the start: once the reading has
-	// moved, serve waits for this request through requests.
-	c.requests.Add(1)
-	defer c.requests.Done()
-	var state atomic.Int32 // inlineRunning, inlineDone or inlineMoved
-	t := time.AfterFunc(inlineHandoff, func() {
-		if state.CompareAndSwap(inlineRunning, inlineMoved) {
-			go c.continueReading()
-		}
-	})
-	c.handle(h, req, buf)
-	if state.CompareAndSwap(inlineRunning, inlineDone) {
-		t.Stop()
-		return true
-	}
-	return false
 }
 
 // worker runs j, then, while fewer than maxIdleWorkers wait, waits for the

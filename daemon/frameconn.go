@@ -52,13 +52,6 @@ type frameConn struct {
 	wtimeout time.Duration
 	wdl      atomic.Int64
 
-	// What the library has been handed, for wsConn.pendingInput: data
-	// messages whose final frame's header it has, and whether a frame has
-	// started and not ended. Atomic: the cursor is the library's reading
-	// goroutine's, and these are read by whichever goroutine reads next.
-	msgs atomic.Uint64
-	mid  atomic.Bool
-
 	mu       sync.Mutex // guards the fields below
 	shut     bool       // shutReads was called
 	deadline bool       // a read deadline is set
@@ -88,10 +81,7 @@ func (f *frameConn) Read(p []byte) (int, error) {
 	}
 	f.mu.Unlock()
 	n, err := f.Conn.Read(p)
-	k := f.cur.advance(p[:n])
-	f.msgs.Store(f.cur.msgs)
-	f.mid.Store(f.cur.inFrame())
-	if f.cur.over {
+	if k := f.cur.advance(p[:n]); f.cur.over {
 		// What came after the header is the refused payload: drop it.
 		f.mu.Lock()
 		f.tooBig = true
@@ -169,8 +159,6 @@ type frameCursor struct {
 	limit uint64 // the largest message; 0: none
 	msg   uint64 // payload declared by the current data message's frames
 	over  bool   // a header took a message over limit; the cursor stopped
-	fin   bool   // the current frame's FIN bit
-	msgs  uint64 // data messages whose final frame's header was seen
 }
 
 // inFrame reports whether a frame has started and not ended.
@@ -193,7 +181,7 @@ func (c *frameCursor) advance(b []byte) int {
 		c.have++
 		switch {
 		case c.have == 1: // FIN, RSV and opcode: no length in it
-			c.op, c.fin = x&0x0f, x&0x80 != 0
+			c.op = x & 0x0f
 		case c.have == 2:
 			c.ext, c.plen = 0, uint64(x&0x7f)
 			switch c.plen {
@@ -226,9 +214,6 @@ func (c *frameCursor) count() {
 		c.msg += min(c.plen, math.MaxUint64-c.msg)
 	default: // control frames are not part of a message
 		return
-	}
-	if c.fin {
-		c.msgs++
 	}
 	if c.limit > 0 && c.msg > c.limit {
 		c.over = true
@@ -276,8 +261,6 @@ func (h *hijackTap) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		early, _ := brw.Reader.Peek(n)
 		h.fc.cur.advance(early)
 		h.fc.tooBig = h.fc.cur.over
-		h.fc.msgs.Store(h.fc.cur.msgs)
-		h.fc.mid.Store(h.fc.cur.inFrame())
 	}
 	// The library writes through brw.Writer: make it write through h.fc,
 	// for the write deadline. The HTTP server has flushed the 101 by now;

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -25,14 +24,11 @@ import (
 
 // fakeBackend is an engine over a MemStore whose Save misbehaves on
 // request: session "block" waits for release; "err:<code>" fails with that
-// code (a *session.LockedError for locked, a plain error for internal);
-// "stack" saves and records the goroutine's stack in stacks, when there is
-// room.
+// code (a *session.LockedError for locked, a plain error for internal).
 type fakeBackend struct {
 	engine.Served
 	release chan struct{}
 	blocked chan struct{} // receives when a blocking save started
-	stacks  chan string
 }
 
 func newFakeBackend() *fakeBackend {
@@ -40,7 +36,6 @@ func newFakeBackend() *fakeBackend {
 		Served:  engine.Served{Engine: engine.New(session.NewMemStore(), engine.Options{})},
 		release: make(chan struct{}),
 		blocked: make(chan struct{}, protocol.MaxInFlightPerConn+1),
-		stacks:  make(chan string, 64),
 	}
 }
 
@@ -52,12 +47,6 @@ func (f *fakeBackend) Save(ctx context.Context, req api.SaveRequest) (api.SaveRe
 		case <-f.release:
 		case <-ctx.Done():
 			return api.SaveResult{}, ctx.Err()
-		}
-	case req.SessionID == "stack":
-		buf := make([]byte, 16<<10)
-		select {
-		case f.stacks <- string(buf[:runtime.Stack(buf, false)]):
-		default:
 		}
 	case req.SessionID == "err:locked":
 		return api.SaveResult{}, &session.LockedError{Path: "/x/.cairn/LOCK", PID: 4242}
