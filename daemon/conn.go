@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -527,15 +528,23 @@ func (c *wsConn) writeLoop() {
 	}
 }
 
-// write writes one message within Config.WriteTimeout. On failure it
-// closes the connection (coder/websocket closes it when the write's
-// context ends; cancelling the connection's context ends the reader) and
-// reports false.
+// write writes one message within Config.WriteTimeout (the socket's write
+// deadline, frameConn.Write; a context with the timeout when there is no
+// frameConn). On failure it closes the connection (coder/websocket closes
+// it when a write fails or its context ends; cancelling the connection's
+// context ends the reader) and reports false.
 func (c *wsConn) write(msg []byte) bool {
-	ctx, cancel := context.WithTimeout(c.ctx, c.s.cfg.WriteTimeout)
-	err := c.ws.Write(ctx, websocket.MessageBinary, msg)
-	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
-	cancel()
+	var err error
+	var timedOut bool
+	if c.fc != nil && c.fc.wtimeout > 0 {
+		err = c.ws.Write(c.ctx, websocket.MessageBinary, msg)
+		timedOut = errors.Is(err, os.ErrDeadlineExceeded)
+	} else {
+		ctx, cancel := context.WithTimeout(c.ctx, c.s.cfg.WriteTimeout)
+		err = c.ws.Write(ctx, websocket.MessageBinary, msg)
+		timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
+		cancel()
+	}
 	if err == nil {
 		return true
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,12 +36,21 @@ var errTooBig = errors.New("daemon: a frame header declares a message over the s
 // the connection is closed with 1009 at once, not after the library's read
 // limit has counted the message's bytes in.
 //
+// Every write gets a deadline (see Write): a client that stops reading
+// fails the write that waits on it within the write timeout.
+//
 // The library reads under its own read lock, so Read is never called
-// concurrently; mu orders Read's deadline against shutReads.
+// concurrently; mu orders Read's deadline against shutReads. It writes
+// under its own write lock too, so Write is never called concurrently.
 type frameConn struct {
 	net.Conn
 	timeout time.Duration
 	cur     frameCursor
+
+	// The write deadline: wtimeout is Config.WriteTimeout (0: none), wdl
+	// the deadline set on the socket (Unix ns). See Write.
+	wtimeout time.Duration
+	wdl      atomic.Int64
 
 	mu       sync.Mutex // guards the fields below
 	shut     bool       // shutReads was called
@@ -88,6 +98,25 @@ func (f *frameConn) Read(p []byte) (int, error) {
 		f.mu.Unlock()
 	}
 	return n, err
+}
+
+// Write writes p with the socket's write deadline at least wtimeout away,
+// and at most wtimeout+wtimeout/8: the deadline is moved only once less
+// than wtimeout is left. Setting a deadline arms a runtime timer, and
+// arming one can wake a thread to watch it; a write deadline (or a context
+// with a timeout) per message cost that on every answer, a timer per
+// wtimeout/8 of activity does not. An expired deadline is always moved
+// before the next write, so an idle spell never fails a later write.
+func (f *frameConn) Write(p []byte) (int, error) {
+	if f.wtimeout > 0 {
+		now := time.Now()
+		if f.wdl.Load()-now.UnixNano() < int64(f.wtimeout) {
+			dl := now.Add(f.wtimeout + f.wtimeout/8)
+			f.wdl.Store(dl.UnixNano())
+			_ = f.Conn.SetWriteDeadline(dl)
+		}
+	}
+	return f.Conn.Write(p)
 }
 
 // shutReads makes every read, the one blocked now included, fail at once:
@@ -199,8 +228,11 @@ func (c *frameCursor) count() {
 type hijackTap struct {
 	http.ResponseWriter
 	timeout time.Duration
-	limit   int64      // the message size limit
-	fc      *frameConn // set by Hijack
+	limit   int64 // the message size limit
+	// writeTimeout bounds each write (frameConn.Write); 0: the library's
+	// context is the only bound.
+	writeTimeout time.Duration
+	fc           *frameConn // set by Hijack
 }
 
 // hijackReadBuf is the size of the buffered reader the WebSocket library
@@ -221,7 +253,7 @@ func (h *hijackTap) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	h.fc = &frameConn{Conn: conn, timeout: h.timeout}
+	h.fc = &frameConn{Conn: conn, timeout: h.timeout, wtimeout: h.writeTimeout}
 	h.fc.cur.limit = uint64(max(h.limit, 0))
 	if n := brw.Reader.Buffered(); n > 0 {
 		// These reach the library before anything read through h.fc: an
@@ -230,6 +262,14 @@ func (h *hijackTap) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		h.fc.cur.advance(early)
 		h.fc.tooBig = h.fc.cur.over
 	}
+	// The library writes through brw.Writer: make it write through h.fc,
+	// for the write deadline. The HTTP server has flushed the 101 by now;
+	// Flush makes sure, as Reset drops what is buffered.
+	if err := brw.Writer.Flush(); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	brw.Writer.Reset(h.fc)
 	return h.fc, bufio.NewReadWriter(biggerReader(brw.Reader, h.fc), brw.Writer), nil
 }
 

@@ -1,12 +1,15 @@
 package daemon_test
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/daemon"
@@ -76,7 +79,8 @@ func TestEventOverflow(t *testing.T) {
 // daemon, and another client sees nothing of it.
 func TestStalledReaderIsCutOff(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	ip := startInproc(t, daemon.Config{WriteTimeout: timeout})
+	var logs syncBuffer
+	ip := startInproc(t, daemon.Config{WriteTimeout: timeout, Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})})
 	ctx := testkit.Context(t)
 	w := ip.dial(t)
 	big := session.Value(`"` + strings.Repeat("x", 256<<10) + `"`)
@@ -123,6 +127,27 @@ func TestStalledReaderIsCutOff(t *testing.T) {
 		t.Fatalf("the other client: %v", err)
 	}
 	t.Logf("%d of %d answers delivered before the cut", answers, requests)
+	if !strings.Contains(logs.String(), "write timed out") {
+		t.Errorf("no \"write timed out\" in the log:\n%s", logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use, for a log.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // waitStatus polls c's status until ok holds, for at most 20 s.
@@ -141,5 +166,25 @@ func waitStatus(t *testing.T, c *protocol.Client, what string, ok func(*api.Stat
 			t.Fatalf("not %s: %+v", what, st)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestIdleLongerThanWriteTimeout: the socket's write deadline (set once per
+// stretch of Config.WriteTimeout, not per message) has passed while the
+// connection sat idle; the next answers are written all the same, and so
+// is the close frame at shutdown.
+func TestIdleLongerThanWriteTimeout(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	ip := startInproc(t, daemon.Config{WriteTimeout: timeout})
+	ctx := testkit.Context(t)
+	c := ip.dial(t)
+	for i := range 3 {
+		if _, err := c.Save(ctx, msg("idle")); err != nil {
+			t.Fatalf("save %d: %v", i, err)
+		}
+		time.Sleep(3 * timeout)
+	}
+	if _, err := c.Status(ctx); err != nil {
+		t.Fatalf("status after an idle spell: %v", err)
 	}
 }

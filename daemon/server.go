@@ -60,7 +60,8 @@ type Config struct {
 	Files *workspace.Tracker
 	// WriteTimeout is how long one message may take to write before the
 	// connection is closed: a client that stops reading while the daemon
-	// has a message for it. 0 means protocol.WriteTimeout.
+	// has a message for it (up to WriteTimeout/8 longer: frameConn.Write).
+	// 0 means protocol.WriteTimeout.
 	WriteTimeout time.Duration
 	// AnswerBudget bounds the bytes of answers queued or being written,
 	// across all connections: an answer is charged when its request
@@ -489,7 +490,7 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cairnd: not accepting connections", http.StatusServiceUnavailable)
 		return
 	}
-	tap := &hijackTap{ResponseWriter: w, timeout: s.cfg.FrameTimeout, limit: s.cfg.MaxMessageSize}
+	tap := &hijackTap{ResponseWriter: w, timeout: s.cfg.FrameTimeout, limit: s.cfg.MaxMessageSize, writeTimeout: s.cfg.WriteTimeout}
 	ws, err := websocket.Accept(tap, r, &websocket.AcceptOptions{Subprotocols: []string{protocol.Subprotocol}})
 	if err != nil {
 		s.unreserveConn()

@@ -1,9 +1,8 @@
 package fsstore
 
 import (
-	"os"
-
 	"github.com/cairn-dev/cairn/internal/recordlog"
+	"github.com/cairn-dev/cairn/internal/vfs"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -38,13 +37,15 @@ func (s *Store) checkLockOn(verb, path string) error {
 // checkLogFile fails when the path of the open log l no longer names the
 // file l appends to (it was removed or replaced under the store): commits
 // appended to it would be acknowledged and then missing after a restart.
+// It asks for the file's identity, not its times (vfs.SameFileAt), so
+// that the append after it does not change the log's inode.
 func (s *Store) checkLogFile(l *recordlog.File) error {
 	fi, err := l.Ident()
 	if err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore: stat log %s", l.Path())
 	}
-	pi, err := s.fs.Lstat(l.Path())
-	if err != nil || !os.SameFile(fi, pi) {
+	same, err := vfs.SameFileAt(s.fs, l.Path(), fi)
+	if err != nil || !same {
 		return session.Errorf(session.CodeInternal,
 			"fsstore: log %s was removed or replaced while the store had it open; it takes no commits, which would be lost, until the store is reopened", l.Path())
 	}

@@ -150,6 +150,19 @@ class _Timed:
             self.cpu += _cpu() - c0
             self.saves += 1
 
+    def _call(self, method: bytes, req: Any, decode: bool = True) -> Any:
+        # CairnSaver.put hands its request to the client's _call as JSON
+        # text; a save that way is timed as one.
+        if method != b"save":
+            return self._c._call(method, req, decode)
+        c0, t0 = _cpu(), time.perf_counter()
+        try:
+            return self._c._call(method, req, decode)
+        finally:
+            self.wall += time.perf_counter() - t0
+            self.cpu += _cpu() - c0
+            self.saves += 1
+
 
 def _cpu() -> float:
     import resource

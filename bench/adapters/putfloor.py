@@ -5,7 +5,7 @@ embedded, and the parts of CairnSaver's put on their own:
   commit alone   the save a put sends (its JSON bytes, made beforehand),
                  straight to libcairn: no saver, no request encoding
   saver alone    CairnSaver.put against a client whose save does nothing
-                 (LangGraph's serializer, the keys, the request's values)
+                 (LangGraph's serializer, the keys, the request's JSON text)
   fdatasync      a 1.5 KiB overwrite + fdatasync of a file in the same
                  directory (the disk's floor for one durable write)
 
@@ -37,6 +37,10 @@ class _Capture:
         self.last = (sid, change)
         return {"generation": 1}
 
+    def _call(self, method: bytes, req: bytes, decode: bool = True) -> None:
+        # CairnSaver.put's way to save: the request as JSON text.
+        self.last = req
+
     def artifact(self, sid: str, aid: str) -> Any:
         raise cairn.NotFoundError("none")
 
@@ -58,7 +62,7 @@ def main() -> None:
         reqs: List[bytes] = []
         for _ in range(rounds * per + 20):
             putters["saver alone"]()
-            sid, change = cap.last
+            change = json.loads(cap.last)["change"]
             reqs.append(json.dumps({"session_id": "raw", "change": change}, separators=(",", ":")).encode())
         it = iter(reqs)
 

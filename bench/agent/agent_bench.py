@@ -2,7 +2,7 @@
 """The agent workload against SQLite: per turn, resume, open and concurrency.
 
 An agent's turn is two messages (about 2 KB and 6 KB of JSON), its usage
-and a run checkpoint, saved durably before the next turn. Four contestants
+and a run checkpoint, saved durably before the next turn. Five contestants
 run it lockstep in one process, turn by turn, their order rotated each turn
 so that they share the disk's conditions:
   sqlite    Python sqlite3, WAL, synchronous=FULL, one row per message; one
@@ -12,6 +12,10 @@ so that they share the disk's conditions:
             carrying the messages (bench/bindings/python_turn.py's turn)
   daemon    the same call through cairnd
   floor     an 8 KiB append + fdatasync to a file in the same directory
+  overwrite an 8 KiB write + fdatasync into zeros written and fdatasync'd
+            beforehand (32 MiB, then from the start again): the disk's
+            floor for a commit into cairn's zeros ahead, and for SQLite's
+            WAL once it is reused; no file size changes, so no journal
 Per contestant: the per-turn median and p99, the ratios to SQLite and to
 the floor, and CPU per turn (this process's CPU time across the call; for
 the daemon plus cairnd's own, from /proc/<pid>/stat, over the whole run).
@@ -179,11 +183,29 @@ class Floor:
         os.close(self.fd)
 
 
+class OverwriteFloor(Floor):
+    SIZE = 32 << 20
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        self.block = b"\x5a" * 8192
+        zeros = bytes(1 << 20)
+        for _ in range(self.SIZE >> 20):
+            os.write(self.fd, zeros)
+        os.fsync(self.fd)
+        self.off = 0
+
+    def turn(self, i: int, msgs: List[Any]) -> None:
+        os.pwrite(self.fd, self.block, self.off)
+        os.fdatasync(self.fd)
+        self.off = (self.off + len(self.block)) % self.SIZE
+
+
 # -- per turn ----------------------------------------------------------------
 
 
 def lockstep(cairn: Any, root: str, turns: int, daemon: str) -> Dict[str, Any]:
-    """Runs turns turns of the four contestants, interleaved; returns their
+    """Runs turns turns of the five contestants, interleaved; returns their
     samples and CPU, and leaves the workspaces and the SQLite file in root
     for the resume measures."""
     d = os.path.join(root, f"t{turns}")
@@ -196,7 +218,9 @@ def lockstep(cairn: Any, root: str, turns: int, daemon: str) -> Dict[str, Any]:
     pid = cd.status()["daemon"]["pid"]
     sq = SQLiteAgent(db_path, SID)
     fl = Floor(os.path.join(d, "floor.bin"))
-    agents: List[Tuple[str, Any]] = [("sqlite", sq), ("embedded", CairnAgent(ce, SID)), ("daemon", CairnAgent(cd, SID)), ("floor", fl)]
+    ow = OverwriteFloor(os.path.join(d, "overwrite.bin"))
+    agents: List[Tuple[str, Any]] = [("sqlite", sq), ("embedded", CairnAgent(ce, SID)), ("daemon", CairnAgent(cd, SID)), ("floor", fl),
+                                     ("overwrite", ow)]
     names = [n for n, _ in agents]
     wall: Dict[str, List[int]] = {n: [] for n in names}
     cpu: Dict[str, int] = {n: 0 for n in names}
@@ -222,6 +246,7 @@ def lockstep(cairn: Any, root: str, turns: int, daemon: str) -> Dict[str, Any]:
     finally:
         sq.close()
         fl.close()
+        ow.close()
         ce.close()
         cd.close()
         stop(pid, timeout=20.0)
@@ -542,7 +567,7 @@ def report(a: argparse.Namespace, per_turn: List[Dict[str, Any]], resume: Dict[s
     for lk in per_turn:
         rows = lk["rows"]
         sq, fl = rows["sqlite"]["median_us"], rows["floor"]["median_us"]
-        for n in ("sqlite", "embedded", "daemon", "floor"):
+        for n in ("sqlite", "embedded", "daemon", "floor", "overwrite"):
             r = rows[n]
             cpu = f"{r['cpu_us']:8.0f}"
             t = ""

@@ -4,6 +4,7 @@ process: Python, ctypes and libcairn) and cairnd's, with the median turn.
 
     python3 bench/agent/daemon_turn_cpu.py [--turns 2000] [DIR ...]
 
+Also cairnd's context switches per turn (its threads', voluntary and not).
 Each DIR holds a libcairn.so and a cairnd (default: build/); give several to
 compare builds in one run, each in its own process, rounds interleaved.
 A turn is bench/bindings/python_turn.py's: one checkpoint carrying two
@@ -19,6 +20,20 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def switches(pid: int) -> int:
+    """Context switches (voluntary and not) of process pid's live threads."""
+    n = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                for line in f:
+                    if "ctxt_switches:" in line:
+                        n += int(line.split()[1])
+        except FileNotFoundError:
+            pass
+    return n
 
 
 def one(lib: str, turns: int) -> None:
@@ -37,16 +52,17 @@ def one(lib: str, turns: int) -> None:
             c.checkpoint(run, i, turn_messages(i), usage={"input_tokens": i}, tool_calls_count=i, state={"t": i})
         msgs = [turn_messages(i) for i in range(201, 201 + turns)]
         walls = []
-        d0, c0 = proc_cpu_s(pid), time.process_time()
+        s0, d0, c0 = switches(pid), proc_cpu_s(pid), time.process_time()
         for k, i in enumerate(range(201, 201 + turns)):
             t0 = time.perf_counter_ns()
             c.checkpoint(run, i, msgs[k], usage={"input_tokens": i}, tool_calls_count=i, state={"t": i})
             walls.append(time.perf_counter_ns() - t0)
         client = (time.process_time() - c0) / turns * 1e6
         daemon = (proc_cpu_s(pid) - d0) / turns * 1e6
+        sw = (switches(pid) - s0) / turns
     walls.sort()
     print(f"{os.path.basename(lib):8} median {walls[len(walls) // 2] / 1000:5.0f} us  client cpu {client:4.0f} us  "
-          f"cairnd cpu {daemon:4.0f} us  load {os.getloadavg()[0]:.1f}", flush=True)
+          f"cairnd cpu {daemon:4.0f} us  cairnd switches {sw:4.1f}/turn  load {os.getloadavg()[0]:.1f}", flush=True)
 
 
 def main() -> None:

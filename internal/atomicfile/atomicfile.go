@@ -120,7 +120,7 @@ func NewTemp(final string, perm os.FileMode, fault func(step string) error) (*Te
 // NewTempFS is NewTemp on fsys.
 func NewTempFS(fsys vfs.FS, final string, perm os.FileMode, fault func(step string) error) (*Temp, error) {
 	tmp := TempName(final)
-	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|OpenFlags, perm)
+	f, err := vfs.OpenNoAtime(fsys, tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|OpenFlags, perm)
 	if err != nil {
 		return nil, fmt.Errorf("create temp file for %s: %w", final, err)
 	}

@@ -26,6 +26,10 @@ func ZeroFrame(b []byte) bool {
 // zeroChunk is how much Zeros reads, and Preallocate writes, at a time.
 const zeroChunk = 256 << 10
 
+// zeroBlock is what Preallocate writes from: only ever read, so every log
+// shares it, and a preallocation allocates nothing.
+var zeroBlock [zeroChunk]byte
+
 // Zeros reports whether the bytes off..end of r are all zero: a log that
 // ends there in zeros ends cleanly at off, however the zeros came (written
 // ahead and not yet overwritten, or a size extended by a crash before the
@@ -95,7 +99,7 @@ func (l *File) Preallocate(n int64, fault func(step string) error) error {
 	if err := step(StepWrite); err != nil {
 		return fail("write zeros to", err)
 	}
-	zeros := make([]byte, min(n, zeroChunk))
+	zeros := zeroBlock[:min(n, zeroChunk)]
 	for done := int64(0); done < n; {
 		b := zeros[:min(int64(len(zeros)), n-done)]
 		if _, err := l.f.WriteAt(b, from+done); err != nil {

@@ -74,3 +74,21 @@ func TestPreallocate(t *testing.T) {
 		t.Fatalf("after Close: file %d bytes, slack %d; want %d, 0", fi.Size(), slack.Load(), size+int64(len(rec)))
 	}
 }
+
+// TestPreallocateAllocatesNothing checks that the zeros written ahead come
+// from a shared block, not a buffer made per call.
+func TestPreallocateAllocatesNothing(t *testing.T) {
+	first, _ := frames(t, "one")
+	l, err := recordlog.Create(filepath.Join(t.TempDir(), "log"), first, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if n := testing.AllocsPerRun(5, func() {
+		if err := l.Preallocate(64<<10, nil); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("Preallocate allocated %v times a call", n)
+	}
+}

@@ -166,7 +166,7 @@ func Open(path string) (*File, []byte, error) {
 
 // OpenFS is Open on fsys.
 func OpenFS(fsys vfs.FS, path string) (*File, []byte, error) {
-	f, err := fsys.OpenFile(path, os.O_RDWR|atomicfile.OpenFlags, 0)
+	f, err := vfs.OpenNoAtime(fsys, path, os.O_RDWR|atomicfile.OpenFlags, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -196,7 +196,7 @@ func (l *File) Stat() (os.FileInfo, error) { return l.f.Stat() }
 // Ident is the open file's first Stat, kept: what os.SameFile compares
 // (device and inode) does not change while a descriptor is open, so an
 // owner that checks before every append that its path still names the
-// file (an lstat of the path) need not fstat the descriptor each time.
+// file (vfs.SameFileAt of the path) need not fstat the descriptor each time.
 // Size and times in it are stale.
 func (l *File) Ident() (os.FileInfo, error) {
 	l.ident.once.Do(func() { l.ident.fi, l.ident.err = l.f.Stat() })
@@ -346,7 +346,7 @@ func OpenAt(path string, size int64) (*File, error) {
 
 // OpenAtFS is OpenAt on fsys.
 func OpenAtFS(fsys vfs.FS, path string, size int64) (*File, error) {
-	f, err := fsys.OpenFile(path, os.O_RDWR|atomicfile.OpenFlags, 0)
+	f, err := vfs.OpenNoAtime(fsys, path, os.O_RDWR|atomicfile.OpenFlags, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -444,7 +444,7 @@ func OpenReaderAt(path string, size int64) (*Reader, error) {
 
 // OpenReaderAtFS is OpenReaderAt on fsys.
 func OpenReaderAtFS(fsys vfs.FS, path string, size int64) (*Reader, error) {
-	f, err := fsys.OpenFile(path, os.O_RDONLY|atomicfile.OpenFlags, 0)
+	f, err := vfs.OpenNoAtime(fsys, path, os.O_RDONLY|atomicfile.OpenFlags, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -9,18 +9,29 @@ Layout. A thread is one cairn session, ``session_prefix + thread_id``
 session. Inside it:
 
 - each checkpoint is an artifact ``c<key>`` holding the checkpoint (without
-  its channel values), its metadata and its parent's id;
-- each channel value is an artifact ``b<key>`` per (namespace, channel,
-  version), written only when ``put`` gets a new version of it, so a
-  checkpoint costs what changed, not the whole state;
+  its channel values), its metadata, its parent's id and the values of the
+  channels ``put`` got a new version of: a checkpoint costs what changed,
+  not the whole state. For each of its other channels the record names the
+  checkpoint whose record holds the value;
+- a channel value may also be an artifact ``b<key>`` per (namespace,
+  channel, version): every value in threads written before the values moved
+  into the checkpoint records, and those ``prune`` and ``delete_for_runs``
+  keep when the record holding them goes;
 - the pending writes of a checkpoint are one artifact ``w<key>``;
 - the newest checkpoint id of each namespace is an artifact ``h<key>``;
 - each ``put`` appends one small index message (namespace, id, parent,
   run id, metadata) used by ``list``, ``delete_for_runs`` and ``prune``.
 
+A put is one save of two artifacts (the checkpoint's record and the head,
+which moves unless a newer checkpoint is there) and the index message.
+Threads written in the first layout (a record as JSON with base64 inside,
+every channel value an artifact of its own) read as they are, and a put
+on top of one writes the current layout; nothing is migrated.
+
 So ``get_tuple`` is one ``artifacts_by_id`` call (the head, the checkpoint
 and its writes; the saver guesses the head from the last one it stored or
-read, and the head read along checks the guess), and ``list(limit=N)``
+read, and the head read along checks the guess; values neither in that
+record nor cached take one more), and ``list(limit=N)``
 reads N index entries from the tail and then their checkpoints and writes
 in one call: both stay flat as a thread grows. Nothing
 on the hot path reads a whole session. A run's threads are recorded in a
@@ -45,9 +56,8 @@ import json
 import random
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -97,6 +107,10 @@ def _key(kind: str, *parts: str) -> str:
     return k
 
 
+# _key without its cache, for a key made once (a new checkpoint's).
+_new_key = _key.__wrapped__
+
+
 def _sorted_writes(raw: Optional[bytes]) -> List[List[Any]]:
     """A writes artifact's entries, [task_id, channel, value, task_path,
     idx], in writes_sort_key order."""
@@ -122,6 +136,65 @@ def _b64(b: bytes) -> str:
 
 # json.dumps(o, separators=(",", ":")), without building an encoder a call.
 _compact = json.JSONEncoder(separators=(",", ":")).encode
+
+# An artifact of a put, as the save request's JSON: its quoted id and its
+# data's base64 (which needs no escaping).
+_ART = '{"id":%s,"kind":"langgraph","data":"%s"}'
+
+
+# A checkpoint record in the current layout begins with this byte (one in
+# the first layout is JSON, so begins with "{"), then a compact JSON header,
+# a newline, and the serialized checkpoint, metadata and new channel values
+# back to back as the serializer made them (the header gives each one's
+# type and length): no base64 inside, no JSON around the bytes.
+_REC2 = b"\x02"
+# How many value locations ((session, namespace, channel, version) to the
+# checkpoint whose record holds the value) a saver keeps for its puts.
+_WHERE_KEPT = 1 << 16
+
+
+class _Rec(NamedTuple):
+    """A parsed checkpoint record."""
+
+    cp: Tuple[str, bytes]
+    md: Tuple[str, bytes]
+    parent: Optional[str]
+    # Channel -> (version as str, (type, bytes)): the values the record holds.
+    vals: Dict[str, Tuple[str, Tuple[str, bytes]]]
+    # Channel -> the checkpoint id whose record holds its value.
+    at: Dict[str, str]
+
+
+def _parse_record(raw: bytes) -> _Rec:
+    if raw[:1] != _REC2:
+        rec = _json(raw.decode("utf-8"))
+        return _Rec((rec["cp"][0], _unb64(rec["cp"][1])), (rec["md"][0], _unb64(rec["md"][1])), rec.get("parent"), {}, {})
+    i = raw.index(b"\n")
+    h = _json(raw[1:i].decode("utf-8"))
+    o = i + 1
+    t, n = h["cp"]
+    cp = (t, raw[o : o + n])
+    o += n
+    t, n = h["md"]
+    md = (t, raw[o : o + n])
+    o += n
+    vals: Dict[str, Tuple[str, Tuple[str, bytes]]] = {}
+    for ch, ver, t, n in h["v"]:
+        vals[ch] = (ver, (t, raw[o : o + n]))
+        o += n
+    return _Rec(cp, md, h.get("parent"), vals, h.get("at") or {})
+
+
+_ESCAPED_BUT_QUOTE = re.compile(r"[\x00-\x1f\\]")
+
+
+def _quoted(s: str) -> str:
+    """s as a JSON string, as json.dumps(s, ensure_ascii=False) writes it.
+    A key's only such character is mostly the quote, replaced here without
+    the encoder (most keys are new: a version or a checkpoint id)."""
+    if _ESCAPED_BUT_QUOTE.search(s):
+        return json.dumps(s, ensure_ascii=False)
+    return '"' + s.replace('"', '\\"') + '"'
 
 
 class CairnSaver(BaseCheckpointSaver[str]):
@@ -149,7 +222,11 @@ class CairnSaver(BaseCheckpointSaver[str]):
         # saver's versions also have a random part no later write reuses),
         # so values are cached, bounded by bytes; checkpoints, heads and
         # writes are always read.
-        self._blobs: "OrderedDict[Tuple[str, str], Any]" = OrderedDict()
+        # A dict in use order (a hit is moved to the end), not an
+        # OrderedDict: a put remembers every value it stores, and a dict's
+        # inserts are the cheaper.
+        # Keyed by (session, namespace, channel, version as str).
+        self._blobs: Dict[Tuple[str, str, str, str], Any] = {}
         self._blob_bytes = 0
         self.blob_cache_bytes = blob_cache_bytes
         # The newest checkpoint id this saver stored or read per (session,
@@ -158,7 +235,12 @@ class CairnSaver(BaseCheckpointSaver[str]):
         # False once the daemon answered that it lacks artifactsByID.
         self._by_id = True
         # Checkpoint records parsed, by their bytes (see _record).
-        self._records: Dict[bytes, Tuple[Tuple[str, bytes], Tuple[str, bytes], Optional[str]]] = {}
+        self._records: Dict[bytes, _Rec] = {}
+        # Where a channel version's value is: (session, namespace, channel,
+        # version) -> the checkpoint whose record holds it, for the values
+        # this saver stored or read, so that a put names them without
+        # reading its parent's record (bounded, oldest out first).
+        self._where: Dict[Tuple[str, str, str, str], str] = {}
 
     # -- mapping -------------------------------------------------------------
 
@@ -244,16 +326,22 @@ class CairnSaver(BaseCheckpointSaver[str]):
     ) -> Optional[CheckpointTuple]:
         if rec_raw is None:
             return None
-        cp_tb, md_tb, parent = self._record(rec_raw)
-        checkpoint: Checkpoint = self.serde.loads_typed(cp_tb)
+        with self._lock:
+            rec = self._records.get(rec_raw)
+        seen = rec is not None
+        if rec is None:
+            rec = self._record(rec_raw)
+        md_tb, parent = rec.md, rec.parent
+        checkpoint: Checkpoint = self.serde.loads_typed(rec.cp)
         versions = checkpoint["channel_versions"]
-        keys = {ch: _key("b", ns, ch, str(ver)) for ch, ver in versions.items()}
-        blobs = self._blobs_of(sid, list(keys.values()))
+        if not seen:
+            # Where its values are, noted once per record parsed.
+            self._note_where(sid, ns, cp_id, rec, versions)
+        blobs = self._values_of(sid, ns, rec, versions)
         values: Dict[str, Any] = {}
         loads = self.serde.loads_typed
-        for ch, k in keys.items():
-            tb = blobs.get(k)
-            if tb is not None and tb[0] != "empty":
+        for ch, tb in blobs.items():
+            if tb[0] != "empty":
                 values[ch] = loads(tb)
         checkpoint["channel_values"] = values
         return CheckpointTuple(
@@ -266,17 +354,15 @@ class CairnSaver(BaseCheckpointSaver[str]):
             pending_writes=[(w[0], w[1], self._load(w[2])) for w in _sorted_writes(writes_raw)],
         )
 
-    def _record(self, raw: bytes) -> Tuple[Tuple[str, bytes], Tuple[str, bytes], Optional[str]]:
-        """A checkpoint record's serialized checkpoint and metadata, as the
-        serializer's (type, bytes), and its parent's id. Parsed records are
+    def _record(self, raw: bytes) -> _Rec:
+        """A checkpoint record parsed (either layout). Parsed records are
         kept by their bytes (bounded): get_tuple reads the same record again
         and again, and the bytes say whether it is the same."""
         with self._lock:
             got = self._records.get(raw)
         if got is not None:
             return got
-        rec = _json(raw.decode("utf-8"))
-        got = ((rec["cp"][0], _unb64(rec["cp"][1])), (rec["md"][0], _unb64(rec["md"][1])), rec.get("parent"))
+        got = _parse_record(raw)
         with self._lock:
             self._records[raw] = got
             if len(self._records) > _RECORDS_KEPT:
@@ -289,33 +375,112 @@ class CairnSaver(BaseCheckpointSaver[str]):
         got, _ = self._read(sid, [ck, wk])
         return self._make_tuple(sid, thread_id, ns, cp_id, got.get(ck), got.get(wk), cfg)
 
-    def _blobs_of(self, sid: str, keys: List[str]) -> Dict[str, Tuple[str, bytes]]:
-        """Channel values as the serializer's (type, bytes), from the cache
-        or, for those it lacks, from one read. An artifact's data is the
-        type, a NUL, and the bytes as they are."""
+    def _values_of(self, sid: str, ns: str, rec: _Rec, versions: Mapping[str, Any]) -> Dict[str, Tuple[str, bytes]]:
+        """The values of the channels in ``versions`` of the checkpoint whose
+        record is ``rec``, as the serializer's (type, bytes), by channel: from
+        the cache, the record itself, or one read of the records that hold
+        the others (and their ``b<key>`` artifacts, which hold them in the
+        first layout and once the record holding them is pruned)."""
         out: Dict[str, Tuple[str, bytes]] = {}
         miss: List[str] = []
         with self._lock:
-            for k in keys:
-                tb = self._blobs.get((sid, k))
-                if tb is None:
-                    miss.append(k)
+            for ch, ver in versions.items():
+                k = (sid, ns, ch, str(ver))
+                tb = self._blobs.get(k)
+                if tb is not None:
+                    self._blobs[k] = self._blobs.pop(k)
+                    out[ch] = tb
                 else:
-                    self._blobs.move_to_end((sid, k))
-                    out[k] = tb
-        if miss:
-            got, _ = self._read(sid, miss)
-            for k, data in got.items():
+                    miss.append(ch)
+        if not miss:
+            return out
+        ids: Dict[str, None] = {}
+        keys: Dict[str, str] = {}
+        rest: List[str] = []
+        for ch in miss:
+            sv = str(versions[ch])
+            v = rec.vals.get(ch)
+            if v is not None and v[0] == sv:
+                out[ch] = v[1]
+                self._remember((sid, ns, ch, sv), v[1])
+                continue
+            w = rec.at.get(ch)
+            if w is not None:
+                ids[_key("c", ns, w)] = None
+            keys[ch] = _key("b", ns, ch, sv)
+            ids[keys[ch]] = None
+            rest.append(ch)
+        if not rest:
+            return out
+        got, _ = self._read(sid, list(ids))
+        for ch in rest:
+            tb: Optional[Tuple[str, bytes]] = None
+            w = rec.at.get(ch)
+            raw = got.get(_key("c", ns, w)) if w is not None else None
+            if raw is not None:
+                v = self._record(raw).vals.get(ch)
+                if v is not None and v[0] == str(versions[ch]):
+                    tb = v[1]
+            if tb is None:
+                data = got.get(keys[ch])
+                if data is None:
+                    continue
                 i = data.index(b"\0")
                 tb = (data[:i].decode("utf-8"), data[i + 1 :])
-                self._remember((sid, k), tb)
-                out[k] = tb
+            self._remember((sid, ns, ch, str(versions[ch])), tb)
+            out[ch] = tb
         return out
 
-    def _blob(self, sid: str, aid: str) -> Optional[Tuple[str, bytes]]:
-        return self._blobs_of(sid, [aid]).get(aid)
+    def _note_where(self, sid: str, ns: str, cp_id: str, rec: _Rec, versions: Mapping[str, Any]) -> None:
+        """Remembers where the record ``rec`` of checkpoint ``cp_id`` says its
+        channels' values are (for puts on top of it)."""
+        if not rec.vals and not rec.at:
+            return
+        with self._lock:
+            for ch, ver in versions.items():
+                v = rec.vals.get(ch)
+                if v is not None and v[0] == str(ver):
+                    self._where[(sid, ns, ch, v[0])] = cp_id
+                elif ch in rec.at:
+                    self._where[(sid, ns, ch, str(ver))] = rec.at[ch]
+            while len(self._where) > _WHERE_KEPT:
+                del self._where[next(iter(self._where))]
 
-    def _remember(self, k: Tuple[str, str], tb: Tuple[str, bytes]) -> None:
+    def _locate(self, sid: str, ns: str, cp: Checkpoint, new_versions: ChannelVersions, parent: Optional[str]) -> Dict[str, str]:
+        """For each channel of ``cp`` a put does not store, the checkpoint
+        whose record holds its value, as far as known: from what this saver
+        stored or read, else from the parent's record (LangGraph's new
+        versions are those that changed since the parent, so the parent
+        names the others). A channel it cannot place is left out: its value
+        is then a ``b<key>`` artifact (the first layout) or none."""
+        at: Dict[str, str] = {}
+        unknown: List[Tuple[str, str]] = []
+        with self._lock:
+            for ch, ver in cp["channel_versions"].items():
+                if ch in new_versions:
+                    continue
+                k = (sid, ns, ch, str(ver))
+                w = self._where.get(k)
+                if w is None:
+                    unknown.append((ch, str(ver)))
+                else:
+                    at[ch] = w
+        if unknown and parent:
+            got = self._artifact(sid, _key("c", ns, parent))
+            if got is not None:
+                rec = self._record(got[0])
+                theirs = self.serde.loads_typed(rec.cp)["channel_versions"]
+                for ch, ver in unknown:
+                    if ch not in theirs or str(theirs[ch]) != ver:
+                        continue
+                    v = rec.vals.get(ch)
+                    if v is not None and v[0] == ver:
+                        at[ch] = parent
+                    elif ch in rec.at:
+                        at[ch] = rec.at[ch]
+        return at
+
+    def _remember(self, k: Tuple[str, str, str, str], tb: Tuple[str, bytes]) -> None:
         # A put replaces what the key held (a caller may store another
         # value under a version it used before, as the store does).
         n = len(tb[1])
@@ -327,7 +492,7 @@ class CairnSaver(BaseCheckpointSaver[str]):
             self._blobs[k] = tb
             self._blob_bytes += n
             while self._blob_bytes > self.blob_cache_bytes:
-                _, old = self._blobs.popitem(last=False)
+                old = self._blobs.pop(next(iter(self._blobs)))
                 self._blob_bytes -= len(old[1])
 
     def _forget(self, sid: str) -> None:
@@ -466,36 +631,79 @@ class CairnSaver(BaseCheckpointSaver[str]):
         c = config["configurable"]
         thread_id = c["thread_id"]
         ns = c.get("checkpoint_ns", "")
-        sid = self.session_id(thread_id)
+        sid = self.session_prefix + str(thread_id)
         cp = checkpoint.copy()
         values: Dict[str, Any] = cp.pop("channel_values")  # type: ignore[misc]
+        cp_id = cp["id"]
         md = get_checkpoint_metadata(config, metadata)
         parent = c.get("checkpoint_id")
-        blobs = {
-            _key("b", ns, ch, str(ver)): self.serde.dumps_typed(values[ch]) if ch in values else ("empty", b"")
-            for ch, ver in new_versions.items()
-        }
-        arts = [{"id": k, "kind": "langgraph", "data": _b64(tb[0].encode("utf-8") + b"\0" + tb[1])} for k, tb in blobs.items()]
-        md_dump = self._dump(md)
-        arts.append(self._art(_key("c", ns, cp["id"]), {"cp": self._dump(cp), "md": md_dump, "parent": parent}))
+        dumps = self.serde.dumps_typed
+        # The save request is written as JSON text here, piece by piece: the
+        # artifacts' data is base64 already, so nothing is built twice or
+        # scanned again by an encoder. The new channel values go into the
+        # checkpoint's record.
+        blobs = []
+        vals = []
+        payload = []
+        for ch, ver in new_versions.items():
+            sv = str(ver)
+            tb = dumps(values[ch]) if ch in values else ("empty", b"")
+            blobs.append((ch, sv, tb))
+            vals.append([ch, sv, tb[0], len(tb[1])])
+            payload.append(tb[1])
+        cp_tb = dumps(cp)
+        md_tb = dumps(md)
+        at = self._locate(sid, ns, cp, new_versions, parent)
+        q_parent = "null" if parent is None else _quoted(parent)
+        hdr = '{"cp":[%s,%d],"md":[%s,%d],"parent":%s,"v":[%s]' % (
+            _quoted(cp_tb[0]),
+            len(cp_tb[1]),
+            _quoted(md_tb[0]),
+            len(md_tb[1]),
+            q_parent,
+            ",".join("[%s,%s,%s,%d]" % (_quoted(ch), _quoted(sv), _quoted(t), n) for ch, sv, t, n in vals),
+        )
+        if at:
+            hdr += ',"at":{' + ",".join(_quoted(ch) + ":" + _quoted(w) for ch, w in at.items()) + "}"
+        rec = b"".join([_REC2, hdr.encode("utf-8", "backslashreplace"), b"}\n", cp_tb[1], md_tb[1], *payload])
+        # The checkpoint's key is new (no cache for it).
+        arts = [_ART % (_quoted(_new_key("c", ns, cp_id)), _b64(rec))]
+        md_q = '[%s,"%s"]' % (_quoted(md_tb[0]), _b64(md_tb[1]))
         head = self._heads.get((sid, ns))
-        if head is None or head >= cp["id"]:
+        if head is None or head >= cp_id:
             got = self._artifact(sid, _key("h", ns))
             head = got[0].decode("utf-8") if got else None
-        if head is None or head < cp["id"]:
-            arts.append({"id": _key("h", ns), "kind": "langgraph", "data": _b64(cp["id"].encode("utf-8"))})
+        moved = head is None or head < cp_id
+        if moved:
+            arts.append(_ART % (_quoted(_key("h", ns)), _b64(cp_id.encode("utf-8"))))
         run_id = md.get("run_id")
-        entry = {"ns": ns, "id": cp["id"], "parent": parent, "md": md_dump}
+        # The index entry: {"ns", "id", "parent", "md"[, "run_id"]}.
+        entry = '{"ns":%s,"id":%s,"parent":%s,"md":%s' % (_quoted(ns), _quoted(cp_id), q_parent, md_q)
         if run_id:
-            entry["run_id"] = str(run_id)
-        self.client.save(sid, change={"put_artifacts": arts, "append_messages": [entry]})
-        if head is None or head < cp["id"]:
-            self._heads[(sid, ns)] = cp["id"]
-        for k, tb in blobs.items():
-            self._remember((sid, k), tb)
+            entry += ',"run_id":' + _quoted(str(run_id))
+        change = '{"put_artifacts":[' + ",".join(arts) + '],"append_messages":[' + entry + "}]}"
+        call = getattr(self.client, "_call", None)
+        if call is not None:
+            # A Client: the request goes as it is, and the answer (the new
+            # generation, which put does not need) is not decoded. Encoded as
+            # the client encodes one (a lone surrogate becomes its \u escape).
+            call(b"save", ('{"session_id":' + _quoted(sid) + ',"change":' + change + "}").encode("utf-8", "backslashreplace"), False)
+        else:
+            self.client.save(sid, change=_json(change))
+        if moved:
+            self._heads[(sid, ns)] = cp_id
+        with self._lock:
+            for ch, sv, _ in blobs:
+                self._where[(sid, ns, ch, sv)] = cp_id
+            for ch, w in at.items():
+                self._where[(sid, ns, ch, str(cp["channel_versions"][ch]))] = w
+            while len(self._where) > _WHERE_KEPT:
+                del self._where[next(iter(self._where))]
+        for ch, sv, tb in blobs:
+            self._remember((sid, ns, ch, sv), tb)
         if run_id:
             self._note_run(str(run_id), thread_id)
-        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cp["id"]}}
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cp_id}}
 
     def _note_run(self, run_id: str, thread_id: str) -> None:
         k = (run_id, thread_id)
@@ -568,7 +776,9 @@ class CairnSaver(BaseCheckpointSaver[str]):
         """Drops the checkpoints whose index entry ``keep`` rejects, with
         their writes, in one save; values no kept checkpoint refers to go
         with them, and each namespace's head moves to its newest kept
-        checkpoint. Reads the index and the artifact list, not the data."""
+        checkpoint. Reads the index, the artifact list and the kept
+        checkpoints' records; a value a kept checkpoint refers to in a
+        record that goes is kept as a ``b<key>`` artifact."""
         entries = [e for _, e in self._index(sid)]
         entries.reverse()
         kept = [e for e in entries if keep(e)]
@@ -582,13 +792,29 @@ class CairnSaver(BaseCheckpointSaver[str]):
         for e in kept:
             want.add(_key("c", e["ns"], e["id"]))
             want.add(_key("w", e["ns"], e["id"]))
-        # The values the kept checkpoints refer to.
+        # The values the kept checkpoints refer to: in their own records, in
+        # others' (kept, or copied out of them here), or b<key> artifacts.
+        moved: Dict[str, Tuple[str, bytes]] = {}
         for e in kept:
-            got = self._artifact(sid, _key("c", e["ns"], e["id"]))
-            if got is not None:
-                cp = self._load(json.loads(got[0])["cp"])
-                for ch, ver in cp["channel_versions"].items():
-                    want.add(_key("b", e["ns"], ch, str(ver)))
+            ns = e["ns"]
+            got = self._artifact(sid, _key("c", ns, e["id"]))
+            if got is None:
+                continue
+            rec = self._record(got[0])
+            for ch, ver in self.serde.loads_typed(rec.cp)["channel_versions"].items():
+                sv = str(ver)
+                v = rec.vals.get(ch)
+                if v is not None and v[0] == sv:
+                    continue
+                bk = _key("b", ns, ch, sv)
+                want.add(bk)
+                w = rec.at.get(ch)
+                if w is None or _key("c", ns, w) in want or bk in moved:
+                    continue
+                held = self._artifact(sid, _key("c", ns, w))
+                hv = self._record(held[0]).vals.get(ch) if held is not None else None
+                if hv is not None and hv[0] == sv:
+                    moved[bk] = hv[1]
         drop = [a["id"] for a in self.client.artifacts(sid)["artifacts"] if a["id"] not in want]
         self._forget(sid)
         self.client.save(
@@ -599,7 +825,8 @@ class CairnSaver(BaseCheckpointSaver[str]):
                 "delete_artifacts": drop,
                 "put_artifacts": [
                     {"id": _key("h", ns), "kind": "langgraph", "data": cid.encode("utf-8")} for ns, cid in heads.items()
-                ],
+                ]
+                + [{"id": k, "kind": "langgraph", "data": tb[0].encode("utf-8") + b"\0" + tb[1]} for k, tb in moved.items()],
             },
         )
 
@@ -662,26 +889,24 @@ class CairnSaver(BaseCheckpointSaver[str]):
         seeds: Dict[str, Any] = {}
         remaining = set(channels)
         rec = self._artifact(sid, _key("c", ns, cp_id)) if cp_id else None
-        cursor = json.loads(rec[0]).get("parent") if rec else None
+        cursor = self._record(rec[0]).parent if rec else None
         while cursor and remaining:
             ck, wk = _key("c", ns, cursor), _key("w", ns, cursor)
             got, _ = self._read(sid, [ck, wk])
             if ck not in got:
                 break
-            r = json.loads(got[ck])
+            r = self._record(got[ck])
             ws = _sorted_writes(got.get(wk))
             for w in reversed(ws):
                 if w[1] in remaining:
                     collected[w[1]].append((w[0], w[1], self._load(w[2])))
-            versions = self._load(r["cp"])["channel_versions"]
-            for ch in list(remaining):
-                if ch in versions:
-                    tb = self._blob(sid, _key("b", ns, ch, str(versions[ch])))
-                    if tb is not None:
-                        if tb[0] != "empty":
-                            seeds[ch] = self.serde.loads_typed(tb)
-                            remaining.discard(ch)
-            cursor = r.get("parent")
+            versions = self.serde.loads_typed(r.cp)["channel_versions"]
+            vals = self._values_of(sid, ns, r, {ch: versions[ch] for ch in remaining if ch in versions})
+            for ch, tb in vals.items():
+                if tb[0] != "empty":
+                    seeds[ch] = self.serde.loads_typed(tb)
+                    remaining.discard(ch)
+            cursor = r.parent
         out: Dict[str, Any] = {}
         for ch in channels:
             entry: Dict[str, Any] = {"writes": list(reversed(collected[ch]))}

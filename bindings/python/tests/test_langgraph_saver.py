@@ -87,8 +87,9 @@ def test_reads_stay_flat(client: cairn.Client) -> None:
 
 def test_get_tuple_from_another_saver(client: cairn.Client) -> None:
     """A saver that has not seen the thread reads the head, then the
-    checkpoint with its writes, then its values; once it knows the head,
-    one read, and another saver moving the thread on costs it one more."""
+    checkpoint with its writes (the values it changed are in its record);
+    once it knows the head, one read, and another saver moving the thread
+    on costs it one more (the unchanged values are cached)."""
     writer = CairnSaver(client)
     cfg = fill(writer, "t", 4)
     counting = Counting(client)
@@ -97,7 +98,7 @@ def test_get_tuple_from_another_saver(client: cairn.Client) -> None:
     t = reader.get_tuple(latest)
     assert t is not None and t.checkpoint["channel_values"] == {"messages": ["m0", "m1", "m2"], "step": 3}
     assert t.pending_writes == [("task3", "step", 3)]
-    assert counting.calls == ["artifacts_by_id"] * 3, counting.calls
+    assert counting.calls == ["artifacts_by_id"] * 2, counting.calls
     counting.calls.clear()
     assert reader.get_tuple(latest) == t
     assert counting.calls == ["artifacts_by_id"], counting.calls
@@ -109,7 +110,7 @@ def test_get_tuple_from_another_saver(client: cairn.Client) -> None:
     t2 = reader.get_tuple(latest)
     assert t2 is not None and t2.checkpoint["channel_values"] == {"messages": ["m0", "m1", "m2"], "step": 4}
     assert t2.pending_writes == []
-    assert counting.calls == ["artifacts_by_id"] * 3, counting.calls
+    assert counting.calls == ["artifacts_by_id"] * 2, counting.calls
     # A named checkpoint: the checkpoint and its writes in one read.
     counting.calls.clear()
     named = reader.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": t.config["configurable"]["checkpoint_id"]}})
@@ -211,3 +212,127 @@ def test_saver_on_a_daemon_without_artifacts_by_id(client: cairn.Client) -> None
     assert older.calls.count("artifacts_by_id") == 1, older.calls
     assert "artifact" in older.calls
     assert saver.get_tuple({"configurable": {"thread_id": "nope", "checkpoint_ns": ""}}) is None
+
+
+def old_put(client: cairn.Client, serde: Any, cfg: Dict[str, Any], cp: Any, md: Dict[str, Any], new_versions: Dict[str, Any]) -> Dict[str, Any]:
+    """A put as the saver wrote it before a put's channel values moved into
+    the checkpoint's record (the first layout): each value an artifact
+    b<key>, the record JSON with the checkpoint and metadata as base64, the
+    head, the index message."""
+    import base64
+    import json
+
+    from cairn.langgraph import _key
+
+    c = cfg["configurable"]
+    ns = c.get("checkpoint_ns", "")
+    cp = cp.copy()
+    values = cp.pop("channel_values")
+    parent = c.get("checkpoint_id")
+
+    def dump(v: Any) -> List[str]:
+        t, b = serde.dumps_typed(v)
+        return [t, base64.b64encode(b).decode("ascii")]
+
+    arts = []
+    for ch, ver in new_versions.items():
+        t, b = serde.dumps_typed(values[ch]) if ch in values else ("empty", b"")
+        arts.append({"id": _key("b", ns, ch, str(ver)), "kind": "langgraph", "data": t.encode() + b"\0" + b})
+    record = {"cp": dump(cp), "md": dump(md), "parent": parent}
+    arts.append({"id": _key("c", ns, cp["id"]), "kind": "langgraph", "data": json.dumps(record, separators=(",", ":")).encode()})
+    arts.append({"id": _key("h", ns), "kind": "langgraph", "data": cp["id"].encode()})
+    entry = {"ns": ns, "id": cp["id"], "parent": parent, "md": dump(md)}
+    client.save("langgraph:" + c["thread_id"], change={"put_artifacts": arts, "append_messages": [entry]})
+    return {"configurable": {"thread_id": c["thread_id"], "checkpoint_ns": ns, "checkpoint_id": cp["id"]}}
+
+
+def test_threads_in_the_first_layout(client: cairn.Client) -> None:
+    """A thread written in the first layout reads as it did; puts on top
+    of it (values in the records, those unchanged still in the old
+    artifacts) read back from a fresh saver; prune keeps a value whose
+    record goes; get_delta_channel_history walks both layouts."""
+    saver = CairnSaver(client)
+    cfg: Dict[str, Any] = {"configurable": {"thread_id": "old", "checkpoint_ns": ""}}
+    msgs = ["m0", "m1", "m2"]
+    ver = {"messages": saver.get_next_version(None, None), "step": saver.get_next_version(None, None)}
+    ids = []
+
+    def cp_with(step: int, new: Dict[str, Any]) -> Any:
+        cp = empty_checkpoint()
+        cp["channel_values"] = {"messages": new.get("messages", msgs), "step": step}
+        cp["channel_versions"] = dict(ver)
+        return cp
+
+    for i in range(3):
+        new = {"messages": ver["messages"], "step": ver["step"]} if i == 0 else {"step": ver["step"]}
+        cfg = old_put(client, saver.serde, cfg, cp_with(i, {}), {"source": "loop", "step": i}, new)
+        ids.append(cfg["configurable"]["checkpoint_id"])
+        ver["step"] = saver.get_next_version(ver["step"], None)
+    saver.put_writes(cfg, [("step", 9)], "task2")
+
+    def fresh() -> CairnSaver:
+        return CairnSaver(client)
+
+    latest = {"configurable": {"thread_id": "old", "checkpoint_ns": ""}}
+    t = fresh().get_tuple(latest)
+    assert t is not None and t.checkpoint["channel_values"] == {"messages": msgs, "step": 2}
+    assert t.pending_writes == [("task2", "step", 9)]
+    first = fresh().get_tuple({"configurable": {"thread_id": "old", "checkpoint_ns": "", "checkpoint_id": ids[0]}})
+    assert first is not None and first.checkpoint["channel_values"] == {"messages": msgs, "step": 0}
+    assert [x.checkpoint["channel_values"]["step"] for x in fresh().list(latest)] == [2, 1, 0]
+
+    # Puts on top: step changes (in the record), messages does not (an
+    # artifact of the first layout, which the new records cannot name).
+    s2 = fresh()
+    s2.get_tuple(latest)
+    for i in (3, 4):
+        cfg = s2.put(cfg, cp_with(i, {}), {"source": "loop", "step": i}, {"step": ver["step"]})
+        ids.append(cfg["configurable"]["checkpoint_id"])
+        ver["step"] = saver.get_next_version(ver["step"], None)
+    t = fresh().get_tuple(latest)
+    assert t is not None and t.checkpoint["channel_values"] == {"messages": msgs, "step": 4}
+    hist = fresh().get_delta_channel_history(config=t.config, channels=["messages", "step"])
+    assert hist["messages"]["seed"] == msgs and hist["step"]["seed"] == 3
+
+    # messages changes in checkpoint 5 (its record holds it); 6 names 5's
+    # record for it. keep_latest keeps 6 alone: the value moves out of 5's
+    # record, which goes, into an artifact of its own.
+    new_msgs = msgs + ["m3"]
+    ver["messages"] = saver.get_next_version(ver["messages"], None)
+    cfg = s2.put(cfg, cp_with(5, {"messages": new_msgs}), {"source": "loop", "step": 5}, dict(ver))
+    ids.append(cfg["configurable"]["checkpoint_id"])
+    ver["step"] = saver.get_next_version(ver["step"], None)
+    cfg = CairnSaver(client).put(cfg, cp_with(6, {"messages": new_msgs}), {"source": "loop", "step": 6}, {"step": ver["step"]})
+    t = fresh().get_tuple(latest)
+    assert t is not None and t.checkpoint["channel_values"] == {"messages": new_msgs, "step": 6}
+    fresh().prune(["old"])
+    t = fresh().get_tuple(latest)
+    assert t is not None and t.checkpoint["channel_values"] == {"messages": new_msgs, "step": 6}
+    assert fresh().get_tuple({"configurable": {"thread_id": "old", "checkpoint_ns": "", "checkpoint_id": ids[5]}}) is None
+    assert [x.checkpoint["channel_values"]["step"] for x in fresh().list(latest)] == [6]
+
+
+@pytest.mark.parametrize("odd", ['q"b\\s\n\t\x01é☃', 'q"é☃'])
+def test_put_request_escapes(client: cairn.Client, odd: str) -> None:
+    """put writes its request's JSON by hand: namespaces, channels, ids,
+    thread ids and metadata that need escaping (quotes, backslashes,
+    control characters, non-ASCII) come back as they went in."""
+    saver = CairnSaver(client)
+    cfg: Dict[str, Any] = {"configurable": {"thread_id": "t" + odd, "checkpoint_ns": "ns" + odd}}
+    want = []
+    for i in range(3):
+        cp = empty_checkpoint()
+        cp["channel_values"] = {"ch" + odd: [odd, i]}
+        cp["channel_versions"] = {"ch" + odd: saver.get_next_version(i or None, None)}
+        md = {"source": "loop", "step": i, "note" + odd: odd, "run_id": "r" + odd}
+        cfg = saver.put(cfg, cp, md, cp["channel_versions"])
+        want.append(cfg["configurable"]["checkpoint_id"])
+    fresh = CairnSaver(client)
+    t = fresh.get_tuple({"configurable": {"thread_id": "t" + odd, "checkpoint_ns": "ns" + odd}})
+    assert t is not None and t.checkpoint["channel_values"] == {"ch" + odd: [odd, 2]}
+    assert t.metadata["note" + odd] == odd and t.parent_config is not None
+    assert t.parent_config["configurable"]["checkpoint_id"] == want[1]
+    got = list(fresh.list({"configurable": {"thread_id": "t" + odd}}, filter={"note" + odd: odd}))
+    assert [x.config["configurable"]["checkpoint_id"] for x in got] == want[::-1]
+    fresh.delete_for_runs(["r" + odd])
+    assert fresh.get_tuple({"configurable": {"thread_id": "t" + odd, "checkpoint_ns": "ns" + odd}}) is None

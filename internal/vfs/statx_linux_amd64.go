@@ -1,0 +1,3 @@
+package vfs
+
+const sysStatx = 332
