@@ -87,6 +87,14 @@
 // their bytes. A checkpoint is an optimisation, written without fsync and
 // never trusted: any doubt means a full walk (see checkpoint.go).
 //
+// The in-memory index (index.go) is built at open by parsing each record,
+// and advanced after each commit from what the encoder kept of each record
+// as it framed it (indexValue), not by parsing the commit back; the two
+// are checked to agree (TestCommitIndexEqualsReplay). The run, checkpoint
+// (up to 1 KiB of state) and manifest reference records of a session's
+// last commit are kept decoded (tracker.memo), and Head answers them from
+// there rather than from the log.
+//
 // Every file operation goes through Options.FS (internal/vfs), the writer's
 // LOCK excepted. The power-cut tests (powercut_test.go) run a workload on
 // internal/vfs/crashfs, which models what a power cut keeps, cut the power

@@ -22,12 +22,12 @@ func (s *Store) ensureDir(dir string) error {
 // path crash-safely (recordlog.Create), with the create.* fault points,
 // checking the writer lock before and after (checkLock).
 func (s *Store) createLog(path string, data []byte) (*recordlog.File, error) {
-	if err := s.checkLock("create " + path); err != nil {
+	if err := s.checkLockOn("create", path); err != nil {
 		return nil, err
 	}
 	l, err := recordlog.CreateFS(s.fs, path, data, s.faultAt("create."))
 	if err == nil {
-		if err = s.checkLock("create " + path); err != nil {
+		if err = s.checkLockOn("create", path); err != nil {
 			l.Close()
 			return nil, err
 		}
@@ -47,7 +47,7 @@ func (s *Store) appendCommit(l *recordlog.File, data []byte) (broken bool, err e
 	if err := s.checkLogFile(l); err != nil {
 		// A log replaced under the store most often means its directory
 		// was: then the lost lock is the reason to give.
-		if lerr := s.checkLock("append to " + l.Path()); lerr != nil {
+		if lerr := s.checkLockOn("append to", l.Path()); lerr != nil {
 			return false, lerr
 		}
 		return false, err
@@ -55,5 +55,5 @@ func (s *Store) appendCommit(l *recordlog.File, data []byte) (broken bool, err e
 	if broken, err = l.Append(data, s.faultAt("commit.")); err != nil {
 		return broken, err
 	}
-	return false, s.checkLock("append to " + l.Path())
+	return false, s.checkLockOn("append to", l.Path())
 }

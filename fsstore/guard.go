@@ -24,6 +24,16 @@ func (s *Store) checkLock(op string) error {
 	return nil
 }
 
+// checkLockOn is checkLock for an operation on path, worded "verb path";
+// the words are joined only when the check fails (it runs after every
+// append).
+func (s *Store) checkLockOn(verb, path string) error {
+	if err := s.lock.Check(); err != nil {
+		return session.Wrap(session.CodeLocked, err, "%s %s", verb, path)
+	}
+	return nil
+}
+
 // checkLogFile fails when the path of the open log l no longer names the
 // file l appends to (it was removed or replaced under the store): commits
 // appended to it would be acknowledged and then missing after a restart.

@@ -152,6 +152,48 @@ type tracker struct {
 
 	live   int64  // encoded bytes of the latest generation
 	curGen uint64 // generation of the commit being observed
+
+	// memo holds, decoded, the run, checkpoint and manifest reference
+	// records the last commit wrote (small ones only: see memoValue), so
+	// that Head after it, an agent's next turn, reads and decodes none of
+	// them. Only the last commit's: it never grows, and a record is looked
+	// up by its place, which a later commit never reuses in this log (a
+	// compaction or a repair makes a new tracker).
+	memo []memoRec
+}
+
+// memoRec is one record of the last commit, decoded: a session.Run, a
+// session.LoopCheckpoint or a session.ManifestRef, as the record decodes.
+type memoRec struct {
+	at item
+	v  any
+}
+
+// memoStateMax bounds the checkpoint state a memo keeps: a larger one is
+// read back from the log, so the memo costs memory per run, not per byte
+// a host checkpoints.
+const memoStateMax = 1 << 10
+
+// memoOf returns the memo of the record at it, if the last commit wrote it.
+func (t *tracker) memoOf(it item) (any, bool) {
+	for _, m := range t.memo {
+		if m.at == it {
+			return m.v, true
+		}
+	}
+	return nil, false
+}
+
+// remember keeps the memos of the commit just folded in at base, in place
+// of the previous commit's.
+func (t *tracker) remember(ps []parsed, base int64) {
+	clear(t.memo)
+	t.memo = t.memo[:0]
+	for _, p := range ps {
+		if p.memo != nil {
+			t.memo = append(t.memo, memoRec{at: p.item(base, 0, int(p.size)), v: p.memo})
+		}
+	}
 }
 
 func newTracker() *tracker {
@@ -252,6 +294,7 @@ type parsed struct {
 	reset resetRec
 	cp    *session.LoopCheckpoint // without its state
 	gens  *gensRec
+	memo  any // for a commit's own records: what Head may answer (headMemo)
 }
 
 func (p parsed) item(base int64, elem, size int) item {
@@ -330,6 +373,139 @@ func parseRecord(r recordlog.Record) (parsed, error) {
 		err = errUnknownKind(r.Kind)
 	}
 	return p, err
+}
+
+// indexValue takes what the index needs of a record from v, the value
+// just encoded as its payload, as parseRecord would take it from the
+// payload: a commit indexes its own records without decoding them back
+// through reflection. The lengths of array elements are read from the
+// encoded payload, as parseRecord reads them; the fields from v, which
+// encode to themselves (strings, integers, UTC times at full precision).
+// A value of a type it does not expect (or none, for a record framed from
+// raw bytes) is parsed from the payload. TestCommitIndexEqualsReplay
+// checks both ways agree.
+func indexValue(kind byte, v any, payload []byte) (parsed, error) {
+	p := parsed{kind: kind}
+	var err error
+	switch x := v.(type) {
+	case resetRec:
+		p.reset = x
+		return p, nil
+	case metaRec:
+		p.key, p.null = x.Key, bytes.Equal(bytes.TrimSpace(x.Value), []byte("null"))
+		return p, nil
+	case int64:
+		if kind == kindTruncate {
+			p.n = x
+			return p, nil
+		}
+	case []session.Value:
+		if kind == kindMessages {
+			if p.sizes, err = arrayElems(payload, true); err != nil {
+				err = session.Wrap(session.CodeInternal, err, "decode messages record")
+			}
+			return p, err
+		}
+	case []session.Trace:
+		if kind == kindTraces {
+			if p.sizes, err = arrayElems(payload, false); err != nil {
+				return p, session.Wrap(session.CodeInternal, err, "decode traces record")
+			}
+			p.runs = make([]string, len(x))
+			for i := range x {
+				p.runs[i] = x[i].RunID
+			}
+			return p, nil
+		}
+	case []string:
+		if kind == kindDelArtifacts {
+			p.ids = x
+			return p, nil
+		}
+	case string:
+		if kind == kindDropCkpt {
+			p.key = x
+			return p, nil
+		}
+	case *session.Artifact:
+		if kind == kindArtifact {
+			p.id.ID = x.ID
+			return p, nil
+		}
+	case *session.Run:
+		if kind == kindRun {
+			p.id.RunID, p.id.Status = x.RunID, x.Status
+			p.memo = memoRun(x)
+			return p, nil
+		}
+	case *session.ManifestRef:
+		if kind == kindFiles {
+			f := *x
+			p.memo = f
+			return p, nil
+		}
+	case *session.Verification:
+		if kind == kindVerif {
+			p.id.ID = x.ID
+			return p, nil
+		}
+	case *session.SubagentTask:
+		if kind == kindTask {
+			p.id.TaskID = x.TaskID
+			return p, nil
+		}
+	case *session.LoopCheckpoint:
+		// A time that is not UTC, or carries a monotonic reading, would
+		// not come back from its encoding as it is: parsed instead.
+		if kind == kindCheckpoint && encodesAsIs(x.CreatedAt) {
+			cp := *x
+			cp.State = nil
+			if cp.Files != nil {
+				f := *cp.Files
+				cp.Files = &f
+			}
+			p.cp = &cp
+			if len(x.State) <= memoStateMax {
+				m := cp
+				if len(x.State) > 0 {
+					m.State = slices.Clone(x.State)
+				}
+				if m.Files != nil {
+					f := *m.Files
+					m.Files = &f
+				}
+				p.memo = m
+			}
+			return p, nil
+		}
+	}
+	switch kind {
+	case kindWorkspace, kindAgent, kindHandoff, kindRuntime, kindFiles, kindBlob:
+		return p, nil
+	}
+	return parseRecord(recordlog.Record{Kind: kind, Payload: payload})
+}
+
+// memoRun returns r as its record decodes, or nil when a time in it would
+// not come back from its encoding as it is (not UTC, or with a monotonic
+// reading): that record is read back instead.
+func memoRun(r *session.Run) any {
+	if !encodesAsIs(r.StartedAt) || (r.EndedAt != nil && !encodesAsIs(*r.EndedAt)) {
+		return nil
+	}
+	m := *r
+	if m.EndedAt != nil {
+		e := *m.EndedAt
+		m.EndedAt = &e
+	}
+	return m
+}
+
+// encodesAsIs reports whether t decodes from its RFC 3339 encoding to a
+// time.Time equal to it field for field: in UTC, without a monotonic
+// reading.
+func encodesAsIs(t time.Time) bool {
+	return t.Location() == time.UTC && t == t.Round(0)
 }
 
 // observeRecord parses one record and folds it into the index.
@@ -615,6 +791,7 @@ func (t *tracker) trim() {
 // clone returns a copy of t that later observes of t do not change.
 func (t *tracker) clone() *tracker {
 	c := *t
+	c.memo = nil // remember reuses its array
 	c.single, c.meta = maps.Clone(t.single), maps.Clone(t.meta)
 	c.runs, c.verifs, c.tasks, c.arts = t.runs.clone(), t.verifs.clone(), t.tasks.clone(), t.arts.clone()
 	c.status = maps.Clone(t.status)

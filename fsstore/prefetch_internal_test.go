@@ -42,7 +42,7 @@ func TestHeadPrefetch(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer sf.mu.Unlock()
-			its := headItems(sf.t)
+			its := allHeadItems(sf.t)
 			sortItems(its)
 			its = tc.pick(its)
 			want := make([]any, len(its))

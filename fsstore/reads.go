@@ -74,6 +74,10 @@ func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Su
 		if !ok {
 			return false, nil
 		}
+		if m, ok := t.memoOf(it); ok {
+			*v.(*session.ManifestRef) = m.(session.ManifestRef) // only kindFiles has memos
+			return true, nil
+		}
 		return true, fr.decodeFrame(it, v)
 	}
 	var ws session.Workspace
@@ -109,7 +113,7 @@ func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Su
 		}
 		snap.Metadata[m.Key] = m.Value
 	}
-	if err := decodeKeyed(fr, &t.runs, &snap.Runs); err != nil {
+	if err := decodeRuns(fr, t, &snap.Runs); err != nil {
 		return nil, session.Summary{}, err
 	}
 	if err := decodeKeyed(fr, &t.verifs, &snap.Verifications); err != nil {
@@ -121,7 +125,16 @@ func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Su
 	st := &session.State{Snapshot: snap}
 	for run, l := range t.ckpts {
 		cp := new(session.LoopCheckpoint)
-		if err := fr.decodeFrame(l.events[len(l.events)-1].at, cp); err != nil {
+		at := l.events[len(l.events)-1].at
+		if m, ok := t.memoOf(at); ok {
+			*cp = m.(session.LoopCheckpoint)
+			// The caller owns what it is given: the memo stays as written.
+			cp.State = slices.Clone(cp.State)
+			if cp.Files != nil {
+				f := *cp.Files
+				cp.Files = &f
+			}
+		} else if err := fr.decodeFrame(at, cp); err != nil {
 			return nil, session.Summary{}, err
 		}
 		if st.Checkpoints == nil {
@@ -132,8 +145,18 @@ func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Su
 	return st, sf.summaryLocked(), nil
 }
 
-// headItems lists the records Head decodes.
+// headItems lists the records Head decodes, less those the last commit
+// left decoded (tracker.memo).
 func headItems(t *tracker) []item {
+	its := allHeadItems(t)
+	if len(t.memo) > 0 {
+		its = slices.DeleteFunc(its, func(it item) bool { _, ok := t.memoOf(it); return ok })
+	}
+	return its
+}
+
+// allHeadItems lists every record Head returns.
+func allHeadItems(t *tracker) []item {
 	its := make([]item, 0, len(t.single)+len(t.meta)+len(t.runs.order)+len(t.verifs.order)+len(t.tasks.order)+len(t.ckpts))
 	for _, k := range []byte{kindWorkspace, kindAgent, kindHandoff, kindRuntime, kindFiles} {
 		if it, ok := t.single[k]; ok {
@@ -152,6 +175,29 @@ func headItems(t *tracker) []item {
 		its = append(its, l.events[len(l.events)-1].at)
 	}
 	return its
+}
+
+// decodeRuns appends t's runs to out, in order, from the memo of the last
+// commit or else from their records.
+func decodeRuns(fr frameReader, t *tracker, out *[]session.Run) error {
+	for _, id := range t.runs.order {
+		it := t.runs.at[id]
+		if m, ok := t.memoOf(it); ok {
+			r := m.(session.Run)
+			if r.EndedAt != nil {
+				e := *r.EndedAt
+				r.EndedAt = &e
+			}
+			*out = append(*out, r)
+			continue
+		}
+		var r session.Run
+		if err := fr.decodeFrame(it, &r); err != nil {
+			return err
+		}
+		*out = append(*out, r)
+	}
+	return nil
 }
 
 func decodeKeyed[T any](fr frameReader, k *keyed[item], out *[]T) error {

@@ -3,6 +3,7 @@ package fsstore
 import (
 	"bytes"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -108,6 +109,12 @@ type frameBuf struct {
 	mark int // offset where the open commit began
 	recs int // item records in the open commit
 	err  error
+	// index, when indexing is set, collects what the index takes from
+	// each item record (see indexValue), made from the values as they are
+	// encoded, so a commit is folded into its session's index without
+	// parsing its records back.
+	indexing bool
+	index    []parsed
 }
 
 // commitSizeHint guesses the framed size of c's commit from its bulk (the
@@ -133,6 +140,39 @@ func commitSizeHint(c *session.Change) int {
 // maxSizeHint bounds commitSizeHint.
 const maxSizeHint = 64 << 20
 
+// commitBufs holds the frame buffers and index lists of finished commits
+// for the next ones: a commit (of any session) then neither allocates
+// them nor has them zeroed, and an idle store holds none per session.
+var commitBufs = sync.Pool{New: func() any { return new(frameBuf) }}
+
+// maxKeptFrames bounds the buffers commitBufs keeps: a large commit's
+// buffer goes to the garbage collector, not back to the pool.
+const maxKeptFrames = 1 << 20
+
+// newCommitBuf returns an empty indexing frame buffer with room for hint
+// bytes, from commitBufs. The caller releases it once the commit is
+// written and indexed.
+func newCommitBuf(hint int) *frameBuf {
+	f := commitBufs.Get().(*frameBuf)
+	if cap(f.buf) < hint {
+		f.buf = make([]byte, 0, hint)
+	}
+	f.indexing = true
+	return f
+}
+
+// release empties f and returns it to commitBufs. Nothing may use f, its
+// bytes or its index after: the log and the index keep copies (the index
+// holds ids and checkpoint headers of the change, never f's bytes).
+func (f *frameBuf) release() {
+	clear(f.index) // so the pool holds no ids or checkpoints of this change
+	*f = frameBuf{buf: f.buf[:0], index: f.index[:0]}
+	if cap(f.buf) > maxKeptFrames || cap(f.index) > 256 {
+		return
+	}
+	commitBufs.Put(f)
+}
+
 // begin opens a commit at the current end of the buffer.
 func (f *frameBuf) begin() { f.mark, f.recs = len(f.buf), 0 }
 
@@ -153,7 +193,30 @@ func (f *frameBuf) add(kind byte, v any) int64 {
 	f.buf = b.Bytes()
 	recordlog.Seal(f.buf, start, kind)
 	f.recs++
+	f.indexed(kind, v, start)
 	return int64(len(f.buf) - start)
+}
+
+// indexed keeps what the index takes from the record just framed at start,
+// when the buffer is indexing. The commit record is not kept: the commit
+// knows its own generation and time.
+func (f *frameBuf) indexed(kind byte, v any, start int) {
+	if !f.indexing || kind == kindCommit {
+		return
+	}
+	// Replay stops at a frame longer than this, so it must not be written
+	// (scanning the commit back before writing it caught this before).
+	if n := len(f.buf) - start - recordlog.HeaderSize; n > recordlog.MaxPayload {
+		f.err = session.Errorf(session.CodeTooLarge, "a record of %d bytes passes the limit of %d bytes", n, recordlog.MaxPayload)
+		return
+	}
+	p, err := indexValue(kind, v, f.buf[start+recordlog.HeaderSize:])
+	if err != nil {
+		f.err = err
+		return
+	}
+	p.end, p.size = int64(len(f.buf)), int64(len(f.buf)-start)
+	f.index = append(f.index, p)
 }
 
 // addRaw appends one framed record holding payload as it is.
@@ -164,6 +227,7 @@ func (f *frameBuf) addRaw(kind byte, payload []byte) int64 {
 	start := len(f.buf)
 	f.buf = recordlog.Append(f.buf, kind, payload)
 	f.recs++
+	f.indexed(kind, nil, start)
 	return int64(len(f.buf) - start)
 }
 

@@ -191,7 +191,7 @@ func encodeChange(fb *frameBuf, t *tracker, sessionID string, c *session.Change,
 		if cp.CreatedAt.IsZero() {
 			cp.CreatedAt = now.UTC()
 		}
-		fb.add(kindCheckpoint, &cp)
+		fb.addHand(kindCheckpoint, &cp, func(b []byte) ([]byte, bool) { return appendCheckpoint(b, &cp) })
 	}
 }
 
@@ -233,7 +233,8 @@ func encodeDelta(fb *frameBuf, c *session.Change) {
 		}
 	}
 	for i := range c.UpsertRuns {
-		fb.add(kindRun, &c.UpsertRuns[i])
+		r := &c.UpsertRuns[i]
+		fb.addHand(kindRun, r, func(b []byte) ([]byte, bool) { return appendRun(b, r) })
 	}
 	for i := range c.UpsertVerifications {
 		fb.add(kindVerif, &c.UpsertVerifications[i])
@@ -271,7 +272,7 @@ func addChunked[T any](fb *frameBuf, kind byte, list []T, size func(T) int) {
 func addArtifact(fb *frameBuf, a session.Artifact) {
 	data := a.Data
 	a.Data = nil
-	fb.add(kindArtifact, &a)
+	fb.addArtifactHeader(&a)
 	if len(data) > 0 {
 		fb.addRaw(kindBlob, data)
 	}

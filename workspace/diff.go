@@ -42,7 +42,13 @@ func (t *Tracker) RecordManifest(ctx context.Context) (session.ManifestRef, erro
 	var dirty map[string]struct{}
 	if incremental {
 		dirty = t.mdirty
-		t.mdirty = make(map[string]struct{}, 16)
+		// Most commits follow no change to the tree: the empty set stays,
+		// rather than a new one being made for every commit.
+		if len(dirty) > 0 {
+			t.mdirty = make(map[string]struct{}, 16)
+		} else {
+			dirty = nil
+		}
 		items = make([]item, 0, len(dirty))
 		for rel := range dirty {
 			items = append(items, t.itemLocked(rel, t.lookupLocked(rel)))

@@ -140,3 +140,31 @@ func manifestDiffs(m map[string]mrec, want map[string][32]byte) []string {
 	slices.Sort(diffs)
 	return diffs
 }
+
+// TestUnchangedManifestAllocations bounds what recording the manifest of
+// a tree that has not changed since the last one allocates: an agent's
+// commit records one every turn, most often over an unchanged tree, and
+// the set of paths changed since is kept rather than made anew.
+func TestUnchangedManifestAllocations(t *testing.T) {
+	root := t.TempDir()
+	testkit.WriteFile(t, root, "a.txt", "a")
+	tr := openT(t, root, Options{})
+	if tr.Status().Mode != ModeWatching {
+		t.Skip("inotify unavailable")
+	}
+	ctx := testkit.Context(t)
+	first, err := tr.RecordManifest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		ref, err := tr.RecordManifest(ctx)
+		if err != nil || ref.ID != first.ID {
+			t.Fatalf("RecordManifest: %+v, %v; want %s", ref, err, first.ID)
+		}
+	})
+	t.Logf("%.1f allocations per manifest of an unchanged tree", allocs)
+	if allocs > 5 {
+		t.Fatalf("recording the manifest of an unchanged tree made %.1f allocations, want at most 5 (8 when a set was made per manifest)", allocs)
+	}
+}

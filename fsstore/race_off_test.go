@@ -1,0 +1,5 @@
+//go:build !race
+
+package fsstore_test
+
+const raceEnabled = false
