@@ -191,7 +191,7 @@ func encodeChange(fb *frameBuf, t *tracker, sessionID string, c *session.Change,
 		if cp.CreatedAt.IsZero() {
 			cp.CreatedAt = now.UTC()
 		}
-		fb.addHand(kindCheckpoint, &cp, func(b []byte) ([]byte, bool) { return appendCheckpoint(b, &cp) })
+		fb.add(kindCheckpoint, &cp)
 	}
 }
 
@@ -233,8 +233,7 @@ func encodeDelta(fb *frameBuf, c *session.Change) {
 		}
 	}
 	for i := range c.UpsertRuns {
-		r := &c.UpsertRuns[i]
-		fb.addHand(kindRun, r, func(b []byte) ([]byte, bool) { return appendRun(b, r) })
+		fb.add(kindRun, &c.UpsertRuns[i])
 	}
 	for i := range c.UpsertVerifications {
 		fb.add(kindVerif, &c.UpsertVerifications[i])
