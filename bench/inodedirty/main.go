@@ -1,4 +1,4 @@
-//go:build linux && (amd64 || arm64)
+//go:build linux
 
 // Command inodedirty measures what a commit's other file system calls do
 // to its fdatasync on Linux: a loop of 8 KiB overwrites of zeros already
@@ -6,8 +6,9 @@
 // followed by fdatasync, with one of these before each write:
 //
 //	none          nothing
-//	lstat         lstat of the file's path (as fsstore's checkLogFile)
+//	lstat         lstat of the file's path (as fsstore's checkLogFile did)
 //	statx-ino     statx asking for the type and inode number only
+//	              (vfs.SameFileAt, as checkLogFile; lstat off amd64/arm64)
 //	pread         a 4 KiB pread of what the last write wrote (as a head read)
 //	pread-noatime the same, the file opened with O_NOATIME
 //
@@ -32,7 +33,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unsafe"
+
+	"github.com/cairn-dev/cairn/internal/vfs"
 )
 
 func main() {
@@ -73,6 +75,10 @@ func run(dir, mode string, n int) (med, p90 time.Duration, err error) {
 	}
 	defer os.Remove(path)
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
 	if _, err := f.WriteAt(make([]byte, n*size), 0); err != nil {
 		return 0, 0, err
 	}
@@ -92,7 +98,9 @@ func run(dir, mode string, n int) (med, p90 time.Duration, err error) {
 				return 0, 0, err
 			}
 		case "statx-ino":
-			if err := statxIno(path); err != nil {
+			// What fsstore's checkLogFile calls: a statx of the type and
+			// inode only.
+			if _, err := vfs.SameFileAt(vfs.OS, path, fi); err != nil {
 				return 0, 0, err
 			}
 		case "pread", "pread-noatime":
@@ -116,26 +124,4 @@ func run(dir, mode string, n int) (med, p90 time.Duration, err error) {
 	}
 	slices.Sort(ts)
 	return ts[n/2], ts[n*9/10], nil
-}
-
-// statxIno is statx(2) of path asking for STATX_TYPE|STATX_INO only, which
-// leaves the file's times unqueried.
-func statxIno(path string) error {
-	const (
-		atFdcwd           = -100
-		atSymlinkNofollow = 0x100
-		statxType         = 0x1
-		statxIno          = 0x100
-	)
-	p, err := syscall.BytePtrFromString(path)
-	if err != nil {
-		return err
-	}
-	var buf [256]byte // struct statx
-	fd := atFdcwd
-	_, _, e := syscall.Syscall6(sysStatx, uintptr(fd), uintptr(unsafe.Pointer(p)), atSymlinkNofollow, statxType|statxIno, uintptr(unsafe.Pointer(&buf[0])), 0)
-	if e != 0 {
-		return e
-	}
-	return nil
 }

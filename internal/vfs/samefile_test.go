@@ -9,12 +9,9 @@ import (
 	"github.com/cairn-dev/cairn/internal/vfs"
 )
 
-// TestSameFileAt checks SameFileAt against os.SameFile of an lstat: the
-// open file's own path, a path replaced by another file, a symbolic link
-// to the file (not followed), and a removed path (an error).
-func TestSameFileAt(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "log")
+// create makes the file path and returns it open, with its Stat.
+func create(t *testing.T, path string) (vfs.File, os.FileInfo) {
+	t.Helper()
 	f, err := vfs.OS.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -24,6 +21,16 @@ func TestSameFileAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f, fi
+}
+
+// TestSameFileAt checks SameFileAt against os.SameFile of an lstat: the
+// open file's own path, a path replaced by another file, a symbolic link
+// to the file (not followed), and a removed path (an error).
+func TestSameFileAt(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "log")
+	_, fi := create(t, path)
 	link := filepath.Join(dir, "link")
 	if err := os.Symlink(path, link); err != nil {
 		t.Fatal(err)
@@ -106,15 +113,7 @@ func mtimeMovesAfterQuery(t *testing.T, f vfs.File, path string, between func())
 // says so.
 func TestSameFileAtLeavesTimesAlone(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log")
-	f, err := vfs.OS.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	fi, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, fi := create(t, path)
 	lstat := func() {
 		if _, err := os.Lstat(path); err != nil {
 			t.Fatal(err)

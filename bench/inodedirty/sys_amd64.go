@@ -1,5 +1,0 @@
-//go:build linux && amd64
-
-package main
-
-const sysStatx = 332

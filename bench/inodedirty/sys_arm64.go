@@ -1,5 +1,0 @@
-//go:build linux && arm64
-
-package main
-
-const sysStatx = 291
