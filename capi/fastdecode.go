@@ -31,23 +31,9 @@ func fastCheckpoint(b []byte, p *api.CheckpointRequest) bool {
 // state are b's own bytes (for a request forwarded to the daemon, which is
 // encoded before the call returns and b is freed).
 func fastCheckpointInto(b []byte, p *api.CheckpointRequest, clone bool) bool {
-	const (
-		runID = 1 << iota
-		sessionID
-		turn
-		newMessages
-		usage
-		toolCalls
-		state
-	)
-	var seen int
-	ok := object(b, jsonscan.SkipSpace(b, 0), func(k, b []byte, i int) (int, bool) {
+	return object(b, jsonscan.SkipSpace(b, 0), func(k, b []byte, i int) (int, bool) {
 		if string(k) == "new_messages" {
 			// The messages are scanned once, element by element.
-			if seen&newMessages != 0 {
-				return 0, false
-			}
-			seen |= newMessages
 			return values(b, i, &p.NewMessages, clone)
 		}
 		end, ok := jsonscan.Value(b, i)
@@ -55,22 +41,20 @@ func fastCheckpointInto(b []byte, p *api.CheckpointRequest, clone bool) bool {
 			return 0, false
 		}
 		v := b[i:end]
-		var bit int
 		switch string(k) {
 		case "run_id":
-			bit, ok = runID, unquote(v, &p.RunID)
+			ok = unquote(v, &p.RunID)
 		case "session_id":
-			bit, ok = sessionID, unquote(v, &p.SessionID)
+			ok = unquote(v, &p.SessionID)
 		case "turn":
-			bit, ok = turn, int64Of(v, &p.Turn)
+			ok = int64Of(v, &p.Turn)
 		case "tool_calls_count":
-			bit, ok = toolCalls, int64Of(v, &p.ToolCallsCount)
+			ok = int64Of(v, &p.ToolCallsCount)
 		case "usage":
-			bit, ok = usage, usageOf(v, &p.Usage)
+			ok = usageOf(v, &p.Usage)
 		case "state":
 			// Any JSON value, null included, is kept as its bytes, as
 			// encoding/json does for a json.RawMessage.
-			bit, ok = state, true
 			p.State = v
 			if clone {
 				p.State = bytes.Clone(v)
@@ -78,24 +62,25 @@ func fastCheckpointInto(b []byte, p *api.CheckpointRequest, clone bool) bool {
 		default:
 			ok = false
 		}
-		if !ok || seen&bit != 0 {
-			return 0, false
-		}
-		seen |= bit
-		return end, true
+		return end, ok
 	})
-	return ok
 }
 
 // object walks the JSON object at b[i], which must be all of b but
 // whitespace, calling member with each key's raw bytes (no quotes; a key
 // with escapes is refused) and the index of its value in b; member decodes
 // the value and returns where it ends. object returns false when b is not
-// such an object or member returned false.
+// such an object, a key is repeated (encoding/json keeps the last value,
+// or merges objects: strictDecode decides), the object has more than
+// maxMembers members, or member returned false.
 func object(b []byte, i int, member func(k, b []byte, i int) (int, bool)) bool {
 	end, ok := objectEnd(b, i, member)
 	return ok && jsonscan.SkipSpace(b, end) == len(b)
 }
+
+// maxMembers bounds the members of an object object decodes: every
+// request it reads has fewer (an artifact has ten).
+const maxMembers = 16
 
 // objectEnd is object for an object followed by more of b: it returns
 // where the object ends.
@@ -107,15 +92,24 @@ func objectEnd(b []byte, i int, member func(k, b []byte, i int) (int, bool)) (in
 	if i < len(b) && b[i] == '}' {
 		return i + 1, true
 	}
+	var keys [maxMembers][]byte
+	n := 0
 	for {
 		end, ok := jsonscan.String(b, i)
 		if !ok {
 			return 0, false
 		}
 		k := b[i+1 : end-1]
-		if bytes.IndexByte(k, '\\') >= 0 {
+		if bytes.IndexByte(k, '\\') >= 0 || n == maxMembers {
 			return 0, false
 		}
+		for _, seen := range keys[:n] {
+			if bytes.Equal(seen, k) {
+				return 0, false
+			}
+		}
+		keys[n] = k
+		n++
 		i = jsonscan.SkipSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
 			return 0, false
@@ -212,30 +206,24 @@ func values(b []byte, i int, out *[]session.Value, clone bool) (int, bool) {
 }
 
 func usageOf(v []byte, u *session.Usage) bool {
-	var seen int
 	return object(v, 0, func(k, b []byte, i int) (int, bool) {
 		end, ok := jsonscan.Value(b, i)
 		if !ok {
 			return 0, false
 		}
 		x := b[i:end]
-		var bit int
 		switch string(k) {
 		case "input_tokens":
-			bit, ok = 1, int64Of(x, &u.InputTokens)
+			ok = int64Of(x, &u.InputTokens)
 		case "output_tokens":
-			bit, ok = 2, int64Of(x, &u.OutputTokens)
+			ok = int64Of(x, &u.OutputTokens)
 		case "total_tokens":
-			bit, ok = 4, int64Of(x, &u.TotalTokens)
+			ok = int64Of(x, &u.TotalTokens)
 		case "cost":
-			bit, ok = 8, float64Of(x, &u.Cost)
+			ok = float64Of(x, &u.Cost)
 		default:
 			ok = false
 		}
-		if !ok || seen&bit != 0 {
-			return 0, false
-		}
-		seen |= bit
-		return end, true
+		return end, ok
 	})
 }

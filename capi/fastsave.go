@@ -29,85 +29,52 @@ import (
 // messages and artifact metadata are b's own bytes (see
 // fastCheckpointInto).
 func fastSave(b []byte, p *api.SaveRequest, clone bool) bool {
-	const (
-		sessionID = 1 << iota
-		change
-		expect
-	)
-	var seen int
 	return object(b, jsonscan.SkipSpace(b, 0), func(k, b []byte, i int) (int, bool) {
-		var bit int
-		var end int
-		ok := true
-		switch string(k) {
-		case "change":
-			bit = change
+		if string(k) == "change" {
 			p.Change = &session.Change{}
-			end, ok = changeOf(b, i, p.Change, clone)
-		case "session_id", "expect_generation":
-			if end, ok = jsonscan.Value(b, i); !ok {
-				return 0, false
-			}
-			if k[0] == 's' {
-				bit, ok = sessionID, unquote(b[i:end], &p.SessionID)
-			} else {
-				var g uint64
-				bit, ok = expect, uint64Of(b[i:end], &g)
-				p.ExpectGeneration = &g
-			}
+			return changeOf(b, i, p.Change, clone)
+		}
+		end, ok := jsonscan.Value(b, i)
+		if !ok {
+			return 0, false
+		}
+		switch string(k) {
+		case "session_id":
+			ok = unquote(b[i:end], &p.SessionID)
+		case "expect_generation":
+			var g uint64
+			ok = uint64Of(b[i:end], &g)
+			p.ExpectGeneration = &g
 		default:
 			ok = false
 		}
-		if !ok || seen&bit != 0 {
-			return 0, false
-		}
-		seen |= bit
-		return end, true
+		return end, ok
 	})
 }
 
 // changeOf decodes the change object at b[i] into c and returns where it
 // ends.
 func changeOf(b []byte, i int, c *session.Change, clone bool) (int, bool) {
-	const (
-		appendMessages = 1 << iota
-		putArtifacts
-		appendArtifacts
-		deleteArtifacts
-		truncateMessages
-	)
-	var seen int
 	return objectEnd(b, i, func(k, b []byte, i int) (int, bool) {
-		var bit, end int
-		ok := true
 		switch string(k) {
 		case "append_messages":
-			bit = appendMessages
-			end, ok = values(b, i, &c.AppendMessages, clone)
+			return values(b, i, &c.AppendMessages, clone)
 		case "put_artifacts":
-			bit = putArtifacts
-			end, ok = artifacts(b, i, &c.PutArtifacts, clone)
+			return artifacts(b, i, &c.PutArtifacts, clone)
 		case "append_artifacts":
-			bit = appendArtifacts
-			end, ok = artifacts(b, i, &c.AppendArtifacts, clone)
+			return artifacts(b, i, &c.AppendArtifacts, clone)
 		case "delete_artifacts":
-			bit = deleteArtifacts
-			end, ok = strs(b, i, &c.DeleteArtifacts)
+			return strs(b, i, &c.DeleteArtifacts)
 		case "truncate_messages":
-			if end, ok = jsonscan.Value(b, i); !ok {
+			end, ok := jsonscan.Value(b, i)
+			if !ok {
 				return 0, false
 			}
 			var n int64
-			bit, ok = truncateMessages, int64Of(b[i:end], &n)
 			c.TruncateMessages = &n
-		default:
-			ok = false
+			return end, int64Of(b[i:end], &n)
 		}
-		if !ok || seen&bit != 0 {
-			return 0, false
-		}
-		seen |= bit
-		return end, true
+		return 0, false
 	})
 }
 
@@ -144,37 +111,34 @@ func artifacts(b []byte, i int, out *[]session.Artifact, clone bool) (int, bool)
 
 // artifactOf decodes the artifact object at b[i] into a.
 func artifactOf(b []byte, i int, a *session.Artifact, clone bool) (int, bool) {
-	var seen int
 	return objectEnd(b, i, func(k, b []byte, i int) (int, bool) {
 		end, ok := jsonscan.Value(b, i)
 		if !ok {
 			return 0, false
 		}
 		v := b[i:end]
-		var bit int
 		switch string(k) {
 		case "id":
-			bit, ok = 1<<0, unquote(v, &a.ID)
+			ok = unquote(v, &a.ID)
 		case "kind":
-			bit, ok = 1<<1, unquote(v, &a.Kind)
+			ok = unquote(v, &a.Kind)
 		case "name":
-			bit, ok = 1<<2, unquote(v, &a.Name)
+			ok = unquote(v, &a.Name)
 		case "media_type":
-			bit, ok = 1<<3, unquote(v, &a.MediaType)
+			ok = unquote(v, &a.MediaType)
 		case "run_id":
-			bit, ok = 1<<4, unquote(v, &a.RunID)
+			ok = unquote(v, &a.RunID)
 		case "sha256":
-			bit, ok = 1<<5, unquote(v, &a.SHA256)
+			ok = unquote(v, &a.SHA256)
 		case "size":
-			bit, ok = 1<<6, int64Of(v, &a.Size)
+			ok = int64Of(v, &a.Size)
 		case "data":
-			bit, ok = 1<<7, base64Of(v, &a.Data)
+			ok = base64Of(v, &a.Data)
 		case "path":
-			bit, ok = 1<<8, unquote(v, &a.Path)
+			ok = unquote(v, &a.Path)
 		case "metadata":
 			// Any JSON value, null included, is kept as its bytes, as
 			// encoding/json does for a json.RawMessage.
-			bit = 1 << 9
 			a.Metadata = v[:len(v):len(v)]
 			if clone {
 				a.Metadata = bytes.Clone(v)
@@ -182,11 +146,7 @@ func artifactOf(b []byte, i int, a *session.Artifact, clone bool) (int, bool) {
 		default:
 			ok = false
 		}
-		if !ok || seen&bit != 0 {
-			return 0, false
-		}
-		seen |= bit
-		return end, true
+		return end, ok
 	})
 }
 
