@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -13,22 +14,51 @@ import (
 	"github.com/cairn-dev/cairn/session"
 )
 
-// strictCheckpoint is the reference: what decodeParams gave before the
-// fast path, error text included.
-func strictCheckpoint(b []byte) (api.CheckpointRequest, string) {
-	var p api.CheckpointRequest
+// strictParams is the reference: what decodeParams gave before the fast
+// paths, error text included (params of only whitespace are no params).
+func strictParams[P any](b []byte) (P, string) {
+	var p P
+	if len(bytes.TrimSpace(b)) == 0 {
+		return p, ""
+	}
 	if err := strictDecode(b, &p); err != nil {
 		return p, session.Errorf(session.CodeInvalidArgument, "params: %v", err).Error()
 	}
 	return p, ""
 }
 
-func decodeCheckpoint(b []byte) (api.CheckpointRequest, string) {
-	p, err := decodeParams[api.CheckpointRequest](b)
+// agree fails t unless decodeParams (fast path first) and strictParams
+// give b the same value or the same error; it returns the error's text.
+func agree[P any](t *testing.T, b []byte) string {
+	t.Helper()
+	got, err := decodeParams[P](b)
+	var gerr string
 	if err != nil {
-		return p, err.Error()
+		gerr = err.Error()
 	}
-	return p, ""
+	want, werr := strictParams[P](b)
+	if gerr != werr || (gerr == "" && !reflect.DeepEqual(got, want)) {
+		t.Fatalf("%q:\n decodeParams %+v, %q\n strictDecode %+v, %q", b, got, gerr, want, werr)
+	}
+	return gerr
+}
+
+// mutate returns base with one or two bytes replaced, removed or inserted
+// (from alphabet).
+func mutate(r *rand.Rand, base, alphabet []byte) []byte {
+	b := append([]byte(nil), base...)
+	for k := 1 + r.IntN(2); k > 0; k-- {
+		i := r.IntN(len(b))
+		switch r.IntN(3) {
+		case 0:
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		case 1:
+			b = append(b[:i], b[i+1:]...)
+		default:
+			b = append(b[:i], append([]byte{alphabet[r.IntN(len(alphabet))]}, b[i:]...)...)
+		}
+	}
+	return b
 }
 
 const canonicalCheckpoint = `{"run_id":"r-1","turn":3,"new_messages":[{"role":"user","content":"caf\u00e9 x","turn":3},` +
@@ -81,16 +111,9 @@ func TestFastCheckpointDecode(t *testing.T) {
 			if got := fastCheckpoint([]byte(tc.in), &p); got != tc.fast {
 				t.Errorf("fastCheckpoint = %v; want %v", got, tc.fast)
 			}
-			got, gerr := decodeCheckpoint([]byte(tc.in))
-			want, werr := strictCheckpoint([]byte(tc.in))
-			if gerr != werr {
-				t.Fatalf("error %q; strictDecode's is %q", gerr, werr)
-			}
+			gerr := agree[api.CheckpointRequest](t, []byte(tc.in))
 			if (tc.err == "") != (gerr == "") || !strings.Contains(gerr, tc.err) {
 				t.Fatalf("error %q; want one containing %q", gerr, tc.err)
-			}
-			if gerr == "" && !reflect.DeepEqual(got, want) {
-				t.Fatalf("decoded %+v; strictDecode gives %+v", got, want)
 			}
 		})
 	}
@@ -104,23 +127,7 @@ func TestFastCheckpointMutations(t *testing.T) {
 	alphabet := []byte("{}[]:,\"\\ 0123456789.eE+-nultrfas_\x01\xff\xc3\t")
 	base := []byte(canonicalCheckpoint)
 	for n := 0; n < 50000; n++ {
-		b := append([]byte(nil), base...)
-		for k := 1 + r.IntN(2); k > 0; k-- {
-			i := r.IntN(len(b))
-			switch r.IntN(3) {
-			case 0:
-				b[i] = alphabet[r.IntN(len(alphabet))]
-			case 1:
-				b = append(b[:i], b[i+1:]...)
-			default:
-				b = append(b[:i], append([]byte{alphabet[r.IntN(len(alphabet))]}, b[i:]...)...)
-			}
-		}
-		got, gerr := decodeCheckpoint(b)
-		want, werr := strictCheckpoint(b)
-		if gerr != werr || (gerr == "" && !reflect.DeepEqual(got, want)) {
-			t.Fatalf("%q:\n decodeParams %+v, %q\n strictDecode %+v, %q", b, got, gerr, want, werr)
-		}
+		agree[api.CheckpointRequest](t, mutate(r, base, alphabet))
 	}
 }
 

@@ -3,39 +3,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/internal/checked"
-	"github.com/cairn-dev/cairn/session"
 )
-
-// strictSave is the reference: what decodeParams gave before the fast
-// path, error text included (params of only whitespace are no params).
-func strictSave(b []byte) (api.SaveRequest, string) {
-	var p api.SaveRequest
-	if len(bytes.TrimSpace(b)) == 0 {
-		return p, ""
-	}
-	if err := strictDecode(b, &p); err != nil {
-		return p, session.Errorf(session.CodeInvalidArgument, "params: %v", err).Error()
-	}
-	return p, ""
-}
-
-func decodeSave(b []byte) (api.SaveRequest, string) {
-	p, err := decodeParams[api.SaveRequest](b)
-	if err != nil {
-		return p, err.Error()
-	}
-	return p, ""
-}
 
 // canonicalSave has every field the fast path reads.
 const canonicalSave = `{"session_id":"langgraph:t","expect_generation":41,"change":{"truncate_messages":3,"delete_artifacts":["w[\"\",\"x\"]","old"],` +
@@ -105,16 +81,9 @@ func TestFastSaveDecode(t *testing.T) {
 			if got := fastSave([]byte(tc.in), &p, true); got != tc.fast {
 				t.Errorf("fastSave = %v; want %v", got, tc.fast)
 			}
-			got, gerr := decodeSave([]byte(tc.in))
-			want, werr := strictSave([]byte(tc.in))
-			if gerr != werr {
-				t.Fatalf("error %q; strictDecode's is %q", gerr, werr)
-			}
+			gerr := agree[api.SaveRequest](t, []byte(tc.in))
 			if (tc.err == "") != (gerr == "") || !strings.Contains(gerr, tc.err) {
 				t.Fatalf("error %q; want one containing %q", gerr, tc.err)
-			}
-			if gerr == "" && !reflect.DeepEqual(got, want) {
-				t.Fatalf("decoded %+v; strictDecode gives %+v", got, want)
 			}
 		})
 	}
@@ -128,30 +97,9 @@ func TestFastSaveMutations(t *testing.T) {
 	alphabet := []byte("{}[]:,\"\\ 0123456789.eE+-nultrfasu_=/AZaz\x01\xff\xc3\t")
 	for _, base := range [][]byte{[]byte(canonicalSave), putRequest(5)} {
 		for n := 0; n < 30000; n++ {
-			b := mutate(r, base, alphabet)
-			got, gerr := decodeSave(b)
-			want, werr := strictSave(b)
-			if gerr != werr || (gerr == "" && !reflect.DeepEqual(got, want)) {
-				t.Fatalf("%q:\n decodeParams %+v, %q\n strictDecode %+v, %q", b, got, gerr, want, werr)
-			}
+			agree[api.SaveRequest](t, mutate(r, base, alphabet))
 		}
 	}
-}
-
-func mutate(r *rand.Rand, base, alphabet []byte) []byte {
-	b := append([]byte(nil), base...)
-	for k := 1 + r.IntN(2); k > 0; k-- {
-		i := r.IntN(len(b))
-		switch r.IntN(3) {
-		case 0:
-			b[i] = alphabet[r.IntN(len(alphabet))]
-		case 1:
-			b = append(b[:i], b[i+1:]...)
-		default:
-			b = append(b[:i], append([]byte{alphabet[r.IntN(len(alphabet))]}, b[i:]...)...)
-		}
-	}
-	return b
 }
 
 // FuzzFastSave: whatever the request, decodeParams (fast path first) and
@@ -162,11 +110,7 @@ func FuzzFastSave(f *testing.F) {
 	f.Add([]byte(`{"session_id":"s","change":{"append_messages":[{"role":"user","content":"hi"}]}}`))
 	f.Add([]byte(`{"session_id":"s","expect_generation":3,"change":{"put_artifacts":[{"id":"w[\"\",\"1\"]","data":"e30="}]}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, gerr := decodeSave(b)
-		want, werr := strictSave(b)
-		if gerr != werr || (gerr == "" && !reflect.DeepEqual(got, want)) {
-			t.Fatalf("%q:\n decodeParams %+v, %q\n strictDecode %+v, %q", b, got, gerr, want, werr)
-		}
+		agree[api.SaveRequest](t, b)
 	})
 }
 
