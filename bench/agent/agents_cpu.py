@@ -33,13 +33,14 @@ sys.path.insert(0, str(REPO / "bench" / "agent"))
 from agent_bench import proc_cpu_s  # noqa: E402
 
 
-def threads_cpu() -> Dict[str, float]:
-    """This process's CPU seconds: its main thread's and the others'."""
+def threads_cpu(pid: int = 0) -> Dict[str, float]:
+    """The CPU seconds of process pid (0: this one), from its live threads'
+    /proc/<pid>/task/*/schedstat: its main thread's and the others'."""
     main = other = 0.0
-    me = os.getpid()
-    for tid in os.listdir("/proc/self/task"):
+    me = pid or os.getpid()
+    for tid in os.listdir(f"/proc/{me}/task"):
         try:
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
+            with open(f"/proc/{me}/task/{tid}/schedstat") as f:
                 s = int(f.read().split()[0]) / 1e9
         except OSError:
             continue

@@ -28,22 +28,17 @@ sys.path[:0] = [str(REPO / "bench" / "bindings"), str(REPO / "bindings" / "pytho
 os.environ.setdefault("CAIRN_LIBRARY", str(REPO / "build" / "libcairn.so"))
 
 import cairn  # noqa: E402
+from agents_cpu import threads_cpu  # noqa: E402
 from daemon_turn_cpu import switches  # noqa: E402
 from python_bench import connected  # noqa: E402
 from python_turn import turn_messages  # noqa: E402
 
 
 def cpu_ns(pid: int) -> int:
-    """CPU time of process pid's live threads, in ns (/proc/<pid>/task/*/schedstat),
-    finer than /proc/<pid>/stat's clock ticks; cairnd's threads do not exit."""
-    n = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                n += int(f.read().split()[0])
-        except FileNotFoundError:
-            pass
-    return n
+    """CPU time of process pid's live threads, in ns (finer than
+    /proc/<pid>/stat's clock ticks; cairnd's threads do not exit)."""
+    c = threads_cpu(pid)
+    return round((c["main"] + c["other"]) * 1e9)
 
 
 def main() -> None:
