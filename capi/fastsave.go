@@ -25,14 +25,13 @@ import (
 // accepts decodes to what strictDecode gives.
 
 // fastSave decodes b into p when b is a save request in the usual shape;
-// false means "use strictDecode" (p is then garbage). Without clone, p's
-// messages and artifact metadata are b's own bytes (see
-// fastCheckpointInto).
-func fastSave(b []byte, p *api.SaveRequest, clone bool) bool {
+// false means "use strictDecode" (p is then garbage). p's messages and
+// artifact metadata are b's own bytes (see values).
+func fastSave(b []byte, p *api.SaveRequest) bool {
 	return object(b, jsonscan.SkipSpace(b, 0), func(k, b []byte, i int) (int, bool) {
 		if string(k) == "change" {
 			p.Change = &session.Change{}
-			return changeOf(b, i, p.Change, clone)
+			return changeOf(b, i, p.Change)
 		}
 		end, ok := jsonscan.Value(b, i)
 		if !ok {
@@ -54,15 +53,15 @@ func fastSave(b []byte, p *api.SaveRequest, clone bool) bool {
 
 // changeOf decodes the change object at b[i] into c and returns where it
 // ends.
-func changeOf(b []byte, i int, c *session.Change, clone bool) (int, bool) {
+func changeOf(b []byte, i int, c *session.Change) (int, bool) {
 	return objectEnd(b, i, func(k, b []byte, i int) (int, bool) {
 		switch string(k) {
 		case "append_messages":
-			return values(b, i, &c.AppendMessages, clone)
+			return values(b, i, &c.AppendMessages)
 		case "put_artifacts":
-			return artifacts(b, i, &c.PutArtifacts, clone)
+			return artifacts(b, i, &c.PutArtifacts)
 		case "append_artifacts":
-			return artifacts(b, i, &c.AppendArtifacts, clone)
+			return artifacts(b, i, &c.AppendArtifacts)
 		case "delete_artifacts":
 			return strs(b, i, &c.DeleteArtifacts)
 		case "truncate_messages":
@@ -99,18 +98,18 @@ func strs(b []byte, i int, out *[]string) (int, bool) {
 }
 
 // artifacts decodes a JSON array of artifacts into out.
-func artifacts(b []byte, i int, out *[]session.Artifact, clone bool) (int, bool) {
+func artifacts(b []byte, i int, out *[]session.Artifact) (int, bool) {
 	as := make([]session.Artifact, 0, 4)
 	end, ok := array(b, i, func(b []byte, i int) (int, bool) {
 		as = append(as, session.Artifact{})
-		return artifactOf(b, i, &as[len(as)-1], clone)
+		return artifactOf(b, i, &as[len(as)-1])
 	})
 	*out = as
 	return end, ok
 }
 
 // artifactOf decodes the artifact object at b[i] into a.
-func artifactOf(b []byte, i int, a *session.Artifact, clone bool) (int, bool) {
+func artifactOf(b []byte, i int, a *session.Artifact) (int, bool) {
 	return objectEnd(b, i, func(k, b []byte, i int) (int, bool) {
 		end, ok := jsonscan.Value(b, i)
 		if !ok {
@@ -140,9 +139,6 @@ func artifactOf(b []byte, i int, a *session.Artifact, clone bool) (int, bool) {
 			// Any JSON value, null included, is kept as its bytes, as
 			// encoding/json does for a json.RawMessage.
 			a.Metadata = v[:len(v):len(v)]
-			if clone {
-				a.Metadata = bytes.Clone(v)
-			}
 		default:
 			ok = false
 		}
