@@ -115,6 +115,9 @@ type frameBuf struct {
 	// parsing its records back.
 	indexing bool
 	index    []parsed
+	// enc is the bytes.Buffer add encodes into, kept here because the
+	// encoder takes it by pointer (an allocation per record otherwise).
+	enc bytes.Buffer
 }
 
 // commitSizeHint guesses the framed size of c's commit from its bulk (the
@@ -185,12 +188,15 @@ func (f *frameBuf) add(kind byte, v any) int64 {
 	buf, start := recordlog.Reserve(f.buf)
 	// Encoded straight into the buffer: a commit's messages are not
 	// encoded into a buffer of their own first and then copied.
-	b := bytes.NewBuffer(buf)
-	if err := encMode.MarshalToBuffer(v, b); err != nil {
+	f.enc = *bytes.NewBuffer(buf)
+	err := encMode.MarshalToBuffer(v, &f.enc)
+	out := f.enc.Bytes()
+	f.enc = bytes.Buffer{} // holds no bytes while f is pooled
+	if err != nil {
 		f.err = err
 		return 0
 	}
-	f.buf = b.Bytes()
+	f.buf = out
 	recordlog.Seal(f.buf, start, kind)
 	f.recs++
 	f.indexed(kind, v, start)
