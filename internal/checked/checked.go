@@ -26,6 +26,7 @@ type ident struct {
 type set struct {
 	ids    []ident
 	parent *set
+	small  [3]ident // ids' first array: a turn's messages and its state
 }
 
 func (s *set) has(v session.Value) bool {
@@ -42,14 +43,23 @@ func (s *set) has(v session.Value) bool {
 
 // With returns a context that also knows vs as validated. Empty values
 // are not recorded: session.Normalize's rules for them differ by field.
+// When ctx knows every value of vs already (the engine vouches for what it
+// checked, which libcairn's decoder had vouched for before it), With
+// returns ctx itself.
 func With(ctx context.Context, vs ...session.Value) context.Context {
-	s := &set{parent: from(ctx)}
+	parent := from(ctx)
+	var s *set
 	for _, v := range vs {
-		if len(v) > 0 {
-			s.ids = append(s.ids, ident{unsafe.SliceData(v), len(v)})
+		if len(v) == 0 || parent.has(v) {
+			continue
 		}
+		if s == nil {
+			s = &set{parent: parent}
+			s.ids = s.small[:0]
+		}
+		s.ids = append(s.ids, ident{unsafe.SliceData(v), len(v)})
 	}
-	if len(s.ids) == 0 {
+	if s == nil {
 		return ctx
 	}
 	return context.WithValue(ctx, key{}, s)
