@@ -207,13 +207,7 @@ func (f *frameBuf) add(kind byte, v any) int64 {
 // when the buffer is indexing. The commit record is not kept: the commit
 // knows its own generation and time.
 func (f *frameBuf) indexed(kind byte, v any, start int) {
-	if !f.indexing || kind == kindCommit {
-		return
-	}
-	// Replay stops at a frame longer than this, so it must not be written
-	// (scanning the commit back before writing it caught this before).
-	if n := len(f.buf) - start - recordlog.HeaderSize; n > recordlog.MaxPayload {
-		f.err = session.Errorf(session.CodeTooLarge, "a record of %d bytes passes the limit of %d bytes", n, recordlog.MaxPayload)
+	if !f.indexing || kind == kindCommit || f.tooLarge(start) {
 		return
 	}
 	p, err := indexValue(kind, v, f.buf[start+recordlog.HeaderSize:])
@@ -223,6 +217,28 @@ func (f *frameBuf) indexed(kind byte, v any, start int) {
 	}
 	p.end, p.size = int64(len(f.buf)), int64(len(f.buf)-start)
 	f.index = append(f.index, p)
+}
+
+// indexedParsed is indexed for a record whose index entry p its encoder
+// made.
+func (f *frameBuf) indexedParsed(p parsed, start int) {
+	if !f.indexing || f.tooLarge(start) {
+		return
+	}
+	p.end, p.size = int64(len(f.buf)), int64(len(f.buf)-start)
+	f.index = append(f.index, p)
+}
+
+// tooLarge fails the buffer when the record just framed at start is
+// longer than a frame may be: replay stops at such a frame, so it must
+// not be written (scanning the commit back before writing it caught this
+// before).
+func (f *frameBuf) tooLarge(start int) bool {
+	if n := len(f.buf) - start - recordlog.HeaderSize; n > recordlog.MaxPayload {
+		f.err = session.Errorf(session.CodeTooLarge, "a record of %d bytes passes the limit of %d bytes", n, recordlog.MaxPayload)
+		return true
+	}
+	return false
 }
 
 // addRaw appends one framed record holding payload as it is.
@@ -254,8 +270,7 @@ func (f *frameBuf) flush(write func([]byte) error) {
 
 // commit closes the open commit with its commit record.
 func (f *frameBuf) commit(gen uint64, now time.Time) {
-	rec := commitRec{Schema: 1, Generation: gen, Time: now.UTC(), Records: f.recs, Bytes: int64(len(f.buf) - f.mark)}
-	f.add(kindCommit, rec)
+	f.addCommit(commitRec{Schema: 1, Generation: gen, Time: now.UTC(), Records: f.recs, Bytes: int64(len(f.buf) - f.mark)})
 	f.begin()
 }
 
