@@ -27,6 +27,7 @@ type set struct {
 	ids    []ident
 	parent *set
 	small  [3]ident // ids' first array: a turn's messages and its state
+	known  func(session.Value) bool
 }
 
 func (s *set) has(v session.Value) bool {
@@ -56,6 +57,9 @@ func With(ctx context.Context, vs ...session.Value) context.Context {
 		if s == nil {
 			s = &set{parent: parent}
 			s.ids = s.small[:0]
+			// Made once here: Known, asked for it by each normalization,
+			// would allocate the method value each time.
+			s.known = s.has
 		}
 		s.ids = append(s.ids, ident{unsafe.SliceData(v), len(v)})
 	}
@@ -77,5 +81,5 @@ func Known(ctx context.Context) func(session.Value) bool {
 	if s == nil {
 		return nil
 	}
-	return s.has
+	return s.known
 }
