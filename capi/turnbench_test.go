@@ -137,3 +137,43 @@ func TestEmbeddedParamsNotRetained(t *testing.T) {
 		t.Errorf("artifact metadata after the request was overwritten: %s", arts)
 	}
 }
+
+// TestEmbeddedCallAllocations bounds the allocations of the two calls an
+// embedded host makes most, through cairn_call's dispatch: an agent turn's
+// checkpoint (two messages, usage, state) and a LangGraph saver's put.
+// They were 97 and 73 before the fast decoders stopped copying the
+// messages, the commit and messages records were encoded by hand, and
+// Head, the frame buffer and the checksums stopped allocating per record
+// (57 and 48 after); allocations are what keeps the garbage collector
+// busy between commits.
+func TestEmbeddedCallAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops what it is given at random")
+	}
+	const runs = 100
+	for _, tc := range []struct {
+		method string
+		req    func(run string, i int) []byte
+		limit  float64
+	}{
+		{"checkpoint", turnRequest, 64},
+		{"save", func(_ string, i int) []byte { return putRequest(i) }, 55},
+	} {
+		h, run := embeddedRun(t)
+		reqs := make([][]byte, runs+2)
+		for i := range reqs {
+			reqs[i] = tc.req(run, i+1)
+		}
+		i := 0
+		allocs := testing.AllocsPerRun(runs, func() {
+			if _, err := call(h, tc.method, reqs[i]); err != nil {
+				t.Fatal(err)
+			}
+			i++
+		})
+		t.Logf("%s: %.1f allocations per call", tc.method, allocs)
+		if allocs > tc.limit {
+			t.Errorf("%s made %.1f allocations per call, want at most %.0f", tc.method, allocs, tc.limit)
+		}
+	}
+}
