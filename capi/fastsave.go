@@ -97,19 +97,26 @@ func strs(b []byte, i int, out *[]string) (int, bool) {
 	return end, ok
 }
 
-// artifacts decodes a JSON array of artifacts into out.
+// artifacts decodes a JSON array of artifacts into out. An artifact whose
+// kind is the one before it shares that string (a saver's artifacts are
+// all of one kind) instead of allocating its own.
 func artifacts(b []byte, i int, out *[]session.Artifact) (int, bool) {
 	as := make([]session.Artifact, 0, 4)
 	end, ok := array(b, i, func(b []byte, i int) (int, bool) {
+		kind := ""
+		if len(as) > 0 {
+			kind = as[len(as)-1].Kind
+		}
 		as = append(as, session.Artifact{})
-		return artifactOf(b, i, &as[len(as)-1])
+		return artifactOf(b, i, &as[len(as)-1], kind)
 	})
 	*out = as
 	return end, ok
 }
 
-// artifactOf decodes the artifact object at b[i] into a.
-func artifactOf(b []byte, i int, a *session.Artifact) (int, bool) {
+// artifactOf decodes the artifact object at b[i] into a; a kind equal to
+// kind is that string.
+func artifactOf(b []byte, i int, a *session.Artifact, kind string) (int, bool) {
 	return objectEnd(b, i, func(k, b []byte, i int) (int, bool) {
 		end, ok := jsonscan.Value(b, i)
 		if !ok {
@@ -120,6 +127,10 @@ func artifactOf(b []byte, i int, a *session.Artifact) (int, bool) {
 		case "id":
 			ok = unquote(v, &a.ID)
 		case "kind":
+			if kind != "" && len(v) == len(kind)+2 && string(v[1:len(v)-1]) == kind && bytes.IndexByte(v, '\\') < 0 {
+				a.Kind = kind // v has no escapes: it is kind's very bytes
+				break
+			}
 			ok = unquote(v, &a.Kind)
 		case "name":
 			ok = unquote(v, &a.Name)
@@ -182,7 +193,13 @@ func unquote(v []byte, s *string) bool {
 		*s = string(v)
 		return true
 	}
-	out := make([]byte, 0, len(v))
+	// A short string (an id) is unescaped on the stack: only the string
+	// made from it is allocated.
+	var room [96]byte
+	out := room[:0]
+	if len(v) > len(room) {
+		out = make([]byte, 0, len(v))
+	}
 	for i >= 0 {
 		out = append(out, v[:i]...)
 		if i+1 >= len(v) {

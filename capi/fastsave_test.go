@@ -39,6 +39,7 @@ func TestFastSaveDecode(t *testing.T) {
 		{"escaped session id", `{"session_id":"s\"\\\/"}`, true, ""},
 		{"negative truncate", `{"change":{"truncate_messages":-1}}`, true, ""},
 		{"utf-8 id", "{\"change\":{\"put_artifacts\":[{\"id\":\"\xe2\x82\xac\"}]}}", true, ""},
+		{"kinds alike", `{"change":{"put_artifacts":[{"id":"a","kind":"k\\b"},{"id":"b","kind":"k\b"},{"id":"c","kind":"k\b"},{"id":"d","kind":"k"},{"id":"e","kind":"k"}]}}`, true, ""},
 		// Accepted, but by strictDecode: shapes the fast path leaves alone.
 		{"unicode escape in an id", `{"change":{"put_artifacts":[{"id":"caf\u00e9"}]}}`, false, ""},
 		{"surrogate escape", `{"session_id":"\ud83d\ude00"}`, false, ""},
