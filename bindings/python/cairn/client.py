@@ -78,6 +78,10 @@ _c_size_t = ctypes.c_size_t
 _byref = ctypes.byref
 _string_at = ctypes.string_at
 _loads = json.loads
+# _scan is json.loads' parser without its Python-level wrappers (encoding
+# detection, whitespace skipping): a few microseconds a call, cold, after
+# the call into libcairn has evicted the caches.
+_scan = json.JSONDecoder().scan_once
 
 
 def _text_at() -> Optional[Callable[[int, int], str]]:
@@ -96,6 +100,22 @@ def _text_at() -> Optional[Callable[[int, int], str]]:
 
 _decode_text = _text_at()
 
+
+def _result(p: int, n: int) -> Any:
+    """The JSON value of the n bytes of libcairn's answer at p, as
+    json.loads would return it."""
+    s = _decode_text(p, n) if _decode_text is not None else _string_at(p, n).decode("utf-8", "surrogatepass")
+    try:
+        o, end = _scan(s, 0)
+        if end == len(s):
+            return o
+    except StopIteration:
+        pass
+    # Not one bare JSON value: json.loads skips the whitespace, or raises
+    # its error.
+    return _loads(s)
+
+
 # _PAGE_BYTES is iter_messages' default page size (message bytes).
 _PAGE_BYTES = 4 << 20
 
@@ -110,6 +130,18 @@ def _default(o: Any) -> Any:
 
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default).encode
+_c_make_encoder = json.encoder.c_make_encoder
+_encode_basestring = json.encoder.encode_basestring
+
+if _c_make_encoder is not None:
+
+    def _encode(o: Any) -> str:  # noqa: F811
+        # JSONEncoder.encode without its Python-level wrappers: the same C
+        # encoder, made with the same arguments (markers: a fresh dict, as
+        # check_circular wants).
+        if isinstance(o, str):
+            return _encode_basestring(o)  # type: ignore[no-any-return]
+        return "".join(_c_make_encoder({}, _default, _encode_basestring, None, ":", ",", False, False, True)(o, 0))
 
 
 def _dumps(o: Any) -> bytes:
@@ -254,27 +286,13 @@ class Client:
         if not p:
             return None
         try:
-            return _loads(_string_at(p, n.value)) if decode else None
+            return _result(p, n.value) if decode else None
         finally:
             self._free(p)
 
-    def _read(self, method: bytes, req: bytes) -> Any:
-        # _call for a read whose answer may be large (a page of messages).
-        if _decode_text is None:
-            return self._call(method, req)
-        r = _c_void_p()
-        n = _c_size_t()
-        e = _c_void_p()
-        rc = self._fn(self._h, method, req, len(req), _byref(r), _byref(n), _byref(e))
-        if rc:
-            raise _take_error(self._lib, rc, e)
-        p = r.value
-        if not p:
-            return None
-        try:
-            return _loads(_decode_text(p, n.value))
-        finally:
-            self._free(p)
+    # _read is _call for a read whose answer may be large (a page of
+    # messages); _call decodes C memory straight into a str for every answer.
+    _read = _call
 
     def call(self, method: str, params: Optional[Mapping[str, Any]] = None) -> Any:
         """Calls any C-API method by name with JSON params; returns the decoded result."""

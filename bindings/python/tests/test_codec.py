@@ -1,0 +1,177 @@
+"""The client's JSON request encoder and result decoder are the json module's
+own, minus its Python-level wrappers: they must give exactly what
+JSONEncoder(...).encode and json.loads give, for every input (seeded random
+values, bounded in number and size)."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import random
+from typing import Any, Callable, List
+
+import pytest
+
+from cairn import client as cc
+
+_REF = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=cc._default).encode
+
+# Characters that take every branch of the string encoder: plain ASCII, the
+# short escapes, other control characters, DEL, Latin-1, the BMP, astral
+# planes and lone surrogates (which the final UTF-8 step writes as \u escapes).
+_CHARS = (
+    "ab z09~ "
+    + '"\\/'
+    + "\b\f\n\r\t\x00\x01\x1f"
+    + "\x7f\x80\xa0\xe9\xff"
+    + "\u0100\u2028\u2029\u20ac\ufeff\uffff"
+    + "\U0001f600\U0010ffff"
+    + "\ud800\udbff\udc00\udfff"
+)
+
+
+class _Str(str):
+    pass
+
+
+class _Dict(dict):  # type: ignore[type-arg]
+    pass
+
+
+class _List(list):  # type: ignore[type-arg]
+    pass
+
+
+class _Int(int):
+    pass
+
+
+class _Float(float):
+    pass
+
+
+class _Opaque:
+    pass
+
+
+def _text(rng: random.Random) -> str:
+    n = rng.choice((0, 1, 2, 5, 20, 300))
+    if rng.random() < 0.3:  # one character repeated: the long runs of a message
+        return rng.choice(_CHARS) * n
+    return "".join(rng.choice(_CHARS) for _ in range(n))
+
+
+def _scalar(rng: random.Random) -> Any:
+    k = rng.randrange(13)
+    if k == 0:
+        return rng.randrange(-(10**30), 10**30)
+    if k == 1:
+        return rng.choice((0, -1, 1, 2**63, -(2**63) - 1, True, False, None))
+    if k == 2:
+        return rng.choice((0.0, -0.0, 1e-310, 1.5, 1e300, math.inf, -math.inf, math.nan, rng.uniform(-1e6, 1e6)))
+    if k == 3:
+        return _Str(_text(rng))
+    if k == 4:
+        return _Int(rng.randrange(-1000, 1000))
+    if k == 5:
+        return _Float(rng.random())
+    if k == 6:
+        return bytes(rng.randrange(256) for _ in range(rng.randrange(8)))  # default: base64
+    return _text(rng)
+
+
+def _value(rng: random.Random, depth: int = 0) -> Any:
+    if depth > 4 or rng.random() < 0.4:
+        return _scalar(rng)
+    k = rng.randrange(6)
+    items = [_value(rng, depth + 1) for _ in range(rng.randrange(5))]
+    if k == 0:
+        return items
+    if k == 1:
+        return tuple(items)
+    if k == 2:
+        return _List(items)
+    keys: List[Any] = []
+    for _ in items:
+        keys.append(rng.choice((_text(rng), _text(rng), rng.randrange(100), 1.25, True, None, _Str("s"))))
+    d = dict(zip(keys, items))
+    return _Dict(d) if k == 3 else d
+
+
+def _outcome(f: Callable[[], Any]) -> Any:
+    try:
+        return ("ok", f())
+    except Exception as e:  # the same error, or the same bytes
+        return ("error", type(e), str(e))
+
+
+def test_encode_matches_json_encoder() -> None:
+    rng = random.Random(20261202)
+    for _ in range(3000):
+        v = _value(rng)
+        want = _outcome(lambda: _REF(v).encode("utf-8", "backslashreplace"))
+        assert _outcome(lambda: cc._dumps(v)) == want, repr(v)
+
+
+@pytest.mark.parametrize(
+    "v",
+    [
+        "a str alone",
+        "\ud800",
+        {"k": _Opaque()},  # default's TypeError
+        {(1, 2): 3},  # a key JSON has no form for
+        {"nan": math.nan, "inf": [math.inf, -math.inf]},
+        {"set": {1}, "frozenset": frozenset(), "memoryview": memoryview(b"ab")},
+    ],
+)
+def test_encode_edge_cases(v: Any) -> None:
+    assert _outcome(lambda: cc._dumps(v)) == _outcome(lambda: _REF(v).encode("utf-8", "backslashreplace"))
+
+
+def test_encode_circular_is_refused_every_time() -> None:
+    # check_circular's markers start empty on each call, also after a failure.
+    a: List[Any] = []
+    a.append(a)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="Circular reference"):
+            cc._dumps({"a": a})
+    shared = [1]
+    assert cc._dumps([shared, shared]) == b"[[1],[1]]"
+
+
+def _at(b: bytes) -> Any:
+    buf = ctypes.create_string_buffer(b, len(b) + 1)
+    return cc._result(ctypes.addressof(buf), len(b))
+
+
+def _key(v: Any) -> str:
+    # NaN != NaN: compare what the values encode to.
+    return json.dumps(v, ensure_ascii=True)
+
+
+def test_result_matches_json_loads() -> None:
+    rng = random.Random(17)
+    for _ in range(2000):
+        v = _value(rng)
+        try:
+            text = json.dumps(v, ensure_ascii=rng.random() < 0.5, default=cc._default)
+        except (TypeError, ValueError):
+            continue
+        if rng.random() < 0.2:
+            text = rng.choice(("", " ", "\n ")) + text + rng.choice(("", " ", "\r\n"))
+        b = text.encode("utf-8", "surrogatepass")
+        assert _key(_at(b)) == _key(json.loads(b)), text
+
+
+@pytest.mark.parametrize(
+    "b",
+    [b"", b" ", b"{", b"[1,", b"1 2", b"{} x", b'{"a":1}}', b"nul", b'"\\x"', b"\xff", b"NaN", b"-Infinity", b' {"a": [1, 2.5]} '],
+)
+def test_result_errors_and_whitespace(b: bytes) -> None:
+    got = _outcome(lambda: _at(b))
+    want = _outcome(lambda: json.loads(b))
+    if got[0] == "ok":
+        assert want[0] == "ok" and _key(got[1]) == _key(want[1])
+    else:
+        assert got[:2] == want[:2], (got, want)
