@@ -104,7 +104,11 @@ _decode_text = _text_at()
 def _result(p: int, n: int) -> Any:
     """The JSON value of the n bytes of libcairn's answer at p, as
     json.loads would return it."""
-    s = _decode_text(p, n) if _decode_text is not None else _string_at(p, n).decode("utf-8", "surrogatepass")
+    return _parse(_decode_text(p, n) if _decode_text is not None else _string_at(p, n).decode("utf-8", "surrogatepass"))
+
+
+def _parse(s: str) -> Any:
+    """json.loads(s)."""
     try:
         o, end = _scan(s, 0)
         if end == len(s):
@@ -115,6 +119,33 @@ def _result(p: int, n: int) -> Any:
     # its error.
     return _loads(s)
 
+
+# _RESULT_BUF is the size of the buffers cairn_call_buf writes results of
+# up to that many bytes into (a save's or a checkpoint's answer is a few
+# dozen): those cost no call to cairn_free and no ctypes call to read them.
+_RESULT_BUF = 512
+
+
+class _Out:
+    """The out-parameters of one cairn_call_buf, reused through _outs:
+    making the ctypes objects and their byrefs costs about a microsecond."""
+
+    __slots__ = ("r", "n", "e", "buf", "args")
+
+    def __init__(self) -> None:
+        self.r = _c_void_p()
+        self.n = _c_size_t()
+        self.e = _c_void_p()
+        self.buf = ctypes.create_string_buffer(_RESULT_BUF)
+        self.args = (self.buf, _RESULT_BUF, _byref(self.r), _byref(self.n), _byref(self.e))
+
+
+# _outs holds the _Outs no call is using. A call pops one (or makes one)
+# and puts it back when done; list.pop and list.append are atomic, so no
+# two calls share one, whether they run on other threads or in a signal
+# handler that interrupted a call on this one. It holds as many as ever ran
+# at once.
+_outs: List[_Out] = []
 
 # _PAGE_BYTES is iter_messages' default page size (message bytes).
 _PAGE_BYTES = 4 << 20
@@ -247,6 +278,7 @@ class Client:
         self._lib = lib
         self._h = handle
         self._fn = lib.cairn_call
+        self._fn_buf = getattr(lib, "cairn_call_buf", None)  # None: an older libcairn
         self._free = lib.cairn_free
         self._workspace = workspace
         self.embedded = embedded
@@ -276,6 +308,29 @@ class Client:
 
     def _call(self, method: bytes, req: Optional[bytes], decode: bool = True) -> Any:
         # decode=False: a call whose result ({}) is not needed.
+        fn = self._fn_buf
+        if fn is None:
+            return self._call_alloc(method, req, decode)
+        try:
+            o = _outs.pop()
+        except IndexError:
+            o = _Out()
+        try:
+            rc = fn(self._h, method, req, len(req) if req else 0, *o.args)
+            if rc:
+                raise _take_error(self._lib, rc, o.e)
+            p = o.r.value
+            if p is None:  # the result is in o.buf
+                return _parse(o.buf[: o.n.value].decode("utf-8", "surrogatepass")) if decode else None
+            try:
+                return _result(p, o.n.value) if decode else None
+            finally:
+                self._free(p)
+        finally:
+            _outs.append(o)
+
+    def _call_alloc(self, method: bytes, req: Optional[bytes], decode: bool = True) -> Any:
+        # _call through cairn_call: every result in memory to free.
         r = _c_void_p()
         n = _c_size_t()
         e = _c_void_p()

@@ -13,6 +13,7 @@ from typing import Any, Callable, List
 
 import pytest
 
+import cairn
 from cairn import client as cc
 
 _REF = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=cc._default).encode
@@ -175,3 +176,72 @@ def test_result_errors_and_whitespace(b: bytes) -> None:
         assert want[0] == "ok" and _key(got[1]) == _key(want[1])
     else:
         assert got[:2] == want[:2], (got, want)
+
+
+class _CountingFree:
+    """Stands in for Client._free, counting the buffers freed."""
+
+    def __init__(self, free: Callable[[Any], None]) -> None:
+        self.free = free
+        self.calls = 0
+
+    def __call__(self, p: Any) -> None:
+        self.calls += 1
+        self.free(p)
+
+
+def test_result_in_the_callers_buffer(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A result that fits in the call's buffer is read from it (nothing to
+    # free); one byte more is allocated by libcairn and freed.
+    assert client._fn_buf is not None, "libcairn without cairn_call_buf"
+    client.save("s", change={"append_messages": [1]})
+    want = json.dumps(client.call("summary", {"session_id": "s"}), separators=(",", ":"))
+    free = _CountingFree(client._free)
+    monkeypatch.setattr(client, "_free", free)
+    for size, frees in ((len(want), 0), (len(want) - 1, 1), (len(want) + 100, 0)):
+        monkeypatch.setattr(cc, "_outs", [])  # new _Outs, of this size
+        monkeypatch.setattr(cc, "_RESULT_BUF", size)
+        free.calls = 0
+        for _ in range(3):  # the second and third reuse the pooled _Out
+            got = client.call("summary", {"session_id": "s"})
+            assert json.dumps(got, separators=(",", ":")) == want
+            assert client._call(b"summary", b'{"session_id":"s"}', False) is None
+        assert free.calls == 6 * frees, size
+        assert len(cc._outs) == 1
+    with pytest.raises(cairn.NotFoundError, match='session "missing" not found'):
+        client.call("summary", {"session_id": "missing"})
+    assert len(cc._outs) == 1  # given back after an error too
+
+
+def test_older_library_without_call_buf(embedded: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A libcairn without cairn_call_buf: every call goes through cairn_call.
+    monkeypatch.setattr(embedded, "_fn_buf", None)
+    monkeypatch.setattr(cc, "_outs", [])
+    assert embedded.save("s", change={"append_messages": [1]}) == {"generation": 1}
+    assert embedded.resume_session("s")["snapshot"]["messages"] == [1]
+    with pytest.raises(cairn.NotFoundError, match='session "missing" not found'):
+        embedded.summary("missing")
+    assert cc._outs == []
+
+
+def test_calls_from_many_threads_share_the_pool(embedded: Any) -> None:
+    import threading
+
+    gens: List[int] = []
+    errors: List[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(25):
+                gens.append(embedded.save("t", change={"append_messages": [0]})["generation"])
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=work) for _ in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=120)
+    assert not errors
+    assert sorted(gens) == list(range(1, 151))
+    assert 1 <= len(cc._outs) <= 7
