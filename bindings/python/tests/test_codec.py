@@ -245,3 +245,12 @@ def test_calls_from_many_threads_share_the_pool(embedded: Any) -> None:
     assert not errors
     assert sorted(gens) == list(range(1, 151))
     assert 1 <= len(cc._outs) <= 7
+
+
+def test_langgraph_quoted_matches_json_dumps() -> None:
+    lg = pytest.importorskip("cairn.langgraph")
+    rng = random.Random(18)
+    cases = ["", "messages", 'c["","1ef"]', "a\\b", "\x7f", "\u2028", "\ud800", "\t", " ", "é", "\U0001f600"]
+    cases += [_text(rng) for _ in range(3000)]
+    for s in cases:
+        assert lg._quoted(s) == json.dumps(s, ensure_ascii=False), repr(s)
