@@ -143,9 +143,10 @@ class _Out:
 # _outs holds the _Outs no call is using. A call pops one (or makes one)
 # and puts it back when done; list.pop and list.append are atomic, so no
 # two calls share one, whether they run on other threads or in a signal
-# handler that interrupted a call on this one. It holds as many as ever ran
-# at once.
+# handler that interrupted a call on this one. It keeps as many as ran at
+# once, up to _OUTS_KEPT.
 _outs: List[_Out] = []
+_OUTS_KEPT = 64
 
 # _PAGE_BYTES is iter_messages' default page size (message bytes).
 _PAGE_BYTES = 4 << 20
@@ -327,7 +328,8 @@ class Client:
             finally:
                 self._free(p)
         finally:
-            _outs.append(o)
+            if len(_outs) < _OUTS_KEPT:
+                _outs.append(o)
 
     def _call_alloc(self, method: bytes, req: Optional[bytes], decode: bool = True) -> Any:
         # _call through cairn_call: every result in memory to free.

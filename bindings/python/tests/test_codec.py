@@ -224,8 +224,11 @@ def test_older_library_without_call_buf(embedded: Any, monkeypatch: pytest.Monke
     assert cc._outs == []
 
 
-def test_calls_from_many_threads_share_the_pool(embedded: Any) -> None:
+def test_calls_from_many_threads_share_the_pool(embedded: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
+
+    monkeypatch.setattr(cc, "_outs", [])
+    monkeypatch.setattr(cc, "_OUTS_KEPT", 4)
 
     gens: List[int] = []
     errors: List[BaseException] = []
@@ -244,7 +247,7 @@ def test_calls_from_many_threads_share_the_pool(embedded: Any) -> None:
         t.join(timeout=120)
     assert not errors
     assert sorted(gens) == list(range(1, 151))
-    assert 1 <= len(cc._outs) <= 7
+    assert 1 <= len(cc._outs) <= 4  # no more kept than _OUTS_KEPT
 
 
 def test_langgraph_quoted_matches_json_dumps() -> None:
