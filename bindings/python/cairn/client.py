@@ -161,19 +161,25 @@ def _default(o: Any) -> Any:
     raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
 
 
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default).encode
 _c_make_encoder = json.encoder.c_make_encoder
 _encode_basestring = json.encoder.encode_basestring
 
-if _c_make_encoder is not None:
 
-    def _encode(o: Any) -> str:  # noqa: F811
-        # JSONEncoder.encode without its Python-level wrappers: the same C
-        # encoder, made with the same arguments (markers: a fresh dict, as
-        # check_circular wants).
-        if isinstance(o, str):
-            return _encode_basestring(o)  # type: ignore[no-any-return]
-        return "".join(_c_make_encoder({}, _default, _encode_basestring, None, ":", ",", False, False, True)(o, 0))
+def _encode_c(o: Any) -> str:
+    # JSONEncoder(ensure_ascii=False, separators=(",", ":"),
+    # default=_default).encode without its Python-level wrappers: the same C
+    # encoder, made with the same arguments (markers: a fresh dict, as
+    # check_circular wants).
+    if isinstance(o, str):
+        return _encode_basestring(o)  # type: ignore[no-any-return]
+    return "".join(_c_make_encoder({}, _default, _encode_basestring, None, ":", ",", False, False, True)(o, 0))
+
+
+_encode: Callable[[Any], str] = (
+    _encode_c
+    if _c_make_encoder is not None
+    else json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default).encode
+)
 
 
 def _dumps(o: Any) -> bytes:
