@@ -707,13 +707,22 @@ class Client:
     ) -> CheckpointResult:
         """Records the boundary after a completed tool turn. ``usage`` and
         ``tool_calls_count`` are the run's totals so far."""
-        req = _params(
-            {"run_id": run_id, "turn": turn, "new_messages": list(new_messages), "tool_calls_count": tool_calls_count},
-            usage=usage,
-            state=state,
-            session_id=session_id,
-        )
-        return self._call(b"checkpoint", req)  # type: ignore[no-any-return]
+        # _params' rule (an optional value is sent unless None or ""),
+        # written out: a turn's every call pays for it, about 2.5 us cold.
+        # The caller's list is only read: no copy of it.
+        p: Dict[str, Any] = {
+            "run_id": run_id,
+            "turn": turn,
+            "new_messages": new_messages if type(new_messages) is list else list(new_messages),
+            "tool_calls_count": tool_calls_count,
+        }
+        if usage is not None and not (isinstance(usage, str) and usage == ""):
+            p["usage"] = usage
+        if state is not None and not (isinstance(state, str) and state == ""):
+            p["state"] = state
+        if session_id is not None and not (isinstance(session_id, str) and session_id == ""):
+            p["session_id"] = session_id
+        return self._call(b"checkpoint", _dumps(p))  # type: ignore[no-any-return]
 
     def complete_run(
         self,

@@ -257,3 +257,25 @@ def test_langgraph_quoted_matches_json_dumps() -> None:
     cases += [_text(rng) for _ in range(3000)]
     for s in cases:
         assert lg._quoted(s) == json.dumps(s, ensure_ascii=False), repr(s)
+
+
+def test_checkpoint_request_is_what_params_makes(embedded: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # checkpoint writes _params' rule out by hand: the same request bytes.
+    sent: List[bytes] = []
+    monkeypatch.setattr(embedded, "_call", lambda method, req, decode=True: sent.append(req))
+    msgs = [{"role": "user", "content": "hi"}]
+    cases = [
+        ("r", 1, msgs, None, 0, None, None),
+        ("r", 2, tuple(msgs), {"input_tokens": 3}, 4, {"s": 1}, "sess"),
+        ("r", 3, iter(msgs), "", 0, "", ""),
+        ("r", 4, _List(msgs), {}, 1, 0, None),
+        ("r", 5, [], _Str(""), 2, [], _Str("")),
+        ("r", 6, msgs, 0, 0, False, 0),  # falsy, but neither None nor ""
+    ]
+    for run_id, turn, m, usage, tc, state, sid in cases:
+        m2 = list(m) if not isinstance(m, (list, tuple)) else m
+        embedded.checkpoint(run_id, turn, m2, usage=usage, tool_calls_count=tc, state=state, session_id=sid)
+        want = cc._params(
+            {"run_id": run_id, "turn": turn, "new_messages": list(m2), "tool_calls_count": tc}, usage=usage, state=state, session_id=sid
+        )
+        assert sent.pop() == want
