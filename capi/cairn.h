@@ -192,7 +192,7 @@ int cairn_close(uint64_t handle, char **err);
 int cairn_open_handles(void);
 
 /*
- * Methods (cairn_call and cairn_submit), params -> result, all JSON:
+ * Methods (cairn_call, cairn_call_buf and cairn_submit), params -> result, all JSON:
  *   status          {} -> {mode, version, workspace, pid, daemon?}
  *   hello           {} -> the daemon's hello (daemon mode), or the engine's
  *   save            {session_id, snapshot | change, expect_generation?} -> {generation}
