@@ -175,11 +175,21 @@ def _encode_c(o: Any) -> str:
     return "".join(_c_make_encoder({}, _default, _encode_basestring, None, ":", ",", False, False, True)(o, 0))
 
 
-_encode: Callable[[Any], str] = (
-    _encode_c
-    if _c_make_encoder is not None
-    else json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default).encode
-)
+_encode_std = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default).encode
+
+
+def _c_encoder_agrees() -> bool:
+    # c_make_encoder is json's private entry point: on a Python whose
+    # arguments for it differ, the public encoder is used instead of
+    # failing (or, worse, encoding differently) on every call.
+    probe = {"a": [1, 2.5, None, True, "é\n\"\\"], "b": {"c": ""}}
+    try:
+        return _c_make_encoder is not None and _encode_c(probe) == _encode_std(probe)
+    except Exception:
+        return False
+
+
+_encode: Callable[[Any], str] = _encode_c if _c_encoder_agrees() else _encode_std
 
 
 def _dumps(o: Any) -> bytes:

@@ -151,6 +151,22 @@ def _key(v: Any) -> str:
     return json.dumps(v, ensure_ascii=True)
 
 
+def test_encoder_falls_back_when_the_c_entry_point_differs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # json.encoder.c_make_encoder is private: a Python whose version of it
+    # takes other arguments, or encodes differently, gets the public encoder.
+    assert cc._c_encoder_agrees()
+
+    def other_arity(*args: Any) -> Any:
+        raise TypeError("c_make_encoder() takes 10 arguments")
+
+    monkeypatch.setattr(cc, "_c_make_encoder", other_arity)
+    assert not cc._c_encoder_agrees()
+    monkeypatch.setattr(cc, "_c_make_encoder", lambda *a: (lambda o, level: ["{}"]))
+    assert not cc._c_encoder_agrees()
+    monkeypatch.setattr(cc, "_c_make_encoder", None)
+    assert not cc._c_encoder_agrees()
+
+
 def test_result_matches_json_loads() -> None:
     rng = random.Random(17)
     for _ in range(2000):
