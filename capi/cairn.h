@@ -130,6 +130,21 @@ int cairn_open(const char *options_json, uint64_t *handle, char **err);
 int cairn_call(uint64_t handle, const char *method, const uint8_t *request, size_t request_len,
                uint8_t **response, size_t *response_len, char **err);
 
+/* cairn_call_buf is cairn_call for a caller that keeps a buffer for small
+ * results (a save's or a checkpoint's answer is a few dozen bytes): a JSON
+ * result of at most buf_cap bytes is written into buf, *response is set to
+ * NULL and *response_len to its length, and there is nothing to free. A
+ * larger result is answered as cairn_call answers it, in memory the caller
+ * frees with cairn_free (*response is then not NULL). buf is not NUL
+ * terminated, and its bytes past *response_len are unspecified. buf may be
+ * NULL when buf_cap is 0 (every result is then allocated). Each concurrent
+ * call needs a buffer of its own; the library writes to it only during the
+ * call. Errors as cairn_call (*err allocated). It is newer than cairn_call
+ * within ABI version 2: a host that may load an older libcairn looks the
+ * symbol up (dlsym) and falls back to cairn_call without it. */
+int cairn_call_buf(uint64_t handle, const char *method, const uint8_t *request, size_t request_len, uint8_t *buf,
+                   size_t buf_cap, uint8_t **response, size_t *response_len, char **err);
+
 /* cairn_submit queues one method call for a thread the library owns and
  * returns at once, so the calling thread never enters the Go runtime and
  * never waits. It is for event loops (Node.js through koffi, where entering
@@ -177,7 +192,7 @@ int cairn_close(uint64_t handle, char **err);
 int cairn_open_handles(void);
 
 /*
- * Methods (cairn_call and cairn_submit), params -> result, all JSON:
+ * Methods (cairn_call, cairn_call_buf and cairn_submit), params -> result, all JSON:
  *   status          {} -> {mode, version, workspace, pid, daemon?}
  *   hello           {} -> the daemon's hello (daemon mode), or the engine's
  *   save            {session_id, snapshot | change, expect_generation?} -> {generation}

@@ -128,6 +128,17 @@ func cairn_go_call(handle C.uint64_t, method *C.char, request *C.uint8_t, reques
 	return C.int(setResultC(p, n, err, response, responseLen, errOut))
 }
 
+//export cairn_go_call_buf
+func cairn_go_call_buf(handle C.uint64_t, method *C.char, request *C.uint8_t, requestLen C.size_t, buf *C.uint8_t, bufCap C.size_t, response **C.uint8_t, responseLen *C.size_t, errOut **C.char) C.int {
+	req := unsafe.Slice((*byte)(unsafe.Pointer(request)), int(requestLen))
+	var into []byte
+	if buf != nil && bufCap > 0 {
+		into = unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(bufCap))
+	}
+	p, n, err := callInto(uint64(handle), C.GoString(method), req, into)
+	return C.int(setResultC(p, n, err, response, responseLen, errOut))
+}
+
 //export cairn_go_close
 func cairn_go_close(handle C.uint64_t, errOut **C.char) C.int {
 	if err := closeHandle(uint64(handle)); err != nil {
@@ -179,6 +190,13 @@ func encodeResult(res any) ([]byte, error) {
 // callC is call with the result in C memory (malloc), as the C API
 // answers it.
 func callC(h uint64, method string, req []byte) (unsafe.Pointer, int, error) {
+	return callInto(h, method, req, nil)
+}
+
+// callInto is callC that writes a result of at most len(buf) bytes into
+// buf (caller memory) and returns a nil pointer for it, so that the caller
+// has nothing to free.
+func callInto(h uint64, method string, req, buf []byte) (unsafe.Pointer, int, error) {
 	in, err := lookup(h)
 	if err != nil {
 		return nil, 0, err
@@ -195,7 +213,31 @@ func callC(h uint64, method string, req []byte) (unsafe.Pointer, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	if buf != nil {
+		if n, ok := encodeResultInto(res, buf); ok {
+			return nil, n, nil
+		}
+	}
 	return encodeResultC(res)
+}
+
+// encodeResultInto encodes res into buf when it fits and says so;
+// otherwise the caller encodes it into C memory.
+func encodeResultInto(res any, buf []byte) (int, bool) {
+	if a, ok := res.(api.JSONAppender); ok {
+		if a.JSONSize() > len(buf) {
+			return 0, false
+		}
+		b := a.AppendJSON(buf[:0])
+		// Outgrown (JSONSize was wrong): append moved it to Go's heap.
+		return len(b), unsafe.SliceData(b) == unsafe.SliceData(buf)
+	}
+	b, err := json.Marshal(res)
+	if err != nil || len(b) > len(buf) {
+		// An error is met again, and reported, by encodeResultC.
+		return 0, false
+	}
+	return copy(buf, b), true
 }
 
 // encodeResultC is encodeResult into C memory. A hot read encodes itself

@@ -104,6 +104,19 @@ int cairn_call(uint64_t handle, const char *method, const uint8_t *request, size
 	return cairn_go_call(handle, (char *)method, (uint8_t *)request, request_len, response, response_len, err);
 }
 
+int cairn_call_buf(uint64_t handle, const char *method, const uint8_t *request, size_t request_len, uint8_t *buf,
+                   size_t buf_cap, uint8_t **response, size_t *response_len, char **err) {
+	if (err) *err = NULL;
+	if (response) *response = NULL;
+	if (response_len) *response_len = 0;
+	FORK_GUARD(err);
+	if (!method || !response || !response_len || (!request && request_len) || (!buf && buf_cap))
+		return fail(err, CAIRN_E_INVALID_ARGUMENT, "invalid_argument",
+		            "method, response and response_len are required, and buf when buf_cap is not 0");
+	return cairn_go_call_buf(handle, (char *)method, (uint8_t *)request, request_len, buf, buf_cap, response,
+	                         response_len, err);
+}
+
 int cairn_close(uint64_t handle, char **err) {
 	if (err) *err = NULL;
 	FORK_GUARD(err);

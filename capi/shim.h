@@ -31,6 +31,8 @@ const char *cairn_shim_library_path(void);  /* the loaded libcairn's absolute pa
 int cairn_go_open(char *options, uint64_t *handle, char **err);
 int cairn_go_call(uint64_t handle, char *method, uint8_t *request, size_t request_len,
                   uint8_t **response, size_t *response_len, char **err);
+int cairn_go_call_buf(uint64_t handle, char *method, uint8_t *request, size_t request_len, uint8_t *buf,
+                      size_t buf_cap, uint8_t **response, size_t *response_len, char **err);
 int cairn_go_close(uint64_t handle, char **err);
 int cairn_go_open_handles(void);
 char *cairn_go_version(void);

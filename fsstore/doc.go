@@ -117,7 +117,8 @@
 // store (the directory is the lock, and the writer puts LOCK back), and
 // before every write it acknowledges, and again after a commit's sync, the
 // writer checks that .cairn, sessions/ and workflows/ are still the
-// directories it locked (a few stat calls, about 5 µs per check). If one was
+// directories it locked (four stat calls: .cairn by its path, then
+// sessions, workflows and LOCK by name in the directory it locked). If one was
 // renamed or removed and another made in its place, where a second writer
 // could lock it, the store refuses every write from then on with code
 // locked, logs it once, and must be reopened. A session log removed or

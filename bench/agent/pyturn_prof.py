@@ -7,8 +7,9 @@ result; then the whole checkpoint() call, and a cProfile of it.
 
     python3 bench/agent/pyturn_prof.py [--turns 1000] [--cprofile]
 
-Uses the binding's private helpers (cairn.client._dumps, Client._fn) to time
-the parts exactly as Client._call strings them together.
+Uses the binding's private helpers (cairn.client._params, Client._fn_buf and
+the pooled out-parameters, or Client._fn with a binding that has none) to
+time the parts as Client._call strings them together.
 """
 from __future__ import annotations
 
@@ -48,14 +49,26 @@ def split(c, run_id: str, turns: int, start: int):
         t0 = clock()
         req = cc._params({"run_id": run_id, "turn": i, "new_messages": list(msgs), "tool_calls_count": i},
                          usage=usage, state={"step": "after_tool", "turn": i})
-        t1 = clock()
-        r, n, e = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_void_p()
-        rc = c._fn(c._h, b"checkpoint", req, len(req), ctypes.byref(r), ctypes.byref(n), ctypes.byref(e))
-        t2 = clock()
-        assert rc == 0, rc
-        out = cc._loads(ctypes.string_at(r.value, n.value))
-        c._free(r.value)
-        t3 = clock()
+        if getattr(c, "_fn_buf", None) is not None:
+            # cairn_call_buf, with the client's pooled out-parameters and
+            # result buffer.
+            o = cc._outs.pop() if cc._outs else cc._Out()
+            t1 = clock()
+            rc = c._fn_buf(c._h, b"checkpoint", req, len(req), *o.args)
+            t2 = clock()
+            assert rc == 0 and o.r.value is None, rc
+            out = cc._parse(o.buf[: o.n.value].decode("utf-8", "surrogatepass"))
+            t3 = clock()
+            cc._outs.append(o)
+        else:
+            t1 = clock()
+            r, n, e = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_void_p()
+            rc = c._fn(c._h, b"checkpoint", req, len(req), ctypes.byref(r), ctypes.byref(n), ctypes.byref(e))
+            t2 = clock()
+            assert rc == 0, rc
+            out = cc._loads(ctypes.string_at(r.value, n.value))
+            c._free(r.value)
+            t3 = clock()
         enc.append(t1 - t0)
         call.append(t2 - t1)
         dec.append(t3 - t2)

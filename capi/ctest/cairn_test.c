@@ -1,5 +1,5 @@
 // cairn_test.c — exercises libcairn through its C ABI, as a C host would:
-// open, save, resume, errors, cairn_submit with the completion pipe,
+// open, save, resume, errors, cairn_call_buf, cairn_submit with the completion pipe,
 // concurrent calls from threads, the fork rule, close.
 //
 // usage: cairn_test WORKSPACE [CAIRND]
@@ -63,7 +63,21 @@ static void *saver(void *arg) {
 		char params[128];
 		snprintf(params, sizeof params, "{\"session_id\":\"threads\",\"change\":{\"append_messages\":[{\"t\":%ld,\"i\":%d}]}}", id, i);
 		char *out;
-		int rc = call(handle, "save", params, &out);
+		int rc;
+		if (i % 2) {
+			// Every other save answers into this thread's own buffer.
+			uint8_t buf[64], *resp = NULL;
+			size_t n = 0;
+			char *err = NULL;
+			rc = cairn_call_buf(handle, "save", (const uint8_t *)params, strlen(params), buf, sizeof buf, &resp, &n, &err);
+			if (rc == CAIRN_OK && (resp != NULL || n == 0 || n > sizeof buf || !memmem(buf, n, "\"generation\":", 13))) {
+				printf("FAIL thread %ld save %d into a buffer: %p %zu %.*s\n", id, i, (void *)resp, n, (int)n, buf);
+				exit(1);
+			}
+			out = err ? err : strdup("");
+		} else {
+			rc = call(handle, "save", params, &out);
+		}
 		if (rc != CAIRN_OK) {
 			printf("FAIL thread %ld save %d: %d %s\n", id, i, rc, out);
 			exit(1);
@@ -71,6 +85,54 @@ static void *saver(void *arg) {
 		free(out);
 	}
 	return NULL;
+}
+
+// call_buf_path checks cairn_call_buf: a result that fits is written into
+// the caller's buffer (nothing to free), one byte too large is allocated,
+// errors are reported as cairn_call reports them.
+static void call_buf_path(uint64_t h, const char *mode) {
+	char name[64];
+	const char *req = "{\"session_id\":\"s1\"}";
+	char *want;
+	int rc = call(h, "resumeSession", req, &want);
+	size_t wn = strlen(want);
+	snprintf(name, sizeof name, "%s call_buf reference", mode);
+	CHECK(rc == CAIRN_OK && wn > 10, name, "%d %s", rc, want);
+
+	uint8_t *buf = malloc(wn + 8);
+	uint8_t *resp = (uint8_t *)"x";
+	size_t n = 1;
+	char *err = NULL;
+	memset(buf, 'Z', wn + 8);
+	rc = cairn_call_buf(h, "resumeSession", (const uint8_t *)req, strlen(req), buf, wn, &resp, &n, &err);
+	snprintf(name, sizeof name, "%s call_buf exact fit", mode);
+	CHECK(rc == CAIRN_OK && resp == NULL && err == NULL && n == wn && memcmp(buf, want, wn) == 0 && buf[wn] == 'Z', name,
+	      "rc %d resp %p n %zu/%zu %.*s", rc, (void *)resp, n, wn, (int)n, buf);
+
+	rc = cairn_call_buf(h, "resumeSession", (const uint8_t *)req, strlen(req), buf, wn - 1, &resp, &n, &err);
+	snprintf(name, sizeof name, "%s call_buf one byte short", mode);
+	CHECK(rc == CAIRN_OK && resp != NULL && resp != buf && n == wn && memcmp(resp, want, wn) == 0, name, "rc %d resp %p n %zu/%zu",
+	      rc, (void *)resp, n, wn);
+	cairn_free(resp);
+
+	rc = cairn_call_buf(h, "resumeSession", (const uint8_t *)req, strlen(req), NULL, 0, &resp, &n, &err);
+	snprintf(name, sizeof name, "%s call_buf without a buffer", mode);
+	CHECK(rc == CAIRN_OK && resp != NULL && n == wn && memcmp(resp, want, wn) == 0, name, "rc %d n %zu", rc, n);
+	cairn_free(resp);
+
+	rc = cairn_call_buf(h, "resumeSession", (const uint8_t *)req, strlen(req), NULL, 8, &resp, &n, &err);
+	snprintf(name, sizeof name, "%s call_buf NULL buffer with a size", mode);
+	CHECK(rc == CAIRN_E_INVALID_ARGUMENT && resp == NULL && err && strstr(err, "invalid_argument"), name, "rc %d", rc);
+	cairn_free(err);
+	err = NULL;
+
+	rc = cairn_call_buf(h, "resumeSession", (const uint8_t *)"{\"session_id\":\"missing\"}", 24, buf, wn, &resp, &n, &err);
+	snprintf(name, sizeof name, "%s call_buf error", mode);
+	CHECK(rc == CAIRN_E_NOT_FOUND && resp == NULL && n == 0 && err && strstr(err, "\"code\":\"not_found\""), name, "rc %d %s", rc,
+	      err ? err : "");
+	cairn_free(err);
+	free(buf);
+	free(want);
 }
 
 // expect calls method with params and checks that it returns want and that
@@ -247,6 +309,7 @@ int main(int argc, char **argv) {
 	err = NULL;
 
 	basic(handle, "embedded");
+	call_buf_path(handle, "embedded");
 	submit_path(handle);
 
 	pthread_t th[8];
@@ -291,6 +354,7 @@ int main(int argc, char **argv) {
 		if (pid) printf("daemon_pid=%ld\n", strtol(pid + 6, NULL, 10));
 		free(out);
 		basic(dh, "daemon");
+		call_buf_path(dh, "daemon");
 		rc = cairn_close(dh, &err);
 		CHECK(rc == CAIRN_OK, "close daemon handle", "%d", rc);
 	}

@@ -11,7 +11,10 @@
 // one made in its place, which a second writer could lock; so Check, called
 // before and after every write a writer acknowledges, compares the identity
 // (device and inode) of the directory's path, and of the other paths that
-// matter (Pin), with what was locked. A writer whose check fails has lost
+// matter (Pin), with what was locked. The directory's path is walked
+// whole at every check (a parent of it may have been renamed); once it
+// names the locked directory, the paths inside it are looked up in it
+// through the descriptor, one name each. A writer whose check fails has lost
 // its lock: Check fails from then on, and the writer must stop
 // acknowledging writes.
 //
@@ -78,7 +81,7 @@ type fileID struct{ dev, ino uint64 }
 
 func idOf(st *syscall.Stat_t) fileID { return fileID{uint64(st.Dev), uint64(st.Ino)} }
 
-// statID returns the identity of the file path names.
+// statID returns the identity of the file path names (at Acquire and Pin).
 func statID(path string) (fileID, error) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(path, &st); err != nil {
@@ -95,24 +98,56 @@ func fstatID(f *os.File) (fileID, error) {
 	return idOf(&st), nil
 }
 
-type pin struct {
+// target is a path Check stats and the identity it must have. An entry
+// of the locked directory (its path the directory's path, a slash and one
+// name) is looked up by that name relative to the directory's descriptor,
+// which Check has just found its path names: the same file a walk of the
+// whole path reaches, for one lookup instead of the walk. Any other path
+// is walked whole. name is NUL-terminated and made once, so a Check
+// copies no path and allocates nothing.
+type target struct {
 	path string
+	at   int   // the descriptor name is relative to, or atFdcwd
+	name *byte // NUL-terminated
 	id   fileID
+}
+
+// target returns path's target with identity id.
+func (l *Lock) target(path string, id fileID) (target, error) {
+	t := target{path: path, at: atFdcwd, id: id}
+	rel := path
+	if name, ok := strings.CutPrefix(path, l.dir+"/"); ok && name != "" && name != "." && name != ".." && !strings.Contains(name, "/") {
+		t.at, rel = l.dirFd, name
+	}
+	var err error
+	t.name, err = syscall.BytePtrFromString(rel)
+	return t, err
+}
+
+// check returns why t's path no longer names the file it named, or "".
+func (t *target) check(what string) string {
+	var st syscall.Stat_t
+	if err := statAt(t, &st); err != nil {
+		return fmt.Sprintf("%s is gone (%v)", t.path, err)
+	} else if idOf(&st) != t.id {
+		return fmt.Sprintf("%s was removed or renamed and %s made in its place", t.path, what)
+	}
+	return ""
 }
 
 // Lock is a held directory lock. Its methods are safe for concurrent use.
 type Lock struct {
 	dir   string
 	dirF  *os.File
-	dirID fileID
-	name  string // the lock file's name in dir
+	dirFd int // dirF's descriptor, open until Release
+	dirT  target
 	log   hclog.Logger
 
-	mu     sync.Mutex
-	file   *os.File // the lock file, flocked, holding this pid
-	fileID fileID
-	pins   []pin
-	lost   error
+	mu    sync.Mutex
+	file  *os.File // the lock file, flocked, holding this pid
+	lockT target   // the lock file's path, with file's identity
+	pins  []target
+	lost  error
 }
 
 // Acquire takes the exclusive lock on dir (which must exist) and on the
@@ -129,7 +164,7 @@ func Acquire(dir, name string, log hclog.Logger) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	l := &Lock{dir: dir, dirF: dirF, name: name, log: log}
+	l := &Lock{dir: dir, dirF: dirF, dirFd: int(dirF.Fd()), log: log}
 	lockPath := filepath.Join(dir, name)
 	if err := flock(dirF); err != nil {
 		dirF.Close()
@@ -138,16 +173,25 @@ func Acquire(dir, name string, log hclog.Logger) (*Lock, error) {
 		}
 		return nil, fmt.Errorf("flock %s: %w", dir, err)
 	}
-	if l.dirID, err = fstatID(dirF); err != nil {
+	dirID, err := fstatID(dirF)
+	if err == nil {
+		l.dirT, err = l.target(dir, dirID)
+	}
+	if err != nil {
 		l.Release()
 		return nil, fmt.Errorf("stat %s: %w", dir, err)
 	}
 	f, id, err := lockFile(lockPath)
+	if err == nil {
+		l.file = f
+		if l.lockT, err = l.target(lockPath, id); err != nil {
+			err = fmt.Errorf("lock %s: %w", lockPath, err)
+		}
+	}
 	if err != nil {
 		l.Release()
 		return nil, err
 	}
-	l.file, l.fileID = f, id
 	return l, nil
 }
 
@@ -207,14 +251,22 @@ func (l *Lock) Pin(paths ...string) error {
 		if err != nil {
 			return fmt.Errorf("stat %s: %w", p, err)
 		}
-		l.pins = append(l.pins, pin{p, id})
+		t, err := l.target(p, id)
+		if err != nil {
+			return fmt.Errorf("stat %s: %w", p, err)
+		}
+		l.pins = append(l.pins, t)
 	}
 	return nil
 }
 
 // Check reports whether this process still holds the lock on the
-// directory its path names. It stats the directory and each pinned path
-// and compares them with what was locked: a few system calls, no I/O. A
+// directory its path names. It stats the directory by its path, then each
+// pinned path and the lock file, and compares them with what was locked:
+// a few system calls, no I/O, nothing allocated. Those that are entries of
+// the directory are looked up by name in the directory's descriptor once
+// its path has been found to name it (target), not by walking their whole
+// paths again. A
 // missing or replaced lock file is put back, locked; if another process
 // has locked one there, the lock is lost. Once lost, Check returns the
 // same *LostError for good, and the loss is logged once.
@@ -230,10 +282,11 @@ func (l *Lock) Check() error {
 	if reason := l.moved(); reason != "" {
 		return l.lose(reason)
 	}
-	lockPath := filepath.Join(l.dir, l.name)
-	if id, err := statID(lockPath); err == nil && id == l.fileID {
+	var st syscall.Stat_t
+	if err := statAt(&l.lockT, &st); err == nil && idOf(&st) == l.lockT.id {
 		return nil
 	}
+	lockPath := l.lockT.path
 	f, id, err := lockFile(lockPath)
 	var held *HeldError
 	switch {
@@ -248,23 +301,21 @@ func (l *Lock) Check() error {
 	l.log.Warn("the lock file was removed or replaced under a running writer; put it back", "path", lockPath)
 	_ = syscall.Flock(int(l.file.Fd()), syscall.LOCK_UN)
 	l.file.Close()
-	l.file, l.fileID = f, id
+	l.file, l.lockT.id = f, id
 	return nil
 }
 
 // moved names the first locked or pinned path that no longer names the
-// file it named when locked, or returns "".
+// file it named when locked, or returns "". The directory's own path
+// comes first: the entries of it that are looked up through its
+// descriptor (target) name what their paths do only while it does.
 func (l *Lock) moved() string {
-	if id, err := statID(l.dir); err != nil {
-		return fmt.Sprintf("%s is gone (%v)", l.dir, err)
-	} else if id != l.dirID {
-		return fmt.Sprintf("%s was removed or renamed and another directory made in its place", l.dir)
+	if r := l.dirT.check("another directory"); r != "" {
+		return r
 	}
-	for _, p := range l.pins {
-		if id, err := statID(p.path); err != nil {
-			return fmt.Sprintf("%s is gone (%v)", p.path, err)
-		} else if id != p.id {
-			return fmt.Sprintf("%s was removed or renamed and another made in its place", p.path)
+	for i := range l.pins {
+		if r := l.pins[i].check("another"); r != "" {
+			return r
 		}
 	}
 	return ""

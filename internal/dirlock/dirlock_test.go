@@ -161,6 +161,49 @@ func TestLostPinOutside(t *testing.T) {
 	}
 }
 
+// TestLostPinNotAnEntry pins paths that are not entries of the locked
+// directory although they end in the name of one (sub): Check walks them
+// whole, so each passes while it names what it did, and replacing it
+// loses the lock.
+func TestLostPinNotAnEntry(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pin  func(root, dir string) string
+	}{
+		{"beside it", func(root, dir string) string { return filepath.Join(root, "sub") }},
+		{"two deep", func(root, dir string) string { return filepath.Join(dir, "x", "sub") }},
+		{"its path and more", func(root, dir string) string { return dir + "sub" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "d")
+			for _, d := range []string{dir, filepath.Join(dir, "sub"), filepath.Join(dir, "x"), filepath.Join(dir, "x", "sub"),
+				filepath.Join(root, "sub"), dir + "sub"} {
+				if err := os.Mkdir(d, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := tc.pin(root, dir)
+			l := acquire(t, dir)
+			if err := l.Pin(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Check(); err != nil {
+				t.Fatalf("check with %s in place: %v", p, err)
+			}
+			if err := os.Rename(p, p+".old"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Check(); !errors.Is(err, dirlock.ErrLost) {
+				t.Fatalf("check after %s was replaced: %v, want lost", p, err)
+			}
+		})
+	}
+}
+
 // TestLockFileReplacedByAnotherHolder: a lock file replaced by one another
 // open of the directory holds loses the lock.
 func TestLockFileReplacedByAnotherHolder(t *testing.T) {

@@ -5,6 +5,7 @@ package vfs
 import (
 	"encoding/binary"
 	"os"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -29,9 +30,18 @@ func sameFileNoTimes(name string, fi os.FileInfo) (same, ok bool, err error) {
 		statxType         = 0x1
 		statxIno          = 0x100
 	)
-	p, err := syscall.BytePtrFromString(name)
-	if err != nil {
-		return false, true, err
+	// The name, NUL-terminated, on the stack when it is short, as a log's
+	// path is: a check before every append need not allocate.
+	var pbuf [512]byte
+	var p *byte
+	if len(name) < len(pbuf) && strings.IndexByte(name, 0) < 0 {
+		copy(pbuf[:], name)
+		p = &pbuf[0]
+	} else {
+		var err error
+		if p, err = syscall.BytePtrFromString(name); err != nil {
+			return false, true, err
+		}
 	}
 	var buf [256]byte // struct statx
 	fd := atFdcwd

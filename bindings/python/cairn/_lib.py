@@ -79,6 +79,14 @@ def _declare(lib: ctypes.CDLL) -> None:
     # request is declared c_char_p so bytes pass without a copy; None is NULL.
     lib.cairn_call.argtypes = [u64, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, pvp, psz, pvp]
     lib.cairn_call.restype = ctypes.c_int
+    try:
+        call_buf = lib.cairn_call_buf
+    except AttributeError:  # an older libcairn: cairn_call alone
+        pass
+    else:
+        # buf is a ctypes char array, passed as its address.
+        call_buf.argtypes = [u64, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, vp, ctypes.c_size_t, pvp, psz, pvp]
+        call_buf.restype = ctypes.c_int
     lib.cairn_free.argtypes = [vp]
     lib.cairn_free.restype = None
     lib.cairn_close.argtypes = [u64, pvp]

@@ -78,6 +78,10 @@ _c_size_t = ctypes.c_size_t
 _byref = ctypes.byref
 _string_at = ctypes.string_at
 _loads = json.loads
+# _scan is json.loads' parser without its Python-level wrappers (encoding
+# detection, whitespace skipping): a few microseconds a call, cold, after
+# the call into libcairn has evicted the caches.
+_scan = json.JSONDecoder().scan_once
 
 
 def _text_at() -> Optional[Callable[[int, int], str]]:
@@ -96,6 +100,54 @@ def _text_at() -> Optional[Callable[[int, int], str]]:
 
 _decode_text = _text_at()
 
+
+def _result(p: int, n: int) -> Any:
+    """The JSON value of the n bytes of libcairn's answer at p, as
+    json.loads would return it."""
+    return _parse(_decode_text(p, n) if _decode_text is not None else _string_at(p, n).decode("utf-8", "surrogatepass"))
+
+
+def _parse(s: str) -> Any:
+    """json.loads(s)."""
+    try:
+        o, end = _scan(s, 0)
+        if end == len(s):
+            return o
+    except StopIteration:
+        pass
+    # Not one bare JSON value: json.loads skips the whitespace, or raises
+    # its error.
+    return _loads(s)
+
+
+# _RESULT_BUF is the size of the buffers cairn_call_buf writes results of
+# up to that many bytes into (a save's or a checkpoint's answer is a few
+# dozen): those cost no call to cairn_free and no ctypes call to read them.
+_RESULT_BUF = 512
+
+
+class _Out:
+    """The out-parameters of one cairn_call_buf, reused through _outs:
+    making the ctypes objects and their byrefs costs about a microsecond."""
+
+    __slots__ = ("r", "n", "e", "buf", "args")
+
+    def __init__(self) -> None:
+        self.r = _c_void_p()
+        self.n = _c_size_t()
+        self.e = _c_void_p()
+        self.buf = ctypes.create_string_buffer(_RESULT_BUF)
+        self.args = (self.buf, _RESULT_BUF, _byref(self.r), _byref(self.n), _byref(self.e))
+
+
+# _outs holds the _Outs no call is using. A call pops one (or makes one)
+# and puts it back when done; list.pop and list.append are atomic, so no
+# two calls share one, whether they run on other threads or in a signal
+# handler that interrupted a call on this one. It keeps as many as ran at
+# once, up to _OUTS_KEPT.
+_outs: List[_Out] = []
+_OUTS_KEPT = 64
+
 # _PAGE_BYTES is iter_messages' default page size (message bytes).
 _PAGE_BYTES = 4 << 20
 
@@ -109,7 +161,35 @@ def _default(o: Any) -> Any:
     raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
 
 
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default).encode
+_c_make_encoder = json.encoder.c_make_encoder
+_encode_basestring = json.encoder.encode_basestring
+
+
+def _encode_c(o: Any) -> str:
+    # JSONEncoder(ensure_ascii=False, separators=(",", ":"),
+    # default=_default).encode without its Python-level wrappers: the same C
+    # encoder, made with the same arguments (markers: a fresh dict, as
+    # check_circular wants).
+    if isinstance(o, str):
+        return _encode_basestring(o)  # type: ignore[no-any-return]
+    return "".join(_c_make_encoder({}, _default, _encode_basestring, None, ":", ",", False, False, True)(o, 0))
+
+
+_encode_std = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default).encode
+
+
+def _c_encoder_agrees() -> bool:
+    # c_make_encoder is json's private entry point: on a Python whose
+    # arguments for it differ, the public encoder is used instead of
+    # failing (or, worse, encoding differently) on every call.
+    probe = {"a": [1, 2.5, None, True, "é\n\"\\"], "b": {"c": ""}}
+    try:
+        return _c_make_encoder is not None and _encode_c(probe) == _encode_std(probe)
+    except Exception:
+        return False
+
+
+_encode: Callable[[Any], str] = _encode_c if _c_encoder_agrees() else _encode_std
 
 
 def _dumps(o: Any) -> bytes:
@@ -215,6 +295,7 @@ class Client:
         self._lib = lib
         self._h = handle
         self._fn = lib.cairn_call
+        self._fn_buf = getattr(lib, "cairn_call_buf", None)  # None: an older libcairn
         self._free = lib.cairn_free
         self._workspace = workspace
         self.embedded = embedded
@@ -244,6 +325,30 @@ class Client:
 
     def _call(self, method: bytes, req: Optional[bytes], decode: bool = True) -> Any:
         # decode=False: a call whose result ({}) is not needed.
+        fn = self._fn_buf
+        if fn is None:
+            return self._call_alloc(method, req, decode)
+        try:
+            o = _outs.pop()
+        except IndexError:
+            o = _Out()
+        try:
+            rc = fn(self._h, method, req, len(req) if req else 0, *o.args)
+            if rc:
+                raise _take_error(self._lib, rc, o.e)
+            p = o.r.value
+            if p is None:  # the result is in o.buf
+                return _parse(o.buf[: o.n.value].decode("utf-8", "surrogatepass")) if decode else None
+            try:
+                return _result(p, o.n.value) if decode else None
+            finally:
+                self._free(p)
+        finally:
+            if len(_outs) < _OUTS_KEPT:
+                _outs.append(o)
+
+    def _call_alloc(self, method: bytes, req: Optional[bytes], decode: bool = True) -> Any:
+        # _call through cairn_call: every result in memory to free.
         r = _c_void_p()
         n = _c_size_t()
         e = _c_void_p()
@@ -254,27 +359,13 @@ class Client:
         if not p:
             return None
         try:
-            return _loads(_string_at(p, n.value)) if decode else None
+            return _result(p, n.value) if decode else None
         finally:
             self._free(p)
 
-    def _read(self, method: bytes, req: bytes) -> Any:
-        # _call for a read whose answer may be large (a page of messages).
-        if _decode_text is None:
-            return self._call(method, req)
-        r = _c_void_p()
-        n = _c_size_t()
-        e = _c_void_p()
-        rc = self._fn(self._h, method, req, len(req), _byref(r), _byref(n), _byref(e))
-        if rc:
-            raise _take_error(self._lib, rc, e)
-        p = r.value
-        if not p:
-            return None
-        try:
-            return _loads(_decode_text(p, n.value))
-        finally:
-            self._free(p)
+    # _read is _call for a read whose answer may be large (a page of
+    # messages); _call decodes C memory straight into a str for every answer.
+    _read = _call
 
     def call(self, method: str, params: Optional[Mapping[str, Any]] = None) -> Any:
         """Calls any C-API method by name with JSON params; returns the decoded result."""
@@ -626,13 +717,22 @@ class Client:
     ) -> CheckpointResult:
         """Records the boundary after a completed tool turn. ``usage`` and
         ``tool_calls_count`` are the run's totals so far."""
-        req = _params(
-            {"run_id": run_id, "turn": turn, "new_messages": list(new_messages), "tool_calls_count": tool_calls_count},
-            usage=usage,
-            state=state,
-            session_id=session_id,
-        )
-        return self._call(b"checkpoint", req)  # type: ignore[no-any-return]
+        # _params' rule (an optional value is sent unless None or ""),
+        # written out: a turn's every call pays for it, about 2.5 us cold.
+        # The caller's list is only read: no copy of it.
+        p: Dict[str, Any] = {
+            "run_id": run_id,
+            "turn": turn,
+            "new_messages": new_messages if type(new_messages) is list else list(new_messages),
+            "tool_calls_count": tool_calls_count,
+        }
+        if usage is not None and not (isinstance(usage, str) and usage == ""):
+            p["usage"] = usage
+        if state is not None and not (isinstance(state, str) and state == ""):
+            p["state"] = state
+        if session_id is not None and not (isinstance(session_id, str) and session_id == ""):
+            p["session_id"] = session_id
+        return self._call(b"checkpoint", _dumps(p))  # type: ignore[no-any-return]
 
     def complete_run(
         self,

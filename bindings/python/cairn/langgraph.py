@@ -185,16 +185,15 @@ def _parse_record(raw: bytes) -> _Rec:
     return _Rec(cp, md, h.get("parent"), vals, h.get("at") or {})
 
 
-_ESCAPED_BUT_QUOTE = re.compile(r"[\x00-\x1f\\]")
-
-
 def _quoted(s: str) -> str:
     """s as a JSON string, as json.dumps(s, ensure_ascii=False) writes it.
     A key's only such character is mostly the quote, replaced here without
-    the encoder (most keys are new: a version or a checkpoint id)."""
-    if _ESCAPED_BUT_QUOTE.search(s):
-        return json.dumps(s, ensure_ascii=False)
-    return '"' + s.replace('"', '\\"') + '"'
+    the encoder (most keys are new: a version or a checkpoint id). A
+    printable str holds no control character (nor a lone surrogate), and
+    isprintable is cheaper than a regular expression's search."""
+    if s.isprintable() and "\\" not in s:
+        return '"' + s.replace('"', '\\"') + '"'
+    return json.dumps(s, ensure_ascii=False)
 
 
 class CairnSaver(BaseCheckpointSaver[str]):

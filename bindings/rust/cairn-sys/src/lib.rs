@@ -116,6 +116,24 @@ unsafe extern "C" {
         err: *mut *mut c_char,
     ) -> c_int;
 
+    /// [`cairn_call`] for a caller that keeps a buffer for small results:
+    /// a result of at most `buf_cap` bytes is written into `buf`,
+    /// `*response` is set to NULL and `*response_len` to its length (nothing
+    /// to free); a larger one is answered as [`cairn_call`] answers it
+    /// (`*response` not NULL, freed with [`cairn_free`]). `buf` may be NULL
+    /// when `buf_cap` is 0. Each concurrent call needs a buffer of its own.
+    pub fn cairn_call_buf(
+        handle: u64,
+        method: *const c_char,
+        request: *const u8,
+        request_len: usize,
+        buf: *mut u8,
+        buf_cap: usize,
+        response: *mut *mut u8,
+        response_len: *mut usize,
+        err: *mut *mut c_char,
+    ) -> c_int;
+
     /// Queues one method call for a thread the library owns and returns at
     /// once. [`CAIRN_OK`]: `*ticket` (never 0) identifies the call; when it
     /// finishes, the ticket is written to the pipe of

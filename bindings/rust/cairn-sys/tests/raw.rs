@@ -107,3 +107,78 @@ fn submitted_calls_come_back_through_take() {
     assert_eq!(rc, CAIRN_E_BAD_TICKET);
     assert!(text(err).contains("bad_ticket"));
 }
+
+#[test]
+fn call_buf_answers_a_small_result_in_the_callers_buffer() {
+    let ws = std::env::temp_dir().join(format!("cairn-sys-callbuf-{}", std::process::id()));
+    std::fs::create_dir_all(&ws).unwrap();
+    let opts = std::ffi::CString::new(format!(
+        "{{\"workspace\":{:?},\"embedded\":true}}",
+        ws.to_str().unwrap()
+    ))
+    .unwrap();
+    let mut h = 0u64;
+    let mut err: *mut c_char = ptr::null_mut();
+    // SAFETY: the options are NUL-terminated; the out-pointers are valid.
+    let rc = unsafe { cairn_open(opts.as_ptr(), &mut h, &mut err) };
+    assert_eq!(
+        rc,
+        CAIRN_OK,
+        "{}",
+        if err.is_null() {
+            String::new()
+        } else {
+            text(err)
+        }
+    );
+
+    let req = br#"{"session_id":"s","change":{"append_messages":["hello"]}}"#;
+    let mut buf = [0u8; 64];
+    let mut resp: *mut u8 = ptr::null_mut();
+    let mut len = 0usize;
+    // SAFETY: the request and buffer outlive the call; the out-pointers are valid.
+    let rc = unsafe {
+        cairn_call_buf(
+            h,
+            c"save".as_ptr(),
+            req.as_ptr(),
+            req.len(),
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut resp,
+            &mut len,
+            &mut err,
+        )
+    };
+    assert_eq!(rc, CAIRN_OK);
+    assert!(resp.is_null());
+    assert_eq!(&buf[..len], br#"{"generation":1}"#);
+
+    // Too small a buffer: the result is allocated, as cairn_call's.
+    let req = br#"{"session_id":"s"}"#;
+    // SAFETY: as above.
+    let rc = unsafe {
+        cairn_call_buf(
+            h,
+            c"resumeSession".as_ptr(),
+            req.as_ptr(),
+            req.len(),
+            buf.as_mut_ptr(),
+            8,
+            &mut resp,
+            &mut len,
+            &mut err,
+        )
+    };
+    assert_eq!(rc, CAIRN_OK);
+    assert!(!resp.is_null() && len > 8);
+    // SAFETY: resp holds len bytes from the library.
+    let got = unsafe { std::slice::from_raw_parts(resp, len) }.to_vec();
+    // SAFETY: resp came from the library; freed once.
+    unsafe { cairn_free(resp.cast()) };
+    assert!(String::from_utf8_lossy(&got).contains(r#""messages":["hello"]"#));
+
+    // SAFETY: h is open; err is valid.
+    assert_eq!(unsafe { cairn_close(h, &mut err) }, CAIRN_OK);
+    std::fs::remove_dir_all(&ws).unwrap();
+}

@@ -1,0 +1,5 @@
+package dirlock
+
+import "syscall"
+
+const sysFstatat = syscall.SYS_NEWFSTATAT
