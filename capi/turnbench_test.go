@@ -9,13 +9,22 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/pgtest"
 )
 
 // embeddedRun opens an embedded handle on a fresh workspace with one
 // session and a run begun in it, as bench/bindings/python_turn.py does.
 func embeddedRun(tb testing.TB) (uint64, string) {
 	tb.Helper()
-	h, err := openHandle(fmt.Sprintf(`{"workspace":%q,"embedded":true}`, tb.TempDir()))
+	return embeddedRunOn(tb, "")
+}
+
+// embeddedRunOn is embeddedRun on the store store names (cairn_open's
+// "store": a postgres:// URL, or "" for the workspace's file store).
+func embeddedRunOn(tb testing.TB, store string) (uint64, string) {
+	tb.Helper()
+	h, err := openHandle(fmt.Sprintf(`{"workspace":%q,"embedded":true,"store":%q}`, tb.TempDir(), store))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -93,9 +102,14 @@ func BenchmarkEmbeddedPut(b *testing.B) {
 // call returns. Each request is overwritten after its call, and what was
 // committed must still read back as it was sent: the messages, the
 // checkpoint's state (which Head answers from the last commit's memo) and
-// an artifact's metadata.
+// an artifact's metadata; on the file store and on PostgreSQL.
 func TestEmbeddedParamsNotRetained(t *testing.T) {
-	h, run := embeddedRun(t)
+	t.Run("fsstore", func(t *testing.T) { testParamsNotRetained(t, "") })
+	t.Run("pgstore", func(t *testing.T) { testParamsNotRetained(t, pgtest.Start(t).CreateDB("retained")) })
+}
+
+func testParamsNotRetained(t *testing.T, store string) {
+	h, run := embeddedRunOn(t, store)
 	scribble := func(b []byte) {
 		for i := range b {
 			b[i] = '#'
