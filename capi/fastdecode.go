@@ -22,19 +22,13 @@ import (
 // what it accepts decodes to what strictDecode would give.
 
 // fastCheckpoint decodes b into p when b is a checkpoint request in the
-// usual shape; false means "use strictDecode" (p is then garbage).
+// usual shape; false means "use strictDecode" (p is then garbage). p's
+// messages and state are b's own bytes, not copies (see values).
 func fastCheckpoint(b []byte, p *api.CheckpointRequest) bool {
-	return fastCheckpointInto(b, p, true)
-}
-
-// fastCheckpointInto is fastCheckpoint; without clone, p's messages and
-// state are b's own bytes (for a request forwarded to the daemon, which is
-// encoded before the call returns and b is freed).
-func fastCheckpointInto(b []byte, p *api.CheckpointRequest, clone bool) bool {
 	return object(b, jsonscan.SkipSpace(b, 0), func(k, b []byte, i int) (int, bool) {
 		if string(k) == "new_messages" {
 			// The messages are scanned once, element by element.
-			return values(b, i, &p.NewMessages, clone)
+			return values(b, i, &p.NewMessages)
 		}
 		end, ok := jsonscan.Value(b, i)
 		if !ok {
@@ -55,10 +49,7 @@ func fastCheckpointInto(b []byte, p *api.CheckpointRequest, clone bool) bool {
 		case "state":
 			// Any JSON value, null included, is kept as its bytes, as
 			// encoding/json does for a json.RawMessage.
-			p.State = v
-			if clone {
-				p.State = bytes.Clone(v)
-			}
+			p.State = v[:len(v):len(v)]
 		default:
 			ok = false
 		}
@@ -184,21 +175,22 @@ func float64Of(v []byte, f *float64) bool {
 	return err == nil
 }
 
-// values decodes the JSON array at b[i] into its elements' bytes, each
-// copied when clone is set (the request may be C memory the caller frees
-// after the call), and returns where the array ends.
-func values(b []byte, i int, out *[]session.Value, clone bool) (int, bool) {
+// values decodes the JSON array at b[i] into its elements' bytes and
+// returns where the array ends. The elements are b's own bytes, not
+// copies, though b may be C memory the caller frees when the call
+// returns: a call only reads its params while it runs (the daemon's
+// client encodes them into its request; the engine and the stores copy
+// what they keep: a log's bytes, a checkpoint memo's state), and copying
+// a turn's messages cost an allocation of their size per call, which kept
+// the garbage collector busy. TestEmbeddedParamsNotRetained checks it.
+func values(b []byte, i int, out *[]session.Value) (int, bool) {
 	vs := make([]session.Value, 0, 4)
 	end, ok := array(b, i, func(b []byte, i int) (int, bool) {
 		end, ok := jsonscan.Value(b, i)
 		if !ok {
 			return 0, false
 		}
-		v := b[i:end:end]
-		if clone {
-			v = bytes.Clone(v)
-		}
-		vs = append(vs, v)
+		vs = append(vs, b[i:end:end])
 		return end, true
 	})
 	*out = vs

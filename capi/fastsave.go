@@ -25,14 +25,13 @@ import (
 // accepts decodes to what strictDecode gives.
 
 // fastSave decodes b into p when b is a save request in the usual shape;
-// false means "use strictDecode" (p is then garbage). Without clone, p's
-// messages and artifact metadata are b's own bytes (see
-// fastCheckpointInto).
-func fastSave(b []byte, p *api.SaveRequest, clone bool) bool {
+// false means "use strictDecode" (p is then garbage). p's messages and
+// artifact metadata are b's own bytes (see values).
+func fastSave(b []byte, p *api.SaveRequest) bool {
 	return object(b, jsonscan.SkipSpace(b, 0), func(k, b []byte, i int) (int, bool) {
 		if string(k) == "change" {
 			p.Change = &session.Change{}
-			return changeOf(b, i, p.Change, clone)
+			return changeOf(b, i, p.Change)
 		}
 		end, ok := jsonscan.Value(b, i)
 		if !ok {
@@ -54,15 +53,15 @@ func fastSave(b []byte, p *api.SaveRequest, clone bool) bool {
 
 // changeOf decodes the change object at b[i] into c and returns where it
 // ends.
-func changeOf(b []byte, i int, c *session.Change, clone bool) (int, bool) {
+func changeOf(b []byte, i int, c *session.Change) (int, bool) {
 	return objectEnd(b, i, func(k, b []byte, i int) (int, bool) {
 		switch string(k) {
 		case "append_messages":
-			return values(b, i, &c.AppendMessages, clone)
+			return values(b, i, &c.AppendMessages)
 		case "put_artifacts":
-			return artifacts(b, i, &c.PutArtifacts, clone)
+			return artifacts(b, i, &c.PutArtifacts)
 		case "append_artifacts":
-			return artifacts(b, i, &c.AppendArtifacts, clone)
+			return artifacts(b, i, &c.AppendArtifacts)
 		case "delete_artifacts":
 			return strs(b, i, &c.DeleteArtifacts)
 		case "truncate_messages":
@@ -98,20 +97,31 @@ func strs(b []byte, i int, out *[]string) (int, bool) {
 	return end, ok
 }
 
-// artifacts decodes a JSON array of artifacts into out.
-func artifacts(b []byte, i int, out *[]session.Artifact, clone bool) (int, bool) {
+// artifacts decodes a JSON array of artifacts into out. An artifact whose
+// kind is the one before it shares that string (a saver's artifacts are
+// all of one kind) instead of allocating its own.
+func artifacts(b []byte, i int, out *[]session.Artifact) (int, bool) {
 	as := make([]session.Artifact, 0, 4)
 	end, ok := array(b, i, func(b []byte, i int) (int, bool) {
+		kind := ""
+		if len(as) > 0 {
+			kind = as[len(as)-1].Kind
+		}
 		as = append(as, session.Artifact{})
-		return artifactOf(b, i, &as[len(as)-1], clone)
+		return artifactOf(b, i, &as[len(as)-1], kind)
 	})
 	*out = as
 	return end, ok
 }
 
-// artifactOf decodes the artifact object at b[i] into a.
-func artifactOf(b []byte, i int, a *session.Artifact, clone bool) (int, bool) {
+// artifactOf decodes the artifact object at b[i] into a; a kind equal to
+// kind is that string.
+func artifactOf(b []byte, i int, a *session.Artifact, kind string) (int, bool) {
 	return objectEnd(b, i, func(k, b []byte, i int) (int, bool) {
+		if string(k) == "data" {
+			// Most of a put's bytes: decoded without a scan of its own.
+			return base64String(b, i, &a.Data)
+		}
 		end, ok := jsonscan.Value(b, i)
 		if !ok {
 			return 0, false
@@ -121,6 +131,10 @@ func artifactOf(b []byte, i int, a *session.Artifact, clone bool) (int, bool) {
 		case "id":
 			ok = unquote(v, &a.ID)
 		case "kind":
+			if kind != "" && len(v) == len(kind)+2 && string(v[1:len(v)-1]) == kind && bytes.IndexByte(v, '\\') < 0 {
+				a.Kind = kind // v has no escapes: it is kind's very bytes
+				break
+			}
 			ok = unquote(v, &a.Kind)
 		case "name":
 			ok = unquote(v, &a.Name)
@@ -132,17 +146,12 @@ func artifactOf(b []byte, i int, a *session.Artifact, clone bool) (int, bool) {
 			ok = unquote(v, &a.SHA256)
 		case "size":
 			ok = int64Of(v, &a.Size)
-		case "data":
-			ok = base64Of(v, &a.Data)
 		case "path":
 			ok = unquote(v, &a.Path)
 		case "metadata":
 			// Any JSON value, null included, is kept as its bytes, as
 			// encoding/json does for a json.RawMessage.
 			a.Metadata = v[:len(v):len(v)]
-			if clone {
-				a.Metadata = bytes.Clone(v)
-			}
 		default:
 			ok = false
 		}
@@ -162,6 +171,28 @@ func base64Of(v []byte, out *[]byte) bool {
 	n, err := base64.StdEncoding.Decode(d, s)
 	*out = d[:n]
 	return err == nil
+}
+
+// base64String decodes the JSON string of standard base64 at b[i] into
+// out, as base64Of, and returns where the string ends, without a
+// jsonscan pass over it first: data that decodes has only base64's
+// alphabet between its quotes (no quote, backslash, control character or
+// byte above 0x7f) once the line ends base64 skips are refused, so it is
+// a valid JSON string with no escapes.
+func base64String(b []byte, i int, out *[]byte) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false // null, a number, ...: strictDecode decides
+	}
+	n := bytes.IndexByte(b[i+1:], '"')
+	if n < 0 {
+		return 0, false
+	}
+	end := i + 1 + n + 1
+	s := b[i+1 : end-1]
+	if bytes.IndexByte(s, '\n') >= 0 || bytes.IndexByte(s, '\r') >= 0 {
+		return 0, false
+	}
+	return end, base64Of(b[i:end], out)
 }
 
 // uint64Of decodes a JSON number that is a uint64, as encoding/json does.
@@ -186,7 +217,13 @@ func unquote(v []byte, s *string) bool {
 		*s = string(v)
 		return true
 	}
-	out := make([]byte, 0, len(v))
+	// A short string (an id) is unescaped on the stack: only the string
+	// made from it is allocated.
+	var room [96]byte
+	out := room[:0]
+	if len(v) > len(room) {
+		out = make([]byte, 0, len(v))
+	}
 	for i >= 0 {
 		out = append(out, v[:i]...)
 		if i+1 >= len(v) {

@@ -205,27 +205,26 @@ func decodeParams[P any](b []byte) (P, error) {
 }
 
 // decodeParamsCtx decodes params b. When a fast decoder (fastCheckpoint,
-// fastSave) read them, the context it returns knows the messages (and a
-// checkpoint's state) it validated (internal/checked), which the engine
-// then does not scan again.
-// With forward (daemon mode: the params are encoded for the daemon before
-// the call returns), the messages and state are b's bytes, not copies.
+// fastSave) read them, the messages and a checkpoint's state are b's
+// bytes, not copies (see values), and in embedded mode the context it
+// returns knows them as validated (internal/checked), so the engine does
+// not scan them again. forward is daemon mode, where the daemon validates.
 func decodeParamsCtx[P any](ctx context.Context, b []byte, forward bool) (context.Context, P, error) {
 	var p P
 	if len(bytes.TrimSpace(b)) == 0 {
 		return ctx, p, nil
 	}
 	if cp, ok := any(&p).(*api.CheckpointRequest); ok {
-		if forward && fastCheckpointInto(b, cp, false) {
+		if fastCheckpoint(b, cp) {
+			if !forward {
+				ctx = checked.With(ctx, append(cp.NewMessages[:len(cp.NewMessages):len(cp.NewMessages)], cp.State)...)
+			}
 			return ctx, p, nil
-		}
-		if !forward && fastCheckpoint(b, cp) {
-			return checked.With(ctx, append(cp.NewMessages[:len(cp.NewMessages):len(cp.NewMessages)], cp.State)...), p, nil
 		}
 		*cp = api.CheckpointRequest{}
 	}
 	if sp, ok := any(&p).(*api.SaveRequest); ok {
-		if fastSave(b, sp, !forward) {
+		if fastSave(b, sp) {
 			if !forward && sp.Change != nil {
 				ctx = checked.With(ctx, sp.Change.AppendMessages...)
 			}

@@ -120,8 +120,9 @@ func (e *Engine) Checkpoint(ctx context.Context, req api.CheckpointRequest) (api
 		return api.CheckpointResult{}, wrapStore("Checkpoint", err)
 	}
 	// The commit normalizes the change again (rmw): these values it need
-	// not scan twice.
-	ctx = checked.With(ctx, append(tmpl.AppendMessages[:len(tmpl.AppendMessages):len(tmpl.AppendMessages)], tmpl.Checkpoint.State)...)
+	// not scan twice. (Those libcairn's decoder vouched for, ctx knows
+	// already: then ctx is kept as it is.)
+	ctx = checked.With(checked.With(ctx, tmpl.AppendMessages...), tmpl.Checkpoint.State)
 	res, _, err := e.withRun(withFence(ctx, f), req.RunID, req.SessionID, func(st *session.State, run *session.Run) (*session.Change, error) {
 		if next, head := successor(st, run); next != nil {
 			return nil, supersededError("checkpoint", run, next, head)

@@ -42,7 +42,7 @@ func TestHeadPrefetch(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer sf.mu.Unlock()
-			its := allHeadItems(sf.t)
+			its := appendHeadItems(nil, sf.t, false)
 			sortItems(its)
 			its = tc.pick(its)
 			want := make([]any, len(its))

@@ -62,46 +62,30 @@ func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Su
 	}
 	defer sf.mu.Unlock()
 	t := sf.t
-	if fr, err = fr.prefetch(headItems(t)); err != nil {
+	var room [8]item
+	if fr, err = fr.prefetch(appendHeadItems(room[:0], t, true)); err != nil {
 		return nil, session.Summary{}, err
 	}
 	snap := &session.Snapshot{
 		SchemaVersion: session.SchemaVersion, SessionID: t.sessionID, Generation: t.gen,
 		CreatedAt: t.created, UpdatedAt: t.updated, Messages: []session.Value{},
 	}
-	single := func(kind byte, v any) (bool, error) {
-		it, ok := t.single[kind]
-		if !ok {
-			return false, nil
-		}
-		if m, ok := t.memoOf(it); ok {
-			*v.(*session.ManifestRef) = m.(session.ManifestRef) // only kindFiles has memos
-			return true, nil
-		}
-		return true, fr.decodeFrame(it, v)
+	if snap.Workspace, err = headSingle[session.Workspace](fr, t, kindWorkspace); err != nil {
+		return nil, session.Summary{}, err
 	}
-	var ws session.Workspace
-	var ho session.Handoff
-	var rt session.Runtime
-	var files session.ManifestRef
-	for _, p := range []struct {
-		kind byte
-		v    any
-		set  func()
-	}{
-		{kindWorkspace, &ws, func() { snap.Workspace = &ws }},
-		{kindAgent, &snap.Agent, func() {}},
-		{kindHandoff, &ho, func() { snap.Handoff = &ho }},
-		{kindRuntime, &rt, func() { snap.Runtime = &rt }},
-		{kindFiles, &files, func() { snap.Files = &files }},
-	} {
-		ok, err := single(p.kind, p.v)
-		if err != nil {
+	if it, ok := t.single[kindAgent]; ok {
+		if err := fr.decodeFrame(it, &snap.Agent); err != nil {
 			return nil, session.Summary{}, err
 		}
-		if ok {
-			p.set()
-		}
+	}
+	if snap.Handoff, err = headSingle[session.Handoff](fr, t, kindHandoff); err != nil {
+		return nil, session.Summary{}, err
+	}
+	if snap.Runtime, err = headSingle[session.Runtime](fr, t, kindRuntime); err != nil {
+		return nil, session.Summary{}, err
+	}
+	if snap.Files, err = headSingle[session.ManifestRef](fr, t, kindFiles); err != nil {
+		return nil, session.Summary{}, err
 	}
 	for _, key := range sortedKeys(t.meta) {
 		var m metaRec
@@ -145,34 +129,51 @@ func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Su
 	return st, sf.summaryLocked(), nil
 }
 
-// headItems lists the records Head decodes, less those the last commit
-// left decoded (tracker.memo).
-func headItems(t *tracker) []item {
-	its := allHeadItems(t)
-	if len(t.memo) > 0 {
-		its = slices.DeleteFunc(its, func(it item) bool { _, ok := t.memoOf(it); return ok })
+// headSingle returns the record of kind (one of t.single's) as Head
+// returns it: from the last commit's memo (only kindFiles has memos), else
+// decoded; nil when the session has none.
+func headSingle[T any](fr frameReader, t *tracker, kind byte) (*T, error) {
+	it, ok := t.single[kind]
+	if !ok {
+		return nil, nil
 	}
-	return its
+	v := new(T)
+	if m, ok := t.memoOf(it); ok {
+		if m, ok := m.(T); ok {
+			*v = m
+			return v, nil
+		}
+	}
+	return v, fr.decodeFrame(it, v)
 }
 
-// allHeadItems lists every record Head returns.
-func allHeadItems(t *tracker) []item {
-	its := make([]item, 0, len(t.single)+len(t.meta)+len(t.runs.order)+len(t.verifs.order)+len(t.tasks.order)+len(t.ckpts))
+// appendHeadItems appends to its the records Head returns; with skipMemos,
+// less those the last commit left decoded (tracker.memo), which Head does
+// not read.
+func appendHeadItems(its []item, t *tracker, skipMemos bool) []item {
+	add := func(it item) {
+		if skipMemos {
+			if _, ok := t.memoOf(it); ok {
+				return
+			}
+		}
+		its = append(its, it)
+	}
 	for _, k := range []byte{kindWorkspace, kindAgent, kindHandoff, kindRuntime, kindFiles} {
 		if it, ok := t.single[k]; ok {
-			its = append(its, it)
+			add(it)
 		}
 	}
 	for _, it := range t.meta {
-		its = append(its, it)
+		add(it)
 	}
 	for _, k := range []*keyed[item]{&t.runs, &t.verifs, &t.tasks} {
 		for _, id := range k.order {
-			its = append(its, k.at[id])
+			add(k.at[id])
 		}
 	}
 	for _, l := range t.ckpts {
-		its = append(its, l.events[len(l.events)-1].at)
+		add(l.events[len(l.events)-1].at)
 	}
 	return its
 }

@@ -115,6 +115,9 @@ type frameBuf struct {
 	// parsing its records back.
 	indexing bool
 	index    []parsed
+	// enc is the bytes.Buffer add encodes into, kept here because the
+	// encoder takes it by pointer (an allocation per record otherwise).
+	enc bytes.Buffer
 }
 
 // commitSizeHint guesses the framed size of c's commit from its bulk (the
@@ -185,12 +188,15 @@ func (f *frameBuf) add(kind byte, v any) int64 {
 	buf, start := recordlog.Reserve(f.buf)
 	// Encoded straight into the buffer: a commit's messages are not
 	// encoded into a buffer of their own first and then copied.
-	b := bytes.NewBuffer(buf)
-	if err := encMode.MarshalToBuffer(v, b); err != nil {
+	f.enc = *bytes.NewBuffer(buf)
+	err := encMode.MarshalToBuffer(v, &f.enc)
+	out := f.enc.Bytes()
+	f.enc = bytes.Buffer{} // holds no bytes while f is pooled
+	if err != nil {
 		f.err = err
 		return 0
 	}
-	f.buf = b.Bytes()
+	f.buf = out
 	recordlog.Seal(f.buf, start, kind)
 	f.recs++
 	f.indexed(kind, v, start)
@@ -201,13 +207,7 @@ func (f *frameBuf) add(kind byte, v any) int64 {
 // when the buffer is indexing. The commit record is not kept: the commit
 // knows its own generation and time.
 func (f *frameBuf) indexed(kind byte, v any, start int) {
-	if !f.indexing || kind == kindCommit {
-		return
-	}
-	// Replay stops at a frame longer than this, so it must not be written
-	// (scanning the commit back before writing it caught this before).
-	if n := len(f.buf) - start - recordlog.HeaderSize; n > recordlog.MaxPayload {
-		f.err = session.Errorf(session.CodeTooLarge, "a record of %d bytes passes the limit of %d bytes", n, recordlog.MaxPayload)
+	if !f.indexing || kind == kindCommit || f.tooLarge(start) {
 		return
 	}
 	p, err := indexValue(kind, v, f.buf[start+recordlog.HeaderSize:])
@@ -217,6 +217,28 @@ func (f *frameBuf) indexed(kind byte, v any, start int) {
 	}
 	p.end, p.size = int64(len(f.buf)), int64(len(f.buf)-start)
 	f.index = append(f.index, p)
+}
+
+// indexedParsed is indexed for a record whose index entry p its encoder
+// made.
+func (f *frameBuf) indexedParsed(p parsed, start int) {
+	if !f.indexing || f.tooLarge(start) {
+		return
+	}
+	p.end, p.size = int64(len(f.buf)), int64(len(f.buf)-start)
+	f.index = append(f.index, p)
+}
+
+// tooLarge fails the buffer when the record just framed at start is
+// longer than a frame may be: replay stops at such a frame, so it must
+// not be written (scanning the commit back before writing it caught this
+// before).
+func (f *frameBuf) tooLarge(start int) bool {
+	if n := len(f.buf) - start - recordlog.HeaderSize; n > recordlog.MaxPayload {
+		f.err = session.Errorf(session.CodeTooLarge, "a record of %d bytes passes the limit of %d bytes", n, recordlog.MaxPayload)
+		return true
+	}
+	return false
 }
 
 // addRaw appends one framed record holding payload as it is.
@@ -248,8 +270,7 @@ func (f *frameBuf) flush(write func([]byte) error) {
 
 // commit closes the open commit with its commit record.
 func (f *frameBuf) commit(gen uint64, now time.Time) {
-	rec := commitRec{Schema: 1, Generation: gen, Time: now.UTC(), Records: f.recs, Bytes: int64(len(f.buf) - f.mark)}
-	f.add(kindCommit, rec)
+	f.addCommit(commitRec{Schema: 1, Generation: gen, Time: now.UTC(), Records: f.recs, Bytes: int64(len(f.buf) - f.mark)})
 	f.begin()
 }
 

@@ -222,8 +222,12 @@ func encodeDelta(fb *frameBuf, c *session.Change) {
 	if c.TruncateMessages != nil {
 		fb.add(kindTruncate, *c.TruncateMessages)
 	}
-	addChunked(fb, kindMessages, c.AppendMessages, func(m session.Value) int { return len(m) })
-	addChunked(fb, kindTraces, c.AppendTraces, func(t session.Trace) int { return len(t.Data) + 64 })
+	chunked(c.AppendMessages, func(m session.Value) int { return len(m) }, func(part []session.Value) {
+		fb.addMessages(kindMessages, part)
+	})
+	chunked(c.AppendTraces, func(t session.Trace) int { return len(t.Data) + 64 }, func(part []session.Trace) {
+		fb.add(kindTraces, part)
+	})
 	if len(c.DeleteArtifacts) > 0 {
 		fb.add(kindDelArtifacts, c.DeleteArtifacts)
 	}
@@ -252,16 +256,17 @@ func encodeDelta(fb *frameBuf, c *session.Change) {
 	}
 }
 
-// addChunked adds list as records of kind, each an array of at most
-// messageChunk bytes of items (or one larger item).
-func addChunked[T any](fb *frameBuf, kind byte, list []T, size func(T) int) {
+// chunked cuts list into the parts that are each a record: at most
+// messageChunk bytes of items (or one larger item), and calls add with
+// each.
+func chunked[T any](list []T, size func(T) int, add func([]T)) {
 	for start := 0; start < len(list); {
 		end, n := start, 0
 		for end < len(list) && (end == start || n+size(list[end]) <= messageChunk) {
 			n += size(list[end])
 			end++
 		}
-		fb.add(kind, list[start:end])
+		add(list[start:end])
 		start = end
 	}
 }

@@ -296,14 +296,18 @@ func normalizeArtifact(a *Artifact) error {
 		return nil
 	}
 	sum := sha256.Sum256(a.Data)
-	digest := hex.EncodeToString(sum[:])
-	if a.SHA256 != "" && !strings.EqualFold(a.SHA256, digest) {
-		return Errorf(CodeInvalidArgument, "artifact %q: sha256 %s does not match its data (%s)", a.ID, a.SHA256, digest)
+	var hexSum [2 * sha256.Size]byte
+	hex.Encode(hexSum[:], sum[:])
+	if a.SHA256 != "" && !strings.EqualFold(a.SHA256, string(hexSum[:])) {
+		return Errorf(CodeInvalidArgument, "artifact %q: sha256 %s does not match its data (%s)", a.ID, a.SHA256, string(hexSum[:]))
 	}
 	if a.Size != 0 && a.Size != int64(len(a.Data)) {
 		return Errorf(CodeInvalidArgument, "artifact %q: size %d does not match its data (%d bytes)", a.ID, a.Size, len(a.Data))
 	}
-	a.SHA256, a.Size = digest, int64(len(a.Data))
+	if a.SHA256 != string(hexSum[:]) { // the digest is kept in lower case
+		a.SHA256 = string(hexSum[:])
+	}
+	a.Size = int64(len(a.Data))
 	return nil
 }
 

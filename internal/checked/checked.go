@@ -26,6 +26,8 @@ type ident struct {
 type set struct {
 	ids    []ident
 	parent *set
+	small  [3]ident // ids' first array: a turn's messages and its state
+	known  func(session.Value) bool
 }
 
 func (s *set) has(v session.Value) bool {
@@ -42,14 +44,26 @@ func (s *set) has(v session.Value) bool {
 
 // With returns a context that also knows vs as validated. Empty values
 // are not recorded: session.Normalize's rules for them differ by field.
+// When ctx knows every value of vs already (the engine vouches for what it
+// checked, which libcairn's decoder had vouched for before it), With
+// returns ctx itself.
 func With(ctx context.Context, vs ...session.Value) context.Context {
-	s := &set{parent: from(ctx)}
+	parent := from(ctx)
+	var s *set
 	for _, v := range vs {
-		if len(v) > 0 {
-			s.ids = append(s.ids, ident{unsafe.SliceData(v), len(v)})
+		if len(v) == 0 || parent.has(v) {
+			continue
 		}
+		if s == nil {
+			s = &set{parent: parent}
+			s.ids = s.small[:0]
+			// Made once here: Known, asked for it by each normalization,
+			// would allocate the method value each time.
+			s.known = s.has
+		}
+		s.ids = append(s.ids, ident{unsafe.SliceData(v), len(v)})
 	}
-	if len(s.ids) == 0 {
+	if s == nil {
 		return ctx
 	}
 	return context.WithValue(ctx, key{}, s)
@@ -67,5 +81,5 @@ func Known(ctx context.Context) func(session.Value) bool {
 	if s == nil {
 		return nil
 	}
-	return s.has
+	return s.known
 }

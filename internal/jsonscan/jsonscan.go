@@ -151,7 +151,16 @@ func String(b []byte, i int) (int, bool) {
 	}
 	i++
 	for i < len(b) {
-		// Eight plain bytes at a time: most of a message is text.
+		// Most of a message is text: 32 plain bytes at a time (four words
+		// tested together, for the processor to work on at once), then 8.
+		for i+32 <= len(b) {
+			w := b[i : i+32]
+			if special8(binary.LittleEndian.Uint64(w))|special8(binary.LittleEndian.Uint64(w[8:]))|
+				special8(binary.LittleEndian.Uint64(w[16:]))|special8(binary.LittleEndian.Uint64(w[24:])) != 0 {
+				break
+			}
+			i += 32
+		}
 		for i+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[i:])) {
 			i += 8
 		}
@@ -199,18 +208,20 @@ const (
 	highs = 0x8080808080808080
 )
 
-// plain8 reports whether the eight bytes of x are all plain (see plain):
-// no byte has its high bit set, is below 0x20, or is a quote or backslash.
-// (Once bytes of 0x80 and above are excluded, x - 0x20 in each byte sets
-// a high bit only where a byte is below 0x20 or a borrow came from one;
-// a byte equal to c is a zero byte of x^c.)
-func plain8(x uint64) bool {
-	return (x|(x-0x20*ones)|hasZero(x^'"'*ones)|hasZero(x^'\\'*ones))&highs == 0
-}
+// plain8 reports whether the eight bytes of x are all plain (see plain).
+func plain8(x uint64) bool { return special8(x) == 0 }
 
-// hasZero sets the high bit of (at least) the lowest zero byte of x, and of
-// no byte when x has none.
-func hasZero(x uint64) uint64 { return (x - ones) &^ x & highs }
+// special8 is zero when the eight bytes of x are all plain, and has a high
+// bit set otherwise: where a byte has its high bit set, is below 0x20, or
+// is a quote or backslash. (Once bytes of 0x80 and above are excluded,
+// x - 0x20 in each byte sets a high bit only where a byte is below 0x20 or
+// a borrow came from one; a byte equal to c is a zero byte of y = x^c, and
+// (y - ones) &^ y has the high bit of the lowest zero byte of y set, and
+// of none when y has none.) The high bits are masked once, at the end.
+func special8(x uint64) uint64 {
+	q, bs := x^'"'*ones, x^'\\'*ones
+	return (x | (x - 0x20*ones) | (q-ones)&^q | (bs-ones)&^bs) & highs
+}
 
 func hex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'

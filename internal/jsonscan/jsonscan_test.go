@@ -126,11 +126,11 @@ func BenchmarkValid(b *testing.B) {
 }
 
 // TestValidLongStrings puts each kind of byte at every position of a
-// string longer than the eight bytes String skips at a time.
+// string longer than the 32 and 8 bytes String skips at a time.
 func TestValidLongStrings(t *testing.T) {
 	for _, c := range []string{`"`, `\`, `\n`, `\u00e9`, "\x00", "\x01", "\x1f", " ", "!", "#", "[", "]", "~", "\x7f", "\x80", "\xc3", "\xc3\xa9", "\xe2\x82\xac", "\xed\xa0\x80", "\xff"} {
-		for p := 0; p < 20; p++ {
-			for _, tail := range []int{0, 1, 7, 8, 9, 20} {
+		for p := 0; p < 72; p++ {
+			for _, tail := range []int{0, 1, 7, 8, 9, 20, 31, 32, 33, 40, 70} {
 				s := `"` + strings.Repeat("a", p) + c + strings.Repeat("b", tail) + `"`
 				if got, want := Valid([]byte(s)), reference([]byte(s)); got != want {
 					t.Errorf("Valid(%q) = %v; json.Valid && utf8.Valid = %v", s, got, want)

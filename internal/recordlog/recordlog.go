@@ -23,6 +23,16 @@ const MaxPayload = 1 << 30
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// kindSums holds the checksum of each kind byte alone, where a frame's
+// checksum starts: a one-byte slice made for it per frame escaped to the
+// heap.
+var kindSums = func() (t [256]uint32) {
+	for k := range t {
+		t[k] = crc32.Checksum([]byte{byte(k)}, castagnoli)
+	}
+	return t
+}()
+
 // HasMagic reports whether data starts with magic.
 func HasMagic(data []byte, magic string) bool {
 	return len(data) >= len(magic) && string(data[:len(magic)]) == magic
@@ -59,7 +69,7 @@ func header(b []byte) (n int64, crc uint32, kind byte) {
 }
 
 func checksum(kind byte, payload []byte) uint32 {
-	return crc32.Update(crc32.Checksum([]byte{kind}, castagnoli), castagnoli, payload)
+	return crc32.Update(kindSums[kind], castagnoli, payload)
 }
 
 // Record is one intact framed record found by Scan.
@@ -414,7 +424,7 @@ func Walk(r io.ReaderAt, off, end int64, keep func(kind byte) bool, fn func(Reco
 			if chunk == nil {
 				chunk = make([]byte, walkChunk)
 			}
-			sum := crc32.Checksum([]byte{kind}, castagnoli)
+			sum := kindSums[kind]
 			for done := int64(0); done < n; {
 				part := chunk[:min(int64(len(chunk)), n-done)]
 				if _, err := r.ReadAt(part, off+HeaderSize+done); err != nil {

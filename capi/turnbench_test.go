@@ -1,0 +1,193 @@
+//go:build cgo
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/pgtest"
+)
+
+// embeddedRun opens an embedded handle on a fresh workspace with one
+// session and a run begun in it, as bench/bindings/python_turn.py does.
+func embeddedRun(tb testing.TB) (uint64, string) {
+	tb.Helper()
+	return embeddedRunOn(tb, "")
+}
+
+// embeddedRunOn is embeddedRun on the store store names (cairn_open's
+// "store": a postgres:// URL, or "" for the workspace's file store).
+func embeddedRunOn(tb testing.TB, store string) (uint64, string) {
+	tb.Helper()
+	h, err := openHandle(fmt.Sprintf(`{"workspace":%q,"embedded":true,"store":%q}`, tb.TempDir(), store))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = closeHandle(h) })
+	if _, err := call(h, "save", []byte(`{"session_id":"agent","change":{"append_messages":[{"role":"system","content":"you are an agent"}]}}`)); err != nil {
+		tb.Fatal(err)
+	}
+	out, err := call(h, "beginRun", []byte(`{"session_id":"agent"}`))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var br struct {
+		RunID string `json:"run_id"`
+	}
+	if err := json.Unmarshal(out, &br); err != nil {
+		tb.Fatal(err)
+	}
+	return h, br.RunID
+}
+
+// userTime is this process's user CPU time so far: the Go side's work
+// besides the kernel's (the fdatasync, the pwrite).
+func userTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano())
+}
+
+// BenchmarkEmbeddedCheckpoint is one agent turn through libcairn in
+// embedded mode, as cairn_call runs it (decode, the engine's checkpoint
+// with its commit and fdatasync, the answer): allocations per turn and the
+// user CPU per turn, which is the Go side's besides system calls.
+func BenchmarkEmbeddedCheckpoint(b *testing.B) {
+	h, run := embeddedRun(b)
+	reqs := make([][]byte, b.N)
+	for i := range reqs {
+		reqs[i] = turnRequest(run, i+1)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	u0 := userTime(b)
+	for i := 0; i < b.N; i++ {
+		if _, err := call(h, "checkpoint", reqs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((userTime(b)-u0).Nanoseconds())/1000/float64(b.N), "user-cpu-us/op")
+}
+
+// BenchmarkEmbeddedPut is a LangGraph CairnSaver.put's save through
+// libcairn in embedded mode (putRequest), measured as
+// BenchmarkEmbeddedCheckpoint.
+func BenchmarkEmbeddedPut(b *testing.B) {
+	h, _ := embeddedRun(b)
+	reqs := make([][]byte, b.N)
+	for i := range reqs {
+		reqs[i] = putRequest(i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	u0 := userTime(b)
+	for i := 0; i < b.N; i++ {
+		if _, err := call(h, "save", reqs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((userTime(b)-u0).Nanoseconds())/1000/float64(b.N), "user-cpu-us/op")
+}
+
+// TestEmbeddedParamsNotRetained: the fast decoders hand the engine the
+// request's own bytes (values), so nothing may keep them past the call:
+// cairn_call's request is the host's memory, freed or reused once the
+// call returns. Each request is overwritten after its call, and what was
+// committed must still read back as it was sent: the messages, the
+// checkpoint's state (which Head answers from the last commit's memo) and
+// an artifact's metadata; on the file store and on PostgreSQL.
+func TestEmbeddedParamsNotRetained(t *testing.T) {
+	t.Run("fsstore", func(t *testing.T) { testParamsNotRetained(t, "") })
+	t.Run("pgstore", func(t *testing.T) { testParamsNotRetained(t, pgtest.Start(t).CreateDB("retained")) })
+}
+
+func testParamsNotRetained(t *testing.T, store string) {
+	h, run := embeddedRunOn(t, store)
+	scribble := func(b []byte) {
+		for i := range b {
+			b[i] = '#'
+		}
+	}
+	do := func(method, req string) []byte {
+		t.Helper()
+		b := []byte(req)
+		out, err := call(h, method, b)
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		scribble(b)
+		return out
+	}
+	do("checkpoint", fmt.Sprintf(`{"run_id":%q,"turn":1,"new_messages":[{"role":"user","content":"first"},{"role":"assistant","content":"second"}],"usage":{"input_tokens":3},"tool_calls_count":1,"state":{"step":"after_tool"}}`, run))
+
+	// Head answers the run from the memo of the last commit (this one).
+	var got struct {
+		Checkpoint struct {
+			State json.RawMessage `json:"state"`
+			Turn  int64           `json:"turn"`
+		} `json:"checkpoint"`
+	}
+	if err := json.Unmarshal(do("run", fmt.Sprintf(`{"run_id":%q}`, run)), &got); err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Checkpoint.State) != `{"step":"after_tool"}` || got.Checkpoint.Turn != 1 {
+		t.Errorf("run's checkpoint after the request was overwritten: state %s turn %d", got.Checkpoint.State, got.Checkpoint.Turn)
+	}
+	do("save", `{"session_id":"agent","change":{"append_messages":[{"m":"third"}],"put_artifacts":[{"id":"a1","kind":"note","data":"aGk=","metadata":{"k":"v"}}]}}`)
+	msgs := string(do("messages", `{"session_id":"agent"}`))
+	for _, want := range []string{`{"role":"user","content":"first"}`, `{"role":"assistant","content":"second"}`, `{"m":"third"}`} {
+		if !strings.Contains(msgs, want) {
+			t.Errorf("messages lack %s: %s", want, msgs)
+		}
+	}
+	if arts := string(do("artifacts", `{"session_id":"agent"}`)); !strings.Contains(arts, `"metadata":{"k":"v"}`) {
+		t.Errorf("artifact metadata after the request was overwritten: %s", arts)
+	}
+}
+
+// TestEmbeddedCallAllocations bounds the allocations of the two calls an
+// embedded host makes most, through cairn_call's dispatch: an agent turn's
+// checkpoint (two messages, usage, state) and a LangGraph saver's put.
+// They were 97 and 73 before the fast decoders stopped copying the
+// messages, the commit and messages records were encoded by hand, and
+// Head, the frame buffer, the checksums and a put's ids and kinds stopped
+// allocating (57 and 42 after); allocations are what keeps the garbage
+// collector busy between commits.
+func TestEmbeddedCallAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops what it is given at random")
+	}
+	const runs = 100
+	for _, tc := range []struct {
+		method string
+		req    func(run string, i int) []byte
+		limit  float64
+	}{
+		{"checkpoint", turnRequest, 64},
+		{"save", func(_ string, i int) []byte { return putRequest(i) }, 50},
+	} {
+		h, run := embeddedRun(t)
+		reqs := make([][]byte, runs+2)
+		for i := range reqs {
+			reqs[i] = tc.req(run, i+1)
+		}
+		i := 0
+		allocs := testing.AllocsPerRun(runs, func() {
+			if _, err := call(h, tc.method, reqs[i]); err != nil {
+				t.Fatal(err)
+			}
+			i++
+		})
+		t.Logf("%s: %.1f allocations per call", tc.method, allocs)
+		if allocs > tc.limit {
+			t.Errorf("%s made %.1f allocations per call, want at most %.0f", tc.method, allocs, tc.limit)
+		}
+	}
+}
