@@ -126,6 +126,7 @@ def _sorted_writes(raw: Optional[bytes]) -> List[List[Any]]:
 # both are on get_tuple's path.
 _json = json.JSONDecoder().decode
 _unb64 = binascii.a2b_base64
+_b2a = binascii.b2a_base64
 
 
 def _b64(b: bytes) -> str:
@@ -137,9 +138,11 @@ def _b64(b: bytes) -> str:
 # json.dumps(o, separators=(",", ":")), without building an encoder a call.
 _compact = json.JSONEncoder(separators=(",", ":")).encode
 
-# An artifact of a put, as the save request's JSON: its quoted id and its
-# data's base64 (which needs no escaping).
-_ART = '{"id":%s,"kind":"langgraph","data":"%s"}'
+# What follows an artifact's quoted id in a put's request, up to its data.
+_ART_DATA = ',"kind":"langgraph","data":"'
+
+# The serialized value of a channel a put has a new version of but no value.
+_EMPTY = ("empty", b"")
 
 
 # A checkpoint record in the current layout begins with this byte (one in
@@ -196,6 +199,42 @@ def _quoted(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
 
 
+# Quoted names (channels, serializer types), memoized: a put quotes each of
+# its channels and types, from a set as small as the graph.
+_QS: Dict[str, str] = {}
+_QS_KEPT = 4096
+
+
+def _memo_quoted(s: str) -> str:
+    q = _quoted(s)
+    if len(_QS) < _QS_KEPT:
+        _QS[s] = q
+    return q
+
+
+def _plain(s: str) -> bool:
+    """Whether s is written in JSON (and in a key) as it is, between quotes."""
+    return s.isprintable() and '"' not in s and "\\" not in s
+
+
+class _Prefixes(NamedTuple):
+    """The parts of a put's request that depend on its session and namespace
+    only."""
+
+    # The request up to the checkpoint artifact's quoted id.
+    save: str
+    # The head's key, and its artifact from the id up to its data.
+    hk: str
+    head: str
+    # The index entry up to its quoted id.
+    entry: str
+    # The checkpoint key's quoted form up to its id, when the namespace is
+    # plain ASCII, and the longest id written into it so (-1: the key is
+    # made by _key).
+    ck: str
+    ck_max: int
+
+
 class CairnSaver(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer over a cairn :class:`~cairn.Client`
     (embedded or through the daemon). See the module doc for the layout,
@@ -240,6 +279,8 @@ class CairnSaver(BaseCheckpointSaver[str]):
         # this saver stored or read, so that a put names them without
         # reading its parent's record (bounded, oldest out first).
         self._where: Dict[Tuple[str, str, str, str], str] = {}
+        # The request's prefixes per (session, namespace) (see _prefixes).
+        self._pre: Dict[Tuple[str, str], _Prefixes] = {}
 
     # -- mapping -------------------------------------------------------------
 
@@ -642,67 +683,132 @@ class CairnSaver(BaseCheckpointSaver[str]):
         # scanned again by an encoder. The new channel values go into the
         # checkpoint's record.
         blobs = []
-        vals = []
         payload = []
         for ch, ver in new_versions.items():
             sv = str(ver)
-            tb = dumps(values[ch]) if ch in values else ("empty", b"")
+            tb = dumps(values[ch]) if ch in values else _EMPTY
             blobs.append((ch, sv, tb))
-            vals.append([ch, sv, tb[0], len(tb[1])])
             payload.append(tb[1])
         cp_tb = dumps(cp)
         md_tb = dumps(md)
-        at = self._locate(sid, ns, cp, new_versions, parent)
-        q_parent = "null" if parent is None else _quoted(parent)
+        versions = cp["channel_versions"]
+        # A channel the put has no new version of is named in the record
+        # with the checkpoint that holds its value.
+        at = {} if versions.keys() <= new_versions.keys() else self._locate(sid, ns, cp, new_versions, parent)
+        hkey = (sid, ns)
+        pre = self._pre.get(hkey)
+        if pre is None:
+            pre = self._prefixes(hkey)
+        # The quoted forms: names from a small set (channels, types) are
+        # memoized; an id or a version is new, and needs only its quotes
+        # unless it has a quote, a backslash or an unprintable character.
+        qs = _QS
+        q_parent = "null" if parent is None else '"' + parent + '"' if parent.isprintable() and '"' not in parent and "\\" not in parent else _quoted(parent)
+        q_cp_id = '"' + cp_id + '"' if cp_id.isprintable() and '"' not in cp_id and "\\" not in cp_id else None
+        vs = []
+        for ch, sv, tb in blobs:
+            q_ch = qs.get(ch) or _memo_quoted(ch)
+            q_t = qs.get(tb[0]) or _memo_quoted(tb[0])
+            q_sv = '"' + sv + '"' if sv.isprintable() and '"' not in sv and "\\" not in sv else _quoted(sv)
+            vs.append("[%s,%s,%s,%d]" % (q_ch, q_sv, q_t, len(tb[1])))
+        q_mt = qs.get(md_tb[0]) or _memo_quoted(md_tb[0])
         hdr = '{"cp":[%s,%d],"md":[%s,%d],"parent":%s,"v":[%s]' % (
-            _quoted(cp_tb[0]),
+            qs.get(cp_tb[0]) or _memo_quoted(cp_tb[0]),
             len(cp_tb[1]),
-            _quoted(md_tb[0]),
+            q_mt,
             len(md_tb[1]),
             q_parent,
-            ",".join("[%s,%s,%s,%d]" % (_quoted(ch), _quoted(sv), _quoted(t), n) for ch, sv, t, n in vals),
+            ",".join(vs),
         )
         if at:
-            hdr += ',"at":{' + ",".join(_quoted(ch) + ":" + _quoted(w) for ch, w in at.items()) + "}"
+            hdr += ',"at":{' + ",".join([_quoted(ch) + ":" + _quoted(w) for ch, w in at.items()]) + "}"
         rec = b"".join([_REC2, hdr.encode("utf-8", "backslashreplace"), b"}\n", cp_tb[1], md_tb[1], *payload])
-        # The checkpoint's key is new (no cache for it).
-        arts = [_ART % (_quoted(_new_key("c", ns, cp_id)), _b64(rec))]
-        md_q = '[%s,"%s"]' % (_quoted(md_tb[0]), _b64(md_tb[1]))
-        head = self._heads.get((sid, ns))
+        head = self._heads.get(hkey)
         if head is None or head >= cp_id:
-            got = self._artifact(sid, _key("h", ns))
+            got = self._artifact(sid, pre.hk)
             head = got[0].decode("utf-8") if got else None
         moved = head is None or head < cp_id
+        # The request as bytes around the record's base64, which is not
+        # decoded into a str to be encoded back. The checkpoint's key is new
+        # (no cache for it); under a plain namespace, with a plain id, it is
+        # written straight into its quoted form.
+        if q_cp_id is not None and len(cp_id) <= pre.ck_max and cp_id.isascii():
+            q_ck = pre.ck + cp_id + '\\"]"'
+        else:
+            q_ck = _quoted(_new_key("c", ns, cp_id))
+            if q_cp_id is None:
+                q_cp_id = _quoted(cp_id)
+        post = '"}'
         if moved:
-            arts.append(_ART % (_quoted(_key("h", ns)), _b64(cp_id.encode("utf-8"))))
+            post += pre.head + _b64(cp_id.encode("utf-8")) + '"}'
         run_id = md.get("run_id")
         # The index entry: {"ns", "id", "parent", "md"[, "run_id"]}.
-        entry = '{"ns":%s,"id":%s,"parent":%s,"md":%s' % (_quoted(ns), _quoted(cp_id), q_parent, md_q)
+        post += '%s%s,"parent":%s,"md":[%s,"%s"]' % (pre.entry, q_cp_id, q_parent, q_mt, _b64(md_tb[1]))
         if run_id:
-            entry += ',"run_id":' + _quoted(str(run_id))
-        change = '{"put_artifacts":[' + ",".join(arts) + '],"append_messages":[' + entry + "}]}"
+            post += ',"run_id":' + _quoted(str(run_id))
+        # Encoded as the client encodes a request (a lone surrogate becomes
+        # its \u escape).
+        req = b"".join([(pre.save + q_ck + _ART_DATA).encode("utf-8", "backslashreplace"), _b2a(rec, newline=False), (post + "}]}}").encode("utf-8", "backslashreplace")])
         call = getattr(self.client, "_call", None)
         if call is not None:
             # A Client: the request goes as it is, and the answer (the new
-            # generation, which put does not need) is not decoded. Encoded as
-            # the client encodes one (a lone surrogate becomes its \u escape).
-            call(b"save", ('{"session_id":' + _quoted(sid) + ',"change":' + change + "}").encode("utf-8", "backslashreplace"), False)
+            # generation, which put does not need) is not decoded.
+            call(b"save", req, False)
         else:
-            self.client.save(sid, change=_json(change))
+            self.client.save(sid, change=_json(req.decode("utf-8"))["change"])
         if moved:
-            self._heads[(sid, ns)] = cp_id
+            self._heads[hkey] = cp_id
+        # Where the values are, and the values (the cache of _remember,
+        # inline: one lock a put).
+        cap = self.blob_cache_bytes
         with self._lock:
-            for ch, sv, _ in blobs:
-                self._where[(sid, ns, ch, sv)] = cp_id
+            where = self._where
+            cache = self._blobs
+            for ch, sv, tb in blobs:
+                k = (sid, ns, ch, sv)
+                where[k] = cp_id
+                old = cache.pop(k, None)
+                if old is not None:
+                    self._blob_bytes -= len(old[1])
+                n = len(tb[1])
+                if n <= cap // 4:
+                    cache[k] = tb
+                    self._blob_bytes += n
             for ch, w in at.items():
-                self._where[(sid, ns, ch, str(cp["channel_versions"][ch]))] = w
-            while len(self._where) > _WHERE_KEPT:
-                del self._where[next(iter(self._where))]
-        for ch, sv, tb in blobs:
-            self._remember((sid, ns, ch, sv), tb)
+                where[(sid, ns, ch, str(versions[ch]))] = w
+            while len(where) > _WHERE_KEPT:
+                del where[next(iter(where))]
+            while self._blob_bytes > cap:
+                old = cache.pop(next(iter(cache)))
+                self._blob_bytes -= len(old[1])
         if run_id:
             self._note_run(str(run_id), thread_id)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cp_id}}
+
+    def _prefixes(self, hkey: Tuple[str, str]) -> _Prefixes:
+        """The request prefixes of puts to (session, namespace), made once
+        and kept."""
+        sid, ns = hkey
+        hk = _key("h", ns)
+        ck = ""
+        ck_max = -1
+        if _plain(ns) and ns.isascii():
+            ck = '"c[\\"' + ns + '\\",\\"'
+            # _key hashes an ASCII key only past 200 characters.
+            ck_max = 200 - len('c["",""]') - len(ns)
+        pre = _Prefixes(
+            '{"session_id":' + _quoted(sid) + ',"change":{"put_artifacts":[{"id":',
+            hk,
+            ',{"id":' + _quoted(hk) + _ART_DATA,
+            '],"append_messages":[{"ns":' + _quoted(ns) + ',"id":',
+            ck,
+            ck_max,
+        )
+        with self._lock:
+            if len(self._pre) >= _RECORDS_KEPT:
+                self._pre.clear()
+            self._pre[hkey] = pre
+        return pre
 
     def _note_run(self, run_id: str, thread_id: str) -> None:
         k = (run_id, thread_id)

@@ -336,3 +336,51 @@ def test_put_request_escapes(client: cairn.Client, odd: str) -> None:
     assert [x.config["configurable"]["checkpoint_id"] for x in got] == want[::-1]
     fresh.delete_for_runs(["r" + odd])
     assert fresh.get_tuple({"configurable": {"thread_id": "t" + odd, "checkpoint_ns": "ns" + odd}}) is None
+
+
+class Public:
+    """A client seen through its public methods only (no _call): put then
+    hands its change to save."""
+
+    def __init__(self, c: cairn.Client) -> None:
+        self._c = c
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._c, name)
+
+
+@pytest.mark.parametrize("ns", ["", "abc", "n" * 150, "é", 'q"\\'])
+@pytest.mark.parametrize("via", ["call", "save"])
+def test_put_keys_at_their_limits(client: cairn.Client, ns: str, via: str) -> None:
+    """put writes a checkpoint's key straight into its request when the
+    namespace and the id need no escaping and the key is short enough not to
+    be hashed: every checkpoint lands under _key's key (the one every read,
+    and an older saver, looks up), on both sides of the hashing limit and
+    with ids that need escaping, through _call and through save."""
+    from cairn.langgraph import _key
+
+    saver = CairnSaver(client if via == "call" else Public(client))  # type: ignore[arg-type]
+    tid = "limits-" + via + str(len(ns)) + ns.encode("unicode_escape").decode("ascii").replace('"', "q")
+    base = empty_checkpoint()["id"]
+    room = 200 - len(_key("c", ns, ""))
+    suffixes = ["", "a" * (room - len(base) - 1), "a" * (room - len(base)), "a" * (room - len(base) + 1), "é", 'q"', "\\b", "z" * 300]
+    cfg: Dict[str, Any] = {"configurable": {"thread_id": tid, "checkpoint_ns": ns}}
+    ids = []
+    for i, suf in enumerate(suffixes):
+        cp = empty_checkpoint()
+        cp["id"] = base + str(i) + suf
+        cp["channel_values"] = {"step": i}
+        cp["channel_versions"] = {"step": saver.get_next_version(i or None, None)}
+        cfg = saver.put(cfg, cp, {"source": "loop", "step": i}, cp["channel_versions"])
+        ids.append(cp["id"])
+    sid = saver.session_id(tid)
+    fresh = CairnSaver(client)
+    for i, cp_id in enumerate(ids):
+        client.artifact(sid, _key("c", ns, cp_id))  # NotFoundError if put wrote another key
+        t = fresh.get_tuple({"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cp_id}})
+        assert t is not None and t.checkpoint["channel_values"] == {"step": i} and t.metadata["step"] == i
+        assert (t.parent_config or {}).get("configurable", {}).get("checkpoint_id") == (ids[i - 1] if i else None)
+    got = [x.config["configurable"]["checkpoint_id"] for x in fresh.list({"configurable": {"thread_id": tid, "checkpoint_ns": ns}})]
+    assert got == ids[::-1]
