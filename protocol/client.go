@@ -148,7 +148,11 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	hc := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
+			c, err := d.DialContext(ctx, "unix", path)
+			if err != nil {
+				return nil, err
+			}
+			return rawSocket(c), nil
 		},
 		DisableKeepAlives: true,
 	}}
