@@ -6,7 +6,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"testing"
+
+	"github.com/cairn-dev/cairn/api"
 )
 
 // TestMessagesAsStored checks that messages answers a page of messages as
@@ -38,5 +41,30 @@ func TestMessagesAsStored(t *testing.T) {
 	}
 	if !json.Valid(out) || !bytes.Contains(out, []byte(msgs[0])) {
 		t.Fatalf("messages(tail=3) = %s, want %s in it", out, msgs[0])
+	}
+}
+
+// TestCheckpointResultJSON checks that a checkpoint's result, encoded by
+// hand, is what json.Marshal gives, and that a buffer too small for it
+// sends the caller to encodeResultC.
+func TestCheckpointResultJSON(t *testing.T) {
+	for _, r := range []api.CheckpointResult{
+		{}, {Generation: 7, MessageCount: 12},
+		{Generation: math.MaxUint64, MessageCount: math.MinInt64},
+		{Generation: 1 << 40, MessageCount: math.MaxInt64},
+	} {
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 128)
+		n, ok := encodeResultInto(r, buf)
+		if !ok || !bytes.Equal(buf[:n], want) {
+			t.Fatalf("%+v: %q (%v), json.Marshal gives %q", r, buf[:n], ok, want)
+		}
+		small := make([]byte, len(want)-1, len(want)-1)
+		if _, ok := encodeResultInto(r, small); ok {
+			t.Fatalf("%+v: encoded into %d bytes, %d needed", r, len(small), len(want))
+		}
 	}
 }

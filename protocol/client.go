@@ -148,7 +148,11 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	hc := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
+			c, err := d.DialContext(ctx, "unix", path)
+			if err != nil {
+				return nil, err
+			}
+			return rawSocket(c), nil
 		},
 		DisableKeepAlives: true,
 	}}
@@ -332,6 +336,10 @@ func (cn *conn) readLoop() {
 		if typ != websocket.MessageBinary {
 			continue
 		}
+		if id, result, ok := decodeAnswer(msg); ok {
+			cn.answer(id, reply{result: result})
+			continue
+		}
 		var in inbound
 		if err := Unmarshal(msg, &in); err != nil {
 			continue // a daemon bug; nothing to route it to
@@ -340,18 +348,23 @@ func (cn *conn) readLoop() {
 		case in.Event != "":
 			cn.deliver(in.Event, in.Data)
 		case in.ID != nil:
-			cn.mu.Lock()
-			ch, ok := cn.pending[*in.ID]
-			delete(cn.pending, *in.ID)
-			cn.mu.Unlock()
-			if ok {
-				ch <- reply{result: in.Result, err: in.Error}
-				// The caller is now next to run on this thread; let it run
-				// before this goroutine reads again (a read that finds
-				// nothing and parks is on the answer's critical path).
-				runtime.Gosched()
-			}
+			cn.answer(*in.ID, reply{result: in.Result, err: in.Error})
 		}
+	}
+}
+
+// answer hands r to the call waiting for answer id, if any.
+func (cn *conn) answer(id uint64, r reply) {
+	cn.mu.Lock()
+	ch, ok := cn.pending[id]
+	delete(cn.pending, id)
+	cn.mu.Unlock()
+	if ok {
+		ch <- r
+		// The caller is now next to run on this thread; let it run
+		// before this goroutine reads again (a read that finds
+		// nothing and parks is on the answer's critical path).
+		runtime.Gosched()
 	}
 }
 
@@ -407,7 +420,7 @@ func (cn *conn) call(ctx context.Context, method string, params, result any) err
 		case r.err != nil:
 			return &RemoteError{Method: method, Code: session.Code(r.err.Code), Message: r.err.Message, Data: r.err.Data}
 		case result != nil:
-			if err := DecodeParams(r.result, result); err != nil {
+			if err := decodeResult(r.result, result); err != nil {
 				return fmt.Errorf("protocol.Call %s: decode result: %w", method, err)
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"reflect"
 
 	"github.com/fxamacker/cbor/v2"
+
+	"github.com/cairn-dev/cairn/api"
 )
 
 // encMode encodes every message: times as RFC 3339 text, no indefinite
@@ -233,8 +235,14 @@ func DecodeParams(params cbor.RawMessage, v any) error {
 	return Unmarshal(params, v)
 }
 
-// EncodeResult encodes the success response to request id.
+// EncodeResult encodes the success response to request id. A
+// checkpoint's result, the answer cairnd writes every agent turn, is
+// encoded without the encoder's reflection, byte for byte as the encoder
+// writes it.
 func EncodeResult(id uint64, result any) ([]byte, error) {
+	if r, ok := result.(api.CheckpointResult); ok {
+		return appendCheckpointResult(appendSuccess(make([]byte, 0, 48), id), &r), nil
+	}
 	return Marshal(successMsg{ID: id, Result: result})
 }
 

@@ -198,3 +198,59 @@ func (d *fastDec) int() (int64, bool) {
 	}
 	return int64(v), true
 }
+
+// decodeAnswer decodes an answer laid out as EncodeResult writes every
+// success (a map of "id", then "result"): its id, and its result as the
+// bytes of msg it occupies (msg is the client's own, read for this message
+// alone). The result must be one well-formed item within the decoder's
+// limits, which is what the generic decode of the whole message into
+// inbound checks of it. It reports false for anything else (errors,
+// pushes, other layouts), which the caller decodes generically. It saves a
+// client the decoder's reflection, and the copy of the result, once per
+// call.
+func decodeAnswer(msg []byte) (id uint64, result []byte, ok bool) {
+	d := fastDec{b: msg}
+	if n, ok := d.head(5); !ok || n != 2 || !d.key("id") {
+		return 0, nil, false
+	}
+	if id, ok = d.head(0); !ok || !d.key("result") {
+		return 0, nil, false
+	}
+	result = msg[d.off:]
+	if len(result) == 0 || decMode.Wellformed(result) != nil {
+		return 0, nil, false
+	}
+	return id, result, true
+}
+
+// decodeCheckpointResult decodes a checkpoint's result laid out as
+// appendCheckpointResult writes it, and reports false, leaving r
+// unspecified, for anything else: the caller then decodes it with
+// DecodeParams, which decides. Whatever it accepts, DecodeParams decodes
+// to the same value (the test holds it to that).
+func decodeCheckpointResult(b []byte, r *api.CheckpointResult) bool {
+	d := fastDec{b: b}
+	if n, ok := d.head(5); !ok || n != 2 || !d.key("generation") {
+		return false
+	}
+	g, ok := d.head(0)
+	if !ok || !d.key("message_count") {
+		return false
+	}
+	m, ok := d.int()
+	if !ok || d.off != len(d.b) {
+		return false
+	}
+	*r = api.CheckpointResult{Generation: g, MessageCount: m}
+	return true
+}
+
+// decodeResult decodes a call's result into v: a checkpoint's without
+// reflection when it can (decodeCheckpointResult), anything else with
+// DecodeParams.
+func decodeResult(b []byte, v any) error {
+	if r, ok := v.(*api.CheckpointResult); ok && r != nil && decodeCheckpointResult(b, r) {
+		return nil
+	}
+	return DecodeParams(b, v)
+}

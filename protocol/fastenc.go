@@ -158,3 +158,22 @@ func (w sliceWriter) Write(p []byte) (int, error) {
 	*w.b = append(*w.b, p...)
 	return len(p), nil
 }
+
+// appendCheckpointResult appends a checkpoint's result as the encoder
+// writes api.CheckpointResult.
+func appendCheckpointResult(b []byte, r *api.CheckpointResult) []byte {
+	b = appendHead(b, 5, 2)
+	b = appendText(b, "generation")
+	b = appendHead(b, 0, r.Generation)
+	b = appendText(b, "message_count")
+	return appendInt(b, r.MessageCount)
+}
+
+// appendSuccess appends the success answer to request id whose result is
+// the CBOR item result, as EncodeResult encodes it.
+func appendSuccess(b []byte, id uint64) []byte {
+	b = appendHead(b, 5, 2)
+	b = appendText(b, "id")
+	b = appendHead(b, 0, id)
+	return appendText(b, "result")
+}
