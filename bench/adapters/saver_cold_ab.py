@@ -14,8 +14,6 @@ each side, cold and warm, in microseconds.
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 import shutil
 import statistics
@@ -23,21 +21,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Dict, List, Tuple
 
+from checkouts import load
 from langgraph.checkpoint.base import empty_checkpoint
-
-
-def load(name: str, root: str) -> ModuleType:
-    pkg = Path(root).resolve() / "bindings" / "python" / "cairn"
-    spec = importlib.util.spec_from_file_location(name, pkg / "__init__.py", submodule_search_locations=[str(pkg)])
-    assert spec is not None and spec.loader is not None
-    m = importlib.util.module_from_spec(spec)
-    sys.modules[name] = m
-    spec.loader.exec_module(m)
-    importlib.import_module(name + ".langgraph")
-    return m
 
 
 class Capture:

@@ -16,8 +16,6 @@ threads included), in microseconds.
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 import random
 import resource
@@ -27,25 +25,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Callable, Dict, List, Tuple
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench" / "adapters"))
 sys.path.insert(0, str(REPO / "bench" / "bindings"))
 from bench import Putter, sqlite_saver  # noqa: E402
+from checkouts import load  # noqa: E402
 from python_turn import turn_messages  # noqa: E402
-
-
-def load(name: str, root: str) -> ModuleType:
-    pkg = Path(root).resolve() / "bindings" / "python" / "cairn"
-    spec = importlib.util.spec_from_file_location(name, pkg / "__init__.py", submodule_search_locations=[str(pkg)])
-    assert spec is not None and spec.loader is not None
-    m = importlib.util.module_from_spec(spec)
-    sys.modules[name] = m
-    spec.loader.exec_module(m)
-    importlib.import_module(name + ".langgraph")
-    return m
 
 
 def turns(c: Any) -> Callable[[], None]:
