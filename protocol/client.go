@@ -142,17 +142,23 @@ func (c *Client) connFor(ctx context.Context) (*conn, error) {
 	return cn, nil
 }
 
+// dialUnix connects to the Unix socket at path, its reads and writes
+// raw system calls where rawSocket makes them so (Linux).
+func dialUnix(ctx context.Context, path string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, err
+	}
+	return rawSocket(c), nil
+}
+
 // dial opens one connection to c.socket and says hello.
 func (c *Client) dial(ctx context.Context) (*conn, error) {
 	path := c.socket
 	hc := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			c, err := d.DialContext(ctx, "unix", path)
-			if err != nil {
-				return nil, err
-			}
-			return rawSocket(c), nil
+			return dialUnix(ctx, path)
 		},
 		DisableKeepAlives: true,
 	}}

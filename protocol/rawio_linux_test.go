@@ -117,3 +117,26 @@ func TestRawIOEndsAsTheNetPackageDoes(t *testing.T) {
 		t.Fatalf("read after close: %v", err)
 	}
 }
+
+// TestDialUnixIsRaw: the client's connections to cairnd are made by
+// dialUnix, whose sockets do their reads and writes as raw system calls.
+func TestDialUnixIsRaw(t *testing.T) {
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	c, err := dialUnix(t.Context(), ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(*rawIO); !ok {
+		t.Fatalf("dialUnix gave a %T, not a *rawIO", c)
+	}
+}
