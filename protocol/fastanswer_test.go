@@ -85,17 +85,7 @@ func TestDecodeAnswerAgainstGeneric(t *testing.T) {
 		checkAnswer(t, msg)
 		rng := rand.New(rand.NewPCG(uint64(i), 11))
 		for range 3000 {
-			m := append([]byte(nil), msg...)
-			switch rng.IntN(3) {
-			case 0:
-				m[rng.IntN(len(m))] ^= byte(1 << rng.IntN(8))
-			case 1:
-				m = m[:rng.IntN(len(m))]
-			case 2:
-				at := rng.IntN(len(m) + 1)
-				m = append(m[:at:at], append([]byte{byte(rng.IntN(256))}, m[at:]...)...)
-			}
-			checkAnswer(t, m)
+			checkAnswer(t, mutated(rng, msg, rng.IntN(3)))
 		}
 	}
 }
@@ -150,16 +140,7 @@ func TestDecodeCheckpointResultAgainstGeneric(t *testing.T) {
 		enc := appendCheckpointResult(nil, &r)
 		rng := rand.New(rand.NewPCG(uint64(i), 13))
 		for k := range 3000 {
-			m := append([]byte(nil), enc...)
-			switch k % 4 {
-			case 0:
-				m[rng.IntN(len(m))] ^= byte(1 << rng.IntN(8))
-			case 1:
-				m = m[:rng.IntN(len(m))]
-			case 2:
-				at := rng.IntN(len(m) + 1)
-				m = append(m[:at:at], append([]byte{byte(rng.IntN(256))}, m[at:]...)...)
-			}
+			m := mutated(rng, enc, k%4)
 			var fast, generic api.CheckpointResult
 			gerr := DecodeParams(m, &generic)
 			if decodeCheckpointResult(m, &fast) && (gerr != nil || fast != generic) {
@@ -167,4 +148,20 @@ func TestDecodeCheckpointResultAgainstGeneric(t *testing.T) {
 			}
 		}
 	}
+}
+
+// mutated returns a copy of b changed as how says: 0 one bit flipped, 1
+// cut short, 2 one random byte inserted, anything else unchanged.
+func mutated(rng *rand.Rand, b []byte, how int) []byte {
+	m := append([]byte(nil), b...)
+	switch how {
+	case 0:
+		m[rng.IntN(len(m))] ^= byte(1 << rng.IntN(8))
+	case 1:
+		m = m[:rng.IntN(len(m))]
+	case 2:
+		at := rng.IntN(len(m) + 1)
+		m = append(m[:at:at], append([]byte{byte(rng.IntN(256))}, m[at:]...)...)
+	}
+	return m
 }
