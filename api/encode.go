@@ -25,6 +25,18 @@ type JSONAppender interface {
 	JSONSize() int
 }
 
+// JSONSize bounds the length of r's AppendJSON (see JSONAppender): the
+// names and two numbers of at most 20 characters each.
+func (r CheckpointResult) JSONSize() int { return len(`{"generation":,"message_count":}`) + 2*20 }
+
+// AppendJSON appends r's JSON encoding to b, what json.Marshal gives (see
+// JSONAppender): every agent turn's answer, without reflection.
+func (r CheckpointResult) AppendJSON(b []byte) []byte {
+	b = strconv.AppendUint(append(b, `{"generation":`...), r.Generation, 10)
+	b = strconv.AppendInt(append(b, `,"message_count":`...), r.MessageCount, 10)
+	return append(b, '}')
+}
+
 // JSONSize bounds the length of r's AppendJSON (see JSONAppender).
 func (r MessagesResult) JSONSize() int {
 	// The fixed fields: names, five numbers of at most 20 digits and a

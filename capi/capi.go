@@ -23,7 +23,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -180,7 +179,8 @@ func call(h uint64, method string, req []byte) ([]byte, error) {
 
 // encodeResult returns the JSON of a method's result. The hot reads
 // (api.JSONAppender) encode themselves, copying stored values as they are
-// instead of having encoding/json re-validate and compact them.
+// instead of having encoding/json re-validate and compact them, and so
+// does a checkpoint's answer, without encoding/json's reflection.
 func encodeResult(res any) ([]byte, error) {
 	if a, ok := res.(api.JSONAppender); ok {
 		return a.AppendJSON(nil), nil
@@ -225,13 +225,6 @@ func callInto(h uint64, method string, req, buf []byte) (unsafe.Pointer, int, er
 // encodeResultInto encodes res into buf when it fits and says so;
 // otherwise the caller encodes it into C memory.
 func encodeResultInto(res any, buf []byte) (int, bool) {
-	if r, ok := res.(api.CheckpointResult); ok {
-		// Every agent turn's answer, encoded as json.Marshal does
-		// (TestCheckpointResultJSON), without its reflection.
-		b := strconv.AppendUint(append(buf[:0], `{"generation":`...), r.Generation, 10)
-		b = append(strconv.AppendInt(append(b, `,"message_count":`...), r.MessageCount, 10), '}')
-		return len(b), len(b) <= len(buf) && unsafe.SliceData(b) == unsafe.SliceData(buf)
-	}
 	if a, ok := res.(api.JSONAppender); ok {
 		if a.JSONSize() > len(buf) {
 			return 0, false

@@ -45,8 +45,9 @@ func TestMessagesAsStored(t *testing.T) {
 }
 
 // TestCheckpointResultJSON checks that a checkpoint's result, encoded by
-// hand, is what json.Marshal gives, and that a buffer too small for it
-// sends the caller to encodeResultC.
+// hand (api.CheckpointResult's AppendJSON), is what json.Marshal gives,
+// into the caller's buffer and into a result of its own, and that a buffer
+// too small for it sends the caller to encodeResultC.
 func TestCheckpointResultJSON(t *testing.T) {
 	for _, r := range []api.CheckpointResult{
 		{}, {Generation: 7, MessageCount: 12},
@@ -61,6 +62,9 @@ func TestCheckpointResultJSON(t *testing.T) {
 		n, ok := encodeResultInto(r, buf)
 		if !ok || !bytes.Equal(buf[:n], want) {
 			t.Fatalf("%+v: %q (%v), json.Marshal gives %q", r, buf[:n], ok, want)
+		}
+		if got, err := encodeResult(r); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%+v: encodeResult gives %q (%v), json.Marshal %q", r, got, err, want)
 		}
 		small := make([]byte, len(want)-1, len(want)-1)
 		if _, ok := encodeResultInto(r, small); ok {
