@@ -700,17 +700,15 @@ class CairnSaver(BaseCheckpointSaver[str]):
         if pre is None:
             pre = self._prefixes(hkey)
         # The quoted forms: names from a small set (channels, types) are
-        # memoized; an id or a version is new, and needs only its quotes
-        # unless it has a quote, a backslash or an unprintable character.
+        # memoized; an id or a version is new (_quoted's own fast path).
         qs = _QS
-        q_parent = "null" if parent is None else '"' + parent + '"' if parent.isprintable() and '"' not in parent and "\\" not in parent else _quoted(parent)
-        q_cp_id = '"' + cp_id + '"' if cp_id.isprintable() and '"' not in cp_id and "\\" not in cp_id else None
+        q_parent = "null" if parent is None else _quoted(parent)
+        q_cp_id = _quoted(cp_id)
         vs = []
         for ch, sv, tb in blobs:
             q_ch = qs.get(ch) or _memo_quoted(ch)
             q_t = qs.get(tb[0]) or _memo_quoted(tb[0])
-            q_sv = '"' + sv + '"' if sv.isprintable() and '"' not in sv and "\\" not in sv else _quoted(sv)
-            vs.append("[%s,%s,%s,%d]" % (q_ch, q_sv, q_t, len(tb[1])))
+            vs.append("[%s,%s,%s,%d]" % (q_ch, _quoted(sv), q_t, len(tb[1])))
         q_mt = qs.get(md_tb[0]) or _memo_quoted(md_tb[0])
         hdr = '{"cp":[%s,%d],"md":[%s,%d],"parent":%s,"v":[%s]' % (
             qs.get(cp_tb[0]) or _memo_quoted(cp_tb[0]),
@@ -732,12 +730,10 @@ class CairnSaver(BaseCheckpointSaver[str]):
         # decoded into a str to be encoded back. The checkpoint's key is new
         # (no cache for it); under a plain namespace, with a plain id, it is
         # written straight into its quoted form.
-        if q_cp_id is not None and len(cp_id) <= pre.ck_max and cp_id.isascii():
+        if len(cp_id) <= pre.ck_max and cp_id.isascii() and _plain(cp_id):
             q_ck = pre.ck + cp_id + '\\"]"'
         else:
             q_ck = _quoted(_new_key("c", ns, cp_id))
-            if q_cp_id is None:
-                q_cp_id = _quoted(cp_id)
         post = '"}'
         if moved:
             post += pre.head + _b64(cp_id.encode("utf-8")) + '"}'
