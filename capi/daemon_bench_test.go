@@ -3,11 +3,9 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -29,28 +27,10 @@ func BenchmarkDaemonCheckpoint(b *testing.B) {
 	if daemon == "" {
 		b.Skip("CAIRN_DAEMON is not set")
 	}
-	ws := b.TempDir()
-	h, err := openHandle(fmt.Sprintf(`{"workspace":%q,"daemon":%q,"daemon_args":["--idle-timeout=2s"]}`, ws, daemon))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = closeHandle(h) })
-	if _, err := call(h, "save", []byte(`{"session_id":"agent","change":{"append_messages":[{"role":"system","content":"you are an agent"}]}}`)); err != nil {
-		b.Fatal(err)
-	}
-	out, err := call(h, "beginRun", []byte(`{"session_id":"agent"}`))
-	if err != nil {
-		b.Fatal(err)
-	}
-	var br struct {
-		RunID string `json:"run_id"`
-	}
-	if err := json.Unmarshal(out, &br); err != nil {
-		b.Fatal(err)
-	}
+	h, run := openRun(b, fmt.Sprintf(`{"workspace":%q,"daemon":%q,"daemon_args":["--idle-timeout=2s"]}`, b.TempDir(), daemon))
 	reqs := make([][]byte, b.N)
 	for i := range reqs {
-		reqs[i] = turnRequest(br.RunID, i+1)
+		reqs[i] = turnRequest(run, i+1)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -65,9 +45,6 @@ func BenchmarkDaemonCheckpoint(b *testing.B) {
 
 // cpuTime is this process's user+system CPU time so far.
 func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
+	ru := rusage(b)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -23,8 +23,15 @@ func embeddedRun(tb testing.TB) (uint64, string) {
 // embeddedRunOn is embeddedRun on the store store names (cairn_open's
 // "store": a postgres:// URL, or "" for the workspace's file store).
 func embeddedRunOn(tb testing.TB, store string) (uint64, string) {
+	return openRun(tb, fmt.Sprintf(`{"workspace":%q,"embedded":true,"store":%q}`, tb.TempDir(), store))
+}
+
+// openRun opens a handle with options (cairn_open's), closed at cleanup,
+// saves session "agent" its system message and begins a run in it: the
+// handle and the run's id.
+func openRun(tb testing.TB, options string) (uint64, string) {
 	tb.Helper()
-	h, err := openHandle(fmt.Sprintf(`{"workspace":%q,"embedded":true,"store":%q}`, tb.TempDir(), store))
+	h, err := openHandle(options)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -45,13 +52,19 @@ func embeddedRunOn(tb testing.TB, store string) (uint64, string) {
 	return h, br.RunID
 }
 
-// userTime is this process's user CPU time so far: the Go side's work
-// besides the kernel's (the fdatasync, the pwrite).
-func userTime(tb testing.TB) time.Duration {
+// rusage is this process's resource usage so far.
+func rusage(tb testing.TB) syscall.Rusage {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		tb.Fatal(err)
 	}
+	return ru
+}
+
+// userTime is this process's user CPU time so far: the Go side's work
+// besides the kernel's (the fdatasync, the pwrite).
+func userTime(tb testing.TB) time.Duration {
+	ru := rusage(tb)
 	return time.Duration(ru.Utime.Nano())
 }
 
@@ -59,37 +72,28 @@ func userTime(tb testing.TB) time.Duration {
 // embedded mode, as cairn_call runs it (decode, the engine's checkpoint
 // with its commit and fdatasync, the answer): allocations per turn and the
 // user CPU per turn, which is the Go side's besides system calls.
-func BenchmarkEmbeddedCheckpoint(b *testing.B) {
-	h, run := embeddedRun(b)
-	reqs := make([][]byte, b.N)
-	for i := range reqs {
-		reqs[i] = turnRequest(run, i+1)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	u0 := userTime(b)
-	for i := 0; i < b.N; i++ {
-		if _, err := call(h, "checkpoint", reqs[i]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64((userTime(b)-u0).Nanoseconds())/1000/float64(b.N), "user-cpu-us/op")
-}
+func BenchmarkEmbeddedCheckpoint(b *testing.B) { benchEmbedded(b, "checkpoint", turnRequest) }
 
 // BenchmarkEmbeddedPut is a LangGraph CairnSaver.put's save through
 // libcairn in embedded mode (putRequest), measured as
 // BenchmarkEmbeddedCheckpoint.
 func BenchmarkEmbeddedPut(b *testing.B) {
-	h, _ := embeddedRun(b)
+	benchEmbedded(b, "save", func(_ string, i int) []byte { return putRequest(i) })
+}
+
+// benchEmbedded runs b.N calls of method in embedded mode, the i-th
+// (from 1) with req(run, i), and reports the user CPU per call.
+func benchEmbedded(b *testing.B, method string, req func(run string, i int) []byte) {
+	h, run := embeddedRun(b)
 	reqs := make([][]byte, b.N)
 	for i := range reqs {
-		reqs[i] = putRequest(i)
+		reqs[i] = req(run, i+1)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	u0 := userTime(b)
 	for i := 0; i < b.N; i++ {
-		if _, err := call(h, "save", reqs[i]); err != nil {
+		if _, err := call(h, method, reqs[i]); err != nil {
 			b.Fatal(err)
 		}
 	}
