@@ -164,15 +164,37 @@ def _default(o: Any) -> Any:
 _c_make_encoder = json.encoder.c_make_encoder
 _encode_basestring = json.encoder.encode_basestring
 
+# _LONG_STR is the length from which _encode_str looks for characters to
+# escape itself; below it json's own function is quicker.
+_LONG_STR = 256
+# _ESCAPED holds the ASCII characters JSON escapes: the controls, the quote
+# and the backslash.
+_ESCAPED = bytes(range(0x20)) + b'"\\'
+
+
+def _encode_str(s: str) -> str:
+    # json.encoder.encode_basestring, quicker on long ASCII text: json's C
+    # function reads a string character by character, twice (about 2.6 ns a
+    # character here: 21 us of an agent turn's 8 KB of message text), while
+    # bytes.translate deletes the characters that need escaping in a single
+    # table pass. When it deleted none, the text goes between quotes as it
+    # is. Anything else (short, non-ASCII, a str subclass, which may
+    # override the methods used here) is json's to encode.
+    if len(s) >= _LONG_STR and type(s) is str and s.isascii():
+        b = s.encode("ascii")
+        if len(b.translate(None, _ESCAPED)) == len(b):
+            return '"' + s + '"'
+    return _encode_basestring(s)  # type: ignore[no-any-return]
+
 
 def _encode_c(o: Any) -> str:
     # JSONEncoder(ensure_ascii=False, separators=(",", ":"),
     # default=_default).encode without its Python-level wrappers: the same C
     # encoder, made with the same arguments (markers: a fresh dict, as
-    # check_circular wants).
+    # check_circular wants), except that strings go through _encode_str.
     if isinstance(o, str):
-        return _encode_basestring(o)  # type: ignore[no-any-return]
-    return "".join(_c_make_encoder({}, _default, _encode_basestring, None, ":", ",", False, False, True)(o, 0))
+        return _encode_str(o)
+    return "".join(_c_make_encoder({}, _default, _encode_str, None, ":", ",", False, False, True)(o, 0))
 
 
 _encode_std = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default).encode

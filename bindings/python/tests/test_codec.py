@@ -40,6 +40,12 @@ class _Dict(dict):  # type: ignore[type-arg]
     pass
 
 
+class _Radd(str):
+    # A str whose + is not str's: json encodes its characters all the same.
+    def __radd__(self, other: Any) -> str:
+        return "not JSON"
+
+
 class _List(list):  # type: ignore[type-arg]
     pass
 
@@ -128,6 +134,26 @@ def test_encode_matches_json_encoder() -> None:
 )
 def test_encode_edge_cases(v: Any) -> None:
     assert _outcome(lambda: cc._dumps(v)) == _outcome(lambda: _REF(v).encode("utf-8", "backslashreplace"))
+
+
+def test_encode_long_strings() -> None:
+    # _encode_str's own path (long ASCII text): one character that must be
+    # escaped, or is not ASCII, anywhere in a long run still is; a long run
+    # of text that needs none is quoted as it is; a str subclass is json's.
+    n = cc._LONG_STR
+    odd = [chr(c) for c in range(0x20)] + ['"', "\\", "\x7f", "\x80", "\u2028", "\ud800", "\U0001f600"]
+    values: List[Any] = []
+    for length in (n - 1, n, n + 1, 3 * n):
+        values.append("x" * length)
+        for c in odd:
+            for at in (0, length // 2, length - 1):
+                values.append("x" * at + c + "x" * (length - at - 1))
+    values += [_Str("y" * (2 * n)), _Radd("z" * (2 * n))]
+    for v in values:
+        for w in (v, {v: [v]}):
+            assert cc._dumps(w) == _REF(w).encode("utf-8", "backslashreplace"), repr(w)[:80]
+    text = "ok " * n
+    assert cc._encode_str(text) == '"' + text + '"'
 
 
 def test_encode_circular_is_refused_every_time() -> None:
