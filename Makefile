@@ -7,7 +7,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent test-xlang-pg bench-pg bench-pg-saver venv-adapters bench-adapters bench-fsyncfloor test-kills
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent test-xlang-pg bench-pg bench-pg-saver venv-adapters bench-adapters bench-fsyncfloor test-kills bench-daemon-floor
 
 all: build
 
@@ -202,7 +202,7 @@ test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install bench-tracker-sync bench-agent bench-pg bench-pg-saver bench-adapters bench-fsyncfloor bench-daemoncpu
+bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install bench-tracker-sync bench-agent bench-pg bench-pg-saver bench-adapters bench-fsyncfloor bench-daemoncpu bench-daemon-floor
 
 # Through the installed wheel, in a fresh process with no daemon running:
 # cairn.connect() (auto-starting the wheel's cairnd) to the first
@@ -277,6 +277,17 @@ bench-tracker-sync:
 # its own, beside one shared file with group commit (bench/fsyncfloor).
 bench-fsyncfloor:
 	$(GO) run ./bench/fsyncfloor -n 1,8,32
+
+# The floor under the daemon path: the agent turn from N processes against
+# SQLite, a minimal C daemon with group commit (bench/agent/daemon_floor.c)
+# and cairnd, turns/s and CPU per turn (bench/agent/daemon_floor.py).
+FLOOR_FLAGS ?=
+bench-daemon-floor: bins lib $(BUILD)/daemon-floor
+	$(PYTHON) bench/agent/daemon_floor.py $(FLOOR_FLAGS)
+
+$(BUILD)/daemon-floor: bench/agent/daemon_floor.c
+	@mkdir -p $(BUILD)
+	$(CC) -O2 -Wall -Wextra -o $@ $<
 
 ## run: start the daemon on the current workspace, in the foreground
 run: bins

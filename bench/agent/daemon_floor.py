@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""The floor under cairn's daemon path: N agent processes run the agent
+workload's turn (agent_bench.py's: two messages of about 2 and 6 KB, usage,
+a small state, durable before the next turn) against three servers in turn,
+round after round:
+
+- sqlite: Python sqlite3 on one shared file (WAL, synchronous=FULL), as
+  agent_bench.py's concurrency part;
+- floor: bench/agent/daemon_floor.c, a one-thread epoll server that takes
+  each request as a length and the bytes, writes everything it read in one
+  pass of its loop with one pwrite and one fdatasync (group commit into
+  preallocated zeros) and answers 8 bytes. Its client is plain Python: the
+  checkpoint's params encoded with the binding's own JSON encoder, sendall,
+  recv. That is what any client-daemon design pays on this machine for the
+  turn: the Python work, two processes' wake-ups and one shared flush;
+- cairn: the binding in daemon mode against cairnd.
+
+For each it prints turns/s (all agents together), the ratio to sqlite in
+the same round, and the CPU per turn of the clients and of the server.
+
+    make bench-daemon-floor
+    python3 bench/agent/daemon_floor.py [--agents 1,8,32] [--turns 200] [--rounds 2]
+
+CAIRN_LIBRARY and --daemon pick the libcairn and cairnd measured (default:
+build/).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench" / "agent"))
+sys.path.insert(0, str(REPO / "bindings" / "python"))
+os.environ.setdefault("CAIRN_LIBRARY", str(REPO / "build" / "libcairn.so"))
+import agent_bench as ab  # noqa: E402
+
+KINDS = ("sqlite", "floor", "cairn")
+
+
+class FloorAgent:
+    """The floor's client: the turn's params as Client.checkpoint builds and
+    encodes them, sent with a length; the answer is 8 bytes."""
+
+    def __init__(self, path: str, sid: str) -> None:
+        from cairn import client as cc
+
+        self.dumps = cc._dumps
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(path)
+        self.run_id = f"run-{sid}"
+
+    def turn(self, i: int, msgs: List[Any]) -> None:
+        body = self.dumps({"run_id": self.run_id, "turn": i, "new_messages": msgs, "tool_calls_count": i,
+                           "usage": ab.usage_of(i), "state": ab.state_of(i)})
+        self.s.sendall(struct.pack("<I", len(body)) + body)
+        got = b""
+        while len(got) < 8:
+            b = self.s.recv(8 - len(got))
+            if not b:
+                raise RuntimeError("floor server closed the connection")
+            got += b
+
+    def close(self) -> None:
+        self.s.close()
+
+
+def worker(kind: str, target: str, sid: str, turns: int) -> None:
+    """One agent process: connects, says ready, waits for a line on stdin,
+    runs its turns, prints its times and CPU."""
+    c = None
+    if kind == "cairn":
+        import cairn
+
+        c = cairn.connect(target, auto_start=False)
+        agent: Any = ab.CairnAgent(c, sid)
+    elif kind == "floor":
+        agent = FloorAgent(target, sid)
+    else:
+        agent = ab.SQLiteAgent(target, sid, busy_ms=60_000)
+    msgs = [ab.turn_messages(i) for i in range(1, turns + 1)]
+    print("ready", flush=True)
+    sys.stdin.readline()
+    t0, c0 = time.monotonic(), time.process_time()
+    for i in range(1, turns + 1):
+        agent.turn(i, msgs[i - 1])
+    print(json.dumps({"start": t0, "end": time.monotonic(), "cpu_s": time.process_time() - c0}), flush=True)
+    if c is not None:
+        c.close()
+    else:
+        agent.close()
+
+
+def run(kind: str, n: int, turns: int, root: str, a: argparse.Namespace) -> Dict[str, float]:
+    d = tempfile.mkdtemp(prefix=f"{kind}-{n}-", dir=root)
+    server = None
+    pid = 0
+    procs: List[subprocess.Popen] = []
+    try:
+        if kind == "cairn":
+            import cairn
+
+            c0 = cairn.connect(d, daemon=a.daemon, daemon_args=["--idle-timeout=600s"])
+            pid = c0.status()["daemon"]["pid"]
+            target = d
+        elif kind == "floor":
+            target = os.path.join(d, "floor.sock")
+            server = subprocess.Popen([a.floor_bin, target, os.path.join(d, "floor.data")], stdout=subprocess.PIPE, text=True)
+            if server.stdout.readline().strip() != "ready":
+                raise RuntimeError("daemon_floor did not start")
+            pid = server.pid
+        else:
+            target = os.path.join(d, "shared.sqlite")
+            db = ab.sqlite_open(target)
+            for stmt in ab.SCHEMA.strip().split(";"):
+                if stmt.strip():
+                    db.execute(stmt)
+            db.close()
+        for k in range(n):
+            procs.append(subprocess.Popen([sys.executable, __file__, "--worker", kind, target, f"agent-{k:02d}", str(turns)],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+        for p in procs:
+            if p.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"{kind} worker did not start")
+        s_cpu0 = ab.proc_cpu_s(pid) if pid else 0.0
+        for p in procs:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        outs = [json.loads(p.stdout.readline()) for p in procs]
+        for p in procs:
+            if p.wait(timeout=600):
+                raise RuntimeError(f"{kind} worker exited {p.returncode}")
+        s_cpu = ab.proc_cpu_s(pid) - s_cpu0 if pid else 0.0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if kind == "cairn" and pid:
+            c0.close()
+            ab.stop(pid, timeout=20.0)
+        if server is not None:
+            server.kill()
+            server.wait()
+        shutil.rmtree(d, ignore_errors=True)
+    total = n * turns
+    span = max(o["end"] for o in outs) - min(o["start"] for o in outs)
+    return {"turns_per_s": total / span, "client_us": sum(o["cpu_s"] for o in outs) * 1e6 / total, "server_us": s_cpu * 1e6 / total}
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+        return
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--agents", default="1,8,32")
+    ap.add_argument("--turns", type=int, default=3200, help="turns per run, split evenly among the agents (at least 100 each)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--daemon", default=str(REPO / "build" / "cairnd"))
+    ap.add_argument("--floor-bin", default=str(REPO / "build" / "daemon-floor"))
+    a = ap.parse_args()
+    ns = [int(x) for x in a.agents.split(",")]
+    root = tempfile.mkdtemp(prefix="cairn-daemon-floor-")
+    rows: Dict[Tuple[str, int], List[Dict[str, float]]] = {}
+    print(f"# {os.cpu_count()} CPUs; agents {ns}, {a.turns} turns a run; {a.rounds} rounds; {ab.load()}", flush=True)
+    print("round  agents  server   turns/s  x sqlite  cpu us/turn client  server", flush=True)
+    try:
+        for r in range(1, a.rounds + 1):
+            for n in ns:
+                got = {kind: run(kind, n, max(100, a.turns // n), root, a) for kind in KINDS}
+                for kind in KINDS:
+                    x = got[kind]
+                    x["x_sqlite"] = x["turns_per_s"] / got["sqlite"]["turns_per_s"]
+                    rows.setdefault((kind, n), []).append(x)
+                    print(f"{r:5d}  {n:6d}  {kind:6s}  {x['turns_per_s']:8.0f}  {x['x_sqlite']:8.2f}"
+                          f"  {x['client_us']:18.0f}  {x['server_us']:6.0f}   ({ab.load()})", flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print("# medians over the rounds", flush=True)
+    for n in ns:
+        for kind in KINDS:
+            xs = rows[(kind, n)]
+            med = {k: statistics.median(x[k] for x in xs) for k in xs[0]}
+            print(f"  all  {n:6d}  {kind:6s}  {med['turns_per_s']:8.0f}  {med['x_sqlite']:8.2f}"
+                  f"  {med['client_us']:18.0f}  {med['server_us']:6.0f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
