@@ -22,7 +22,7 @@ the same round, and the CPU per turn of the clients and of the server.
     python3 bench/agent/daemon_floor.py [--agents 1,8,32] [--turns 200] [--rounds 2]
 
 CAIRN_LIBRARY and --daemon pick the libcairn and cairnd measured (default:
-build/).
+build/); --servers runs some of the three only.
 """
 from __future__ import annotations
 
@@ -167,10 +167,12 @@ def main() -> None:
     ap.add_argument("--agents", default="1,8,32")
     ap.add_argument("--turns", type=int, default=3200, help="turns per run, split evenly among the agents (at least 100 each)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--servers", default=",".join(KINDS), help="which of sqlite, floor, cairn to run")
     ap.add_argument("--daemon", default=str(REPO / "build" / "cairnd"))
     ap.add_argument("--floor-bin", default=str(REPO / "build" / "daemon-floor"))
     a = ap.parse_args()
     ns = [int(x) for x in a.agents.split(",")]
+    kinds = [k for k in KINDS if k in a.servers.split(",")]
     root = tempfile.mkdtemp(prefix="cairn-daemon-floor-")
     rows: Dict[Tuple[str, int], List[Dict[str, float]]] = {}
     print(f"# {os.cpu_count()} CPUs; agents {ns}, {a.turns} turns a run; {a.rounds} rounds; {ab.load()}", flush=True)
@@ -178,10 +180,10 @@ def main() -> None:
     try:
         for r in range(1, a.rounds + 1):
             for n in ns:
-                got = {kind: run(kind, n, max(100, a.turns // n), root, a) for kind in KINDS}
-                for kind in KINDS:
+                got = {kind: run(kind, n, max(100, a.turns // n), root, a) for kind in kinds}
+                for kind in kinds:
                     x = got[kind]
-                    x["x_sqlite"] = x["turns_per_s"] / got["sqlite"]["turns_per_s"]
+                    x["x_sqlite"] = x["turns_per_s"] / got["sqlite"]["turns_per_s"] if "sqlite" in got else float("nan")
                     rows.setdefault((kind, n), []).append(x)
                     print(f"{r:5d}  {n:6d}  {kind:6s}  {x['turns_per_s']:8.0f}  {x['x_sqlite']:8.2f}"
                           f"  {x['client_us']:18.0f}  {x['server_us']:6.0f}   ({ab.load()})", flush=True)
@@ -189,7 +191,7 @@ def main() -> None:
         shutil.rmtree(root, ignore_errors=True)
     print("# medians over the rounds", flush=True)
     for n in ns:
-        for kind in KINDS:
+        for kind in kinds:
             xs = rows[(kind, n)]
             med = {k: statistics.median(x[k] for x in xs) for k in xs[0]}
             print(f"  all  {n:6d}  {kind:6s}  {med['turns_per_s']:8.0f}  {med['x_sqlite']:8.2f}"
