@@ -180,7 +180,7 @@ def _encode_str(s: str) -> str:
     # table pass. When it deleted none, the text goes between quotes as it
     # is. Anything else (short, non-ASCII, a str subclass, which may
     # override the methods used here) is json's to encode.
-    if len(s) >= _LONG_STR and type(s) is str and s.isascii():
+    if type(s) is str and len(s) >= _LONG_STR and s.isascii():
         b = s.encode("ascii")
         if len(b.translate(None, _ESCAPED)) == len(b):
             return '"' + s + '"'

@@ -41,9 +41,13 @@ class _Dict(dict):  # type: ignore[type-arg]
 
 
 class _Radd(str):
-    # A str whose + is not str's: json encodes its characters all the same.
+    # A str whose + and len are not str's: json encodes its characters all
+    # the same.
     def __radd__(self, other: Any) -> str:
         return "not JSON"
+
+    def __len__(self) -> int:
+        raise TypeError("no len")
 
 
 class _List(list):  # type: ignore[type-arg]
