@@ -585,10 +585,11 @@ class _Conn:
                 code = int.from_bytes(payload[:2], "big") if len(payload) >= 2 else 1005
                 reason = payload[2:].decode("utf-8", "replace")
                 raise _Lost(f"failed to get reader: received close frame: status = {_status_name(code)} and reason = {reason!r}".replace("'", '"'))
-            if op == 9:
-                self._send_all(self._frame(10, payload))
-                continue
-            if op == 10:
+            if op in (9, 10):
+                if op == 9:
+                    self._send_all(self._frame(10, payload))
+                if want is None and not parts and self._frame_len() is None:
+                    return None  # idle_check: nothing more has arrived
                 continue
             if op in (1, 2) and parts:
                 raise _Lost("a new message inside a fragmented one")

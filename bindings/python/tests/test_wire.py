@@ -222,6 +222,9 @@ class Relay:
         self.streams: List[bytearray] = []
         self.lock = threading.Lock()
         self.socks: List[socket.socket] = []
+        # cut, when set, makes the relay drop the next answer the daemon
+        # sends and close that connection both ways (then clears itself).
+        self.cut = threading.Event()
         self.ln = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.ln.bind(path)
         self.ln.listen(8)
@@ -257,6 +260,14 @@ class Relay:
                 except OSError:
                     pass
                 return
+            if rec is None and self.cut.is_set():
+                self.cut.clear()
+                for x in (src, dst):
+                    try:
+                        x.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                return
             if rec is not None:
                 with self.lock:
                     rec += d
@@ -265,7 +276,24 @@ class Relay:
             except OSError:
                 return
 
+    def inject(self, frame: bytes) -> None:
+        """Sends frame to the newest client as if the daemon had."""
+        with self.lock:
+            client = self.socks[-2]
+        client.sendall(frame)
+
+    def refuse_writes(self) -> None:
+        """Makes the newest client's sends fail (EPIPE), as a connection
+        the daemon stopped reading does, without closing it."""
+        with self.lock:
+            client = self.socks[-2]
+        client.shutdown(socket.SHUT_RD)
+
     def close(self) -> None:
+        try:
+            self.ln.shutdown(socket.SHUT_RDWR)  # wakes the accept
+        except OSError:
+            pass
         self.ln.close()
         with self.lock:
             for s in self.socks:
@@ -280,6 +308,13 @@ class Relay:
 
     def messages(self) -> List[List[bytes]]:
         """Each connection's client messages, unmasked."""
+        return self._frames(False)
+
+    def control(self) -> List[List[bytes]]:
+        """Each connection's client pong payloads, unmasked."""
+        return self._frames(True)
+
+    def _frames(self, pongs: bool) -> List[List[bytes]]:
         out = []
         with self.lock:
             streams = [bytes(s) for s in self.streams]
@@ -297,7 +332,10 @@ class Relay:
                 key, i = s[i:i + 4], i + 4
                 payload = bytes(x ^ key[j % 4] for j, x in enumerate(s[i:i + n]))
                 i += n
-                if b0 & 0x0F in (0, 1, 2):
+                if pongs:
+                    if b0 & 0x0F == 10:
+                        msgs.append(payload)
+                elif b0 & 0x0F in (0, 1, 2):
                     parts.append(payload)
                     if b0 & 0x80:
                         msgs.append(b"".join(parts))
@@ -362,6 +400,111 @@ def test_request_bytes_equal_libcairn(workspace: str, daemons: List[int]) -> Non
     finally:
         nat.close()
         lib.close()
+        srv.close()
+        relay.close()
+
+
+def test_connection_lost_after_the_request_was_sent(workspace: str, daemons: List[int]) -> None:
+    """The whole request left, then the connection went before the answer:
+    UnavailableError as libcairn raises it (the outcome is unknown; here
+    the daemon did commit), and the next call dials again."""
+    srv = nat_client(workspace, daemons)
+    relay_dir = tempfile.mkdtemp(prefix="cairn-relay-")
+    relay = Relay(os.path.join(relay_dir, "r.sock"), _wire.socket_path(workspace) or "")
+    front = tempfile.mkdtemp(prefix="cairn-front-")
+    os.mkdir(os.path.join(front, ".cairn"))
+    Path(front, ".cairn", "cairnd.addr").write_text(os.path.join(relay_dir, "r.sock") + "\n")
+    nat = with_env(None, lambda: cairn.connect(front, auto_start=False))
+    lib = lib_client(front, auto_start=False)
+    try:
+        errs = {}
+        for c, sid in ((nat, "s-nat"), (lib, "s-lib")):
+            srv.save(sid, change={"append_messages": [{"role": "system"}]})
+            rid = srv.begin_run(sid)["run_id"]
+            c.checkpoint(rid, 1, [{"t": 1}])
+            relay.cut.set()
+            with pytest.raises(cairn.UnavailableError) as ei:
+                c.checkpoint(rid, 2, [{"t": 2}])
+            errs[sid] = ei.value
+            assert not relay.cut.is_set()
+            # The daemon had the request: it committed it.
+            assert [m.get("t") for m in srv.messages(sid)["messages"]] == [None, 1, 2]
+            assert c.checkpoint(rid, 3, [{"t": 3}])["message_count"] == 4
+        assert sent(nat) == 3
+        a, b = errs["s-nat"], errs["s-lib"]
+        assert (type(a), a.code) == (type(b), b.code) == (cairn.UnavailableError, "unavailable")
+        assert a.message.startswith("protocol: connection lost: ") and b.message.startswith("protocol: connection lost: ")
+    finally:
+        nat.close()
+        lib.close()
+        srv.close()
+        relay.close()
+
+
+def test_frames_between_calls(workspace: str, daemons: List[int]) -> None:
+    """What arrives between two calls is read before the next request is
+    sent: a ping is answered with its pong, and a close frame (a daemon
+    going away) makes the call dial again instead of sending on a
+    connection the daemon has given up."""
+    srv = nat_client(workspace, daemons)
+    relay_dir = tempfile.mkdtemp(prefix="cairn-relay-")
+    relay = Relay(os.path.join(relay_dir, "r.sock"), _wire.socket_path(workspace) or "")
+    front = tempfile.mkdtemp(prefix="cairn-front-")
+    os.mkdir(os.path.join(front, ".cairn"))
+    Path(front, ".cairn", "cairnd.addr").write_text(os.path.join(relay_dir, "r.sock") + "\n")
+    nat = with_env(None, lambda: cairn.connect(front, auto_start=False))
+    try:
+        srv.save("s", change={"append_messages": [{"role": "system"}]})
+        rid = srv.begin_run("s")["run_id"]
+        nat.checkpoint(rid, 1, [{"t": 1}])
+        assert nat._wire is not None
+        conn = nat._wire._conn
+        relay.inject(b"\x89\x04ping")
+        time.sleep(0.1)
+        assert nat.checkpoint(rid, 2, [{"t": 2}])["message_count"] == 3
+        assert nat._wire._conn is conn and sent(nat) == 2
+        # The native stream (the newest) holds the pong, unmasked "ping".
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if any(b"ping" == m for m in relay.control()[-1]):
+                break
+            time.sleep(0.01)
+        assert b"ping" in relay.control()[-1]
+        # A close frame, the socket left open: the next call redials.
+        relay.inject(b"\x88\x02\x03\xe9")
+        time.sleep(0.1)
+        assert nat.checkpoint(rid, 3, [{"t": 3}])["message_count"] == 4
+        assert nat._wire._conn is not conn and sent(nat) == 3
+    finally:
+        nat.close()
+        srv.close()
+        relay.close()
+
+
+def test_send_failure_goes_through_libcairn(workspace: str, daemons: List[int]) -> None:
+    """A request that could not be sent was not made: the call goes
+    through libcairn, and the next one dials a new connection."""
+    srv = nat_client(workspace, daemons)
+    relay_dir = tempfile.mkdtemp(prefix="cairn-relay-")
+    relay = Relay(os.path.join(relay_dir, "r.sock"), _wire.socket_path(workspace) or "")
+    front = tempfile.mkdtemp(prefix="cairn-front-")
+    os.mkdir(os.path.join(front, ".cairn"))
+    Path(front, ".cairn", "cairnd.addr").write_text(os.path.join(relay_dir, "r.sock") + "\n")
+    nat = with_env(None, lambda: cairn.connect(front, auto_start=False))
+    try:
+        srv.save("s", change={"append_messages": [{"role": "system"}]})
+        rid = srv.begin_run("s")["run_id"]
+        nat.checkpoint(rid, 1, [{"t": 1}])
+        assert nat._wire is not None
+        conn = nat._wire._conn
+        relay.refuse_writes()
+        assert nat.checkpoint(rid, 2, [{"t": 2}])["message_count"] == 3
+        assert sent(nat) == 1 and nat._wire._conn is None
+        assert nat.checkpoint(rid, 3, [{"t": 3}])["message_count"] == 4
+        assert sent(nat) == 2 and nat._wire._conn not in (None, conn)
+        assert [m.get("t") for m in srv.messages("s")["messages"]] == [None, 1, 2, 3]
+    finally:
+        nat.close()
         srv.close()
         relay.close()
 
@@ -523,11 +666,13 @@ def test_threads_share_one_client(pair: Tuple[cairn.Client, cairn.Client]) -> No
         except BaseException as e:
             errors.append(repr(e))
 
-    ts = [threading.Thread(target=work, args=(i,)) for i in range(n_threads)]
+    ts = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(n_threads)]
     for t in ts:
         t.start()
+    deadline = time.monotonic() + 60
     for t in ts:
-        t.join(60)
+        t.join(max(0.0, deadline - time.monotonic()))
+    assert not any(t.is_alive() for t in ts), "a call never got its answer"
     assert not errors, errors
     for i in range(n_threads):
         assert counts[i] == list(range(2, turns + 2))
