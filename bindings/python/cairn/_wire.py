@@ -38,6 +38,7 @@ import base64
 import hashlib
 import math
 import os
+import select
 import socket
 import struct
 import threading
@@ -379,6 +380,8 @@ class _Conn:
             s.settimeout(CONNECT_TIMEOUT)
             s.connect(path)
             self.sock = s
+            self.poll = select.poll()
+            self.poll.register(s.fileno(), select.POLLIN)
             self._upgrade()
             s.settimeout(None)
             _set_timeouts(s, CONNECT_TIMEOUT, CONNECT_TIMEOUT)
@@ -506,7 +509,9 @@ class _Conn:
         before anything is sent on it; pings are answered."""
         s = self.sock
         assert s is not None
-        while True:
+        # poll, not a recv that fails: no exception to make when, as
+        # nearly always, nothing has arrived.
+        while self.poll.poll(0):
             try:
                 more = s.recv(65536, socket.MSG_DONTWAIT)
             except BlockingIOError:
