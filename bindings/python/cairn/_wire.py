@@ -392,10 +392,18 @@ class _Conn:
             s.close()
             raise
 
-    def close(self) -> None:
+    def close(self, graceful: bool = False) -> None:
+        """Closes the socket; graceful sends a close frame (1000) first,
+        without waiting, as the Go client does on close."""
         s, self.sock = self.sock, None
-        if s is not None:
-            s.close()
+        if s is None:
+            return
+        if graceful:
+            try:
+                s.send(self._frame(8, b"\x03\xe8"), socket.MSG_DONTWAIT)
+            except OSError:
+                pass
+        s.close()
 
     def _upgrade(self) -> None:
         key = base64.b64encode(os.urandom(16))
@@ -695,14 +703,15 @@ class Wire:
         self._closed = True
         if self._lock.acquire(blocking=False):
             try:
-                self._drop()
+                self._drop(graceful=True)
             finally:
                 self._lock.release()
 
-    def _drop(self) -> None:
+    def _drop(self, graceful: bool = False) -> None:
+        # Never in a forked child: the socket is the parent's.
         c, self._conn = self._conn, None
         if c is not None and os.getpid() == self._pid:
-            c.close()
+            c.close(graceful)
 
     def _connect(self) -> Optional[_Conn]:
         if time.monotonic() < self._retry_at:
