@@ -777,3 +777,31 @@ def test_message_limit_from_hello(workspace: str, daemons: List[int]) -> None:
         assert sent(c) == 2 and c._wire._conn is conn
     finally:
         c.close()
+
+
+def test_discovered_and_symlinked_workspaces(workspace: str, daemons: List[int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The path dials the daemon of the workspace libcairn resolved: one
+    found from the current directory (connect() without a workspace), and
+    one named through a symlink."""
+    srv = nat_client(workspace, daemons)
+    try:
+        srv.save("s", change={"append_messages": [{"role": "system"}]})
+        rid = srv.begin_run("s")["run_id"]
+        sub = Path(workspace, "deep", "er")
+        sub.mkdir(parents=True)
+        monkeypatch.chdir(sub)
+        found = with_env(None, lambda: cairn.connect(auto_start=False))
+        link = tmp_path / "ws-link"
+        link.symlink_to(workspace)
+        linked = with_env(None, lambda: cairn.connect(str(link), auto_start=False))
+        try:
+            assert found.checkpoint(rid, 1, [{"t": 1}])["message_count"] == 2
+            assert linked.checkpoint(rid, 2, [{"t": 2}])["message_count"] == 3
+            assert sent(found) == 1 and sent(linked) == 1
+            assert cairn.open_handles() >= 3
+        finally:
+            found.close()
+            linked.close()
+        assert [m.get("t") for m in srv.messages("s")["messages"]] == [None, 1, 2]
+    finally:
+        srv.close()
