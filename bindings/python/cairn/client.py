@@ -28,7 +28,7 @@ from typing import (
     Union,
 )
 
-from . import _lib
+from . import _lib, _wire
 from .errors import CairnError, ConflictError, from_return
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -263,6 +263,12 @@ def _close_handle(lib: ctypes.CDLL, handle: int) -> None:
         pass
 
 
+def _workspace_of(ref: "weakref.ReferenceType[Client]") -> Optional[str]:
+    # The workspace of the Client ref refers to, for its wire connection.
+    c = ref()
+    return None if c is None or c.closed else c.workspace
+
+
 class Step(NamedTuple):
     """One step of :meth:`Client.parallel_resumable`.
 
@@ -324,6 +330,12 @@ class Client:
         self._close_lock = threading.Lock()
         self._closed = False
         self._finalizer = weakref.finalize(self, _close_handle, lib, handle)
+        # _wire is daemon mode's own connection for checkpoint (cairn/_wire.py).
+        self._wire: Optional[_wire.Wire] = None
+        if not embedded and _wire.enabled():
+            ref = weakref.ref(self)
+            self._wire = _wire.Wire(lambda: _workspace_of(ref))
+            weakref.finalize(self, self._wire.close)
 
     # -- plumbing ---------------------------------------------------------
 
@@ -401,6 +413,8 @@ class Client:
                 return
             self._closed = True
             self._finalizer.detach()
+        if self._wire is not None:
+            self._wire.close()
         e = _c_void_p()
         rc = self._lib.cairn_close(self._h, _byref(e))
         if rc:
@@ -739,13 +753,24 @@ class Client:
     ) -> CheckpointResult:
         """Records the boundary after a completed tool turn. ``usage`` and
         ``tool_calls_count`` are the run's totals so far."""
+        if type(new_messages) is not list:
+            new_messages = list(new_messages)
+        w = self._wire
+        if w is not None:
+            # Daemon mode sends it itself when it can (cairn/_wire.py);
+            # None: through libcairn, as before.
+            enc = _wire.encode_checkpoint(_dumps, run_id, turn, new_messages, usage, tool_calls_count, state, session_id)
+            if enc is not None:
+                r = w.checkpoint(enc)
+                if r is not None:
+                    return r  # type: ignore[return-value]
         # _params' rule (an optional value is sent unless None or ""),
         # written out: a turn's every call pays for it, about 2.5 us cold.
         # The caller's list is only read: no copy of it.
         p: Dict[str, Any] = {
             "run_id": run_id,
             "turn": turn,
-            "new_messages": new_messages if type(new_messages) is list else list(new_messages),
+            "new_messages": new_messages,
             "tool_calls_count": tool_calls_count,
         }
         if usage is not None and not (isinstance(usage, str) and usage == ""):
