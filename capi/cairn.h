@@ -145,6 +145,16 @@ int cairn_call(uint64_t handle, const char *method, const uint8_t *request, size
 int cairn_call_buf(uint64_t handle, const char *method, const uint8_t *request, size_t request_len, uint8_t *buf,
                    size_t buf_cap, uint8_t **response, size_t *response_len, char **err);
 
+/* cairn_ws_mask masks (or unmasks: the same operation) the n bytes at buf
+ * in place with a WebSocket masking key (RFC 6455 section 5.3): byte i is
+ * XORed with key[i % 4]. It is for a binding that speaks the wire protocol
+ * itself (the Python binding's daemon-mode checkpoint), where masking a
+ * frame in the host language costs more than the rest of the frame. Plain
+ * C: it never enters the Go runtime, needs no handle, and may be called
+ * from any thread, in a forked child too. Newer than cairn_call within ABI
+ * version 2: look it up (dlsym) and mask another way without it. */
+void cairn_ws_mask(uint8_t *buf, size_t n, const uint8_t key[4]);
+
 /* cairn_submit queues one method call for a thread the library owns and
  * returns at once, so the calling thread never enters the Go runtime and
  * never waits. It is for event loops (Node.js through koffi, where entering

@@ -370,3 +370,22 @@ int cairn_take(uint64_t ticket, uint8_t **response, size_t *response_len, char *
 	pthread_mutex_unlock(&notify_mu);
 	return rc;
 }
+
+// cairn_ws_mask XORs buf with key repeated, eight bytes at a time (the key
+// twice in one word), then byte by byte: i is a multiple of 8 when the tail
+// starts, so the key's phase there is i % 4.
+void cairn_ws_mask(uint8_t *buf, size_t n, const uint8_t key[4]) {
+	uint8_t k8[8];
+	memcpy(k8, key, 4);
+	memcpy(k8 + 4, key, 4);
+	uint64_t k;
+	memcpy(&k, k8, 8);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, buf + i, 8);
+		w ^= k;
+		memcpy(buf + i, &w, 8);
+	}
+	for (; i < n; i++) buf[i] ^= key[i & 3];
+}

@@ -87,6 +87,13 @@ def _declare(lib: ctypes.CDLL) -> None:
         # buf is a ctypes char array, passed as its address.
         call_buf.argtypes = [u64, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, vp, ctypes.c_size_t, pvp, psz, pvp]
         call_buf.restype = ctypes.c_int
+    try:
+        ws_mask = lib.cairn_ws_mask
+    except AttributeError:  # an older libcairn: the binding masks in Python
+        pass
+    else:
+        ws_mask.argtypes = [vp, ctypes.c_size_t, ctypes.c_char_p]
+        ws_mask.restype = None
     lib.cairn_free.argtypes = [vp]
     lib.cairn_free.restype = None
     lib.cairn_close.argtypes = [u64, pvp]

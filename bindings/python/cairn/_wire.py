@@ -35,6 +35,7 @@ path off for that Client.
 from __future__ import annotations
 
 import base64
+import ctypes
 import hashlib
 import math
 import os
@@ -164,13 +165,6 @@ def _plain_int(v: Any) -> bool:
     return type(v) is int and -_INT64 <= v < _INT64
 
 
-def _plain_json(b: bytes) -> bool:
-    # json writes NaN and infinities as NaN / Infinity, which are not
-    # JSON: libcairn refuses them before sending, so such a value (or a
-    # string merely containing those letters) is left to it.
-    return b"NaN" not in b and b"Infinity" not in b
-
-
 def encode_checkpoint(
     dumps: Callable[[Any], bytes],
     run_id: Any,
@@ -184,7 +178,9 @@ def encode_checkpoint(
     """The CBOR of a checkpoint's params, as pieces to join: what
     libcairn's Go client sends for the JSON params Client.checkpoint makes
     of the same arguments (protocol.AppendCheckpointParams). None when the
-    arguments are not ones it can encode exactly so (see the module doc)."""
+    arguments are not ones it can encode exactly so (see the module doc).
+    dumps is the binding's JSON encoder in the form that raises ValueError
+    for a NaN or an infinity (client._dumps_finite)."""
     if type(run_id) is not str or not _plain_int(turn) or not _plain_int(tool_calls_count):
         return None
     if session_id is None or (type(session_id) is str and session_id == ""):
@@ -220,18 +216,23 @@ def encode_checkpoint(
                     ut = v
             else:
                 return None
+    # dumps raises ValueError for a NaN or an infinity (not JSON: libcairn
+    # refuses them before sending) and for a circular reference: such a
+    # value is left to libcairn, which reports it as before.
     st = b""
     if state is not None and not (isinstance(state, str) and state == ""):
-        st = dumps(state)
-        if not _plain_json(st):
+        try:
+            st = dumps(state)
+        except ValueError:
             return None
     out = [_head(5, 5 + bool(sid) + bool(st)), _K_RUN_ID, _head(3, len(rid)), rid]
     if sid:
         out += (_K_SESSION_ID, _head(3, len(sid)), sid)
     out += (_K_TURN, _int(turn), _K_NEW_MESSAGES, _head(4, len(new_messages)))
     for m in new_messages:
-        b = dumps(m)
-        if not _plain_json(b):
+        try:
+            b = dumps(m)
+        except ValueError:
             return None
         out += (_head(2, len(b)), b)
     out += (
@@ -346,6 +347,24 @@ def _uint(b: bytes, i: int) -> Tuple[int, int]:
 
 
 # -- the connection --------------------------------------------------------
+
+
+# _mask_fn is libcairn's cairn_ws_mask once looked up (False: the library
+# has none). Masking 8 KB in C costs a ctypes call; in Python (int XOR) it
+# costs about 15 us.
+_mask_fn: Any = None
+_c_char = ctypes.c_char
+_addressof = ctypes.addressof
+
+
+def _c_mask() -> Any:
+    global _mask_fn
+    if _mask_fn is None:
+        from . import _lib
+
+        _mask_fn = getattr(_lib.load(), "cairn_ws_mask", False)
+    return _mask_fn or None
+
 
 
 class _Lost(Exception):
@@ -473,10 +492,15 @@ class _Conn:
         else:
             hdr = struct.pack(">BBQ", 0x80 | opcode, 0x80 | 127, n)
         key = self._mask_key()
-        if n:
-            reps = key * ((n >> 2) + 1)
-            payload = (int.from_bytes(payload, "big") ^ int.from_bytes(reps[:n], "big")).to_bytes(n, "big")
-        return hdr + key + payload
+        if not n:
+            return hdr + key
+        mask = _c_mask()
+        if mask is not None:
+            f = bytearray(hdr + key + payload)
+            mask(_addressof(_c_char.from_buffer(f, len(f) - n)), n, key)
+            return f
+        reps = key * ((n >> 2) + 1)
+        return hdr + key + (int.from_bytes(payload, "big") ^ int.from_bytes(reps[:n], "big")).to_bytes(n, "big")
 
     def _send_all(self, frame: bytes) -> None:
         # Raises _SendFailed when not all of frame left (the daemon then

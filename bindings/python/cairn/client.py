@@ -187,17 +187,19 @@ def _encode_str(s: str) -> str:
     return _encode_basestring(s)  # type: ignore[no-any-return]
 
 
-def _encode_c(o: Any) -> str:
+def _encode_c(o: Any, allow_nan: bool = True) -> str:
     # JSONEncoder(ensure_ascii=False, separators=(",", ":"),
-    # default=_default).encode without its Python-level wrappers: the same C
-    # encoder, made with the same arguments (markers: a fresh dict, as
-    # check_circular wants), except that strings go through _encode_str.
+    # default=_default, allow_nan=allow_nan).encode without its
+    # Python-level wrappers: the same C encoder, made with the same
+    # arguments (markers: a fresh dict, as check_circular wants), except
+    # that strings go through _encode_str.
     if isinstance(o, str):
         return _encode_str(o)
-    return "".join(_c_make_encoder({}, _default, _encode_str, None, ":", ",", False, False, True)(o, 0))
+    return "".join(_c_make_encoder({}, _default, _encode_str, None, ":", ",", False, False, allow_nan)(o, 0))
 
 
 _encode_std = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default).encode
+_encode_std_finite = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default, allow_nan=False).encode
 
 
 def _c_encoder_agrees() -> bool:
@@ -218,6 +220,14 @@ def _dumps(o: Any) -> bytes:
     # A lone surrogate becomes the JSON escape \udXXX (what ensure_ascii
     # would write), so any Python str encodes.
     return _encode(o).encode("utf-8", "backslashreplace")
+
+
+def _dumps_finite(o: Any) -> bytes:
+    """_dumps, except that a NaN or an infinity raises ValueError instead
+    of being written as NaN or Infinity, which are not JSON (libcairn
+    refuses a request holding them)."""
+    s = _encode_c(o, False) if _encode is _encode_c else _encode_std_finite(o)
+    return s.encode("utf-8", "backslashreplace")
 
 
 def _params(p: Dict[str, Any], **optional: Any) -> bytes:
@@ -759,7 +769,7 @@ class Client:
         if w is not None:
             # Daemon mode sends it itself when it can (cairn/_wire.py);
             # None: through libcairn, as before.
-            enc = _wire.encode_checkpoint(_dumps, run_id, turn, new_messages, usage, tool_calls_count, state, session_id)
+            enc = _wire.encode_checkpoint(_dumps_finite, run_id, turn, new_messages, usage, tool_calls_count, state, session_id)
             if enc is not None:
                 r = w.checkpoint(enc)
                 if r is not None:

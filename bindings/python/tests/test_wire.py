@@ -182,6 +182,7 @@ def test_errors_match_libcairn(workspace: str, daemons: List[int]) -> None:
             ("unknown usage key", lambda c: c.checkpoint(live, 2, [], {"tokens": 1}), False),
             ("usage not a dict", lambda c: c.checkpoint(live, 2, [], [1, 2]), False),
             ("NaN in a message", lambda c: c.checkpoint(live, 2, [{"v": float("nan")}]), False),
+            ("infinity in the state", lambda c: c.checkpoint(live, 2, [], None, 0, {"v": -float("inf")}), False),
             ("infinite cost", lambda c: c.checkpoint(live, 2, [], {"cost": float("inf")}), False),
             ("run id not a str", lambda c: c.checkpoint(7, 1, []), False),  # type: ignore[arg-type]
             ("surrogate in run id", lambda c: c.checkpoint("r\udc80", 1, []), False),
@@ -204,10 +205,43 @@ def test_errors_match_libcairn(workspace: str, daemons: List[int]) -> None:
         # A Python value json cannot encode fails the same way, unsent.
         with pytest.raises(TypeError):
             nat.checkpoint(live, 3, [object()])
+        loop: List[Any] = []
+        loop.append(loop)
+        for c in (nat, lib):
+            with pytest.raises(ValueError, match="Circular reference"):
+                c.checkpoint(live, 3, [loop])
+        assert sent(nat) == before + 1
+        # The words NaN and Infinity in a string are JSON like any other:
+        # sent by the path.
+        words = [{"content": "NaN, Infinity and -Infinity are words here " * 10}]
+        assert nat.checkpoint(live, 3, words, None, 0)["message_count"] == 5
+        assert sent(nat) == before + 2
         assert new
     finally:
         nat.close()
         lib.close()
+
+
+def test_masking_in_c_and_in_python_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """libcairn's cairn_ws_mask and the Python fallback (an older library
+    without it) make the same frames, whose payload unmasks to the bytes
+    given, at every length class of the frame header."""
+    assert _wire._c_mask() is not None
+
+    def frames() -> List[bytes]:
+        c = _wire._Conn.__new__(_wire._Conn)
+        c.keys = bytes(range(1, 201))
+        return [bytes(c._frame(2, bytes((i * 7 + 3) & 255 for i in range(n)))) for n in (0, 1, 3, 4, 5, 8, 9, 125, 126, 8422, 65535, 65536, 70001)]
+
+    with_c = frames()
+    monkeypatch.setattr(_wire, "_mask_fn", False)
+    assert _wire._c_mask() is None
+    assert frames() == with_c
+    for f, n in zip(with_c, (0, 1, 3, 4, 5, 8, 9, 125, 126, 8422, 65535, 65536, 70001)):
+        at = 2 if n < 126 else 4 if n < 65536 else 10
+        key, body = f[at : at + 4], f[at + 4 :]
+        assert len(body) == n
+        assert bytes(b ^ key[i % 4] for i, b in enumerate(body)) == bytes((i * 7 + 3) & 255 for i in range(n))
 
 
 # -- the request bytes, as libcairn sends them -----------------------------

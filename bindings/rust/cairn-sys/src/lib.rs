@@ -134,6 +134,12 @@ unsafe extern "C" {
         err: *mut *mut c_char,
     ) -> c_int;
 
+    /// Masks (or unmasks) the `n` bytes at `buf` in place with a WebSocket
+    /// masking key (RFC 6455 section 5.3): byte `i` is XORed with
+    /// `key[i % 4]`. Plain C, for a binding that speaks the wire protocol
+    /// itself; it never enters the Go runtime and needs no handle.
+    pub fn cairn_ws_mask(buf: *mut u8, n: usize, key: *const u8);
+
     /// Queues one method call for a thread the library owns and returns at
     /// once. [`CAIRN_OK`]: `*ticket` (never 0) identifies the call; when it
     /// finishes, the ticket is written to the pipe of

@@ -182,3 +182,19 @@ fn call_buf_answers_a_small_result_in_the_callers_buffer() {
     assert_eq!(unsafe { cairn_close(h, &mut err) }, CAIRN_OK);
     std::fs::remove_dir_all(&ws).unwrap();
 }
+
+#[test]
+fn ws_mask_xors_with_the_key_repeated() {
+    let key = [0x12u8, 0x34, 0x56, 0x78];
+    for n in [0usize, 1, 3, 4, 7, 8, 9, 15, 16, 17, 8422] {
+        let orig: Vec<u8> = (0..n).map(|i| (i * 31 + 7) as u8).collect();
+        let mut buf = orig.clone();
+        // SAFETY: buf holds n bytes and key 4.
+        unsafe { cairn_ws_mask(buf.as_mut_ptr(), n, key.as_ptr()) };
+        let want: Vec<u8> = orig.iter().enumerate().map(|(i, b)| b ^ key[i % 4]).collect();
+        assert_eq!(buf, want, "n = {n}");
+        // SAFETY: as above; masking twice gives the bytes back.
+        unsafe { cairn_ws_mask(buf.as_mut_ptr(), n, key.as_ptr()) };
+        assert_eq!(buf, orig, "n = {n}");
+    }
+}
