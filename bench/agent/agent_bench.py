@@ -63,6 +63,11 @@ from python_bench import stop  # noqa: E402
 from python_turn import turn_messages  # noqa: E402
 
 SID = "agent"
+# LOCKSTEP names the per-turn part's contestants, in the order of their
+# first turn. Each runs in this one process, so each leaves its traces (a
+# runtime's threads still running, caches) on the next one's turn:
+# --lockstep leaves some out.
+LOCKSTEP = ("sqlite", "embedded", "daemon", "floor", "overwrite")
 _enc = json.JSONEncoder(separators=(",", ":")).encode
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 LOAD_HANGS = [0]  # agent processes restarted because libcairn's load hung
@@ -204,10 +209,10 @@ class OverwriteFloor(Floor):
 # -- per turn ----------------------------------------------------------------
 
 
-def lockstep(cairn: Any, root: str, turns: int, daemon: str) -> Dict[str, Any]:
-    """Runs turns turns of the five contestants, interleaved; returns their
-    samples and CPU, and leaves the workspaces and the SQLite file in root
-    for the resume measures."""
+def lockstep(cairn: Any, root: str, turns: int, daemon: str, names: List[str]) -> Dict[str, Any]:
+    """Runs turns turns of the contestants named (of the five), interleaved;
+    returns their samples and CPU, and leaves the workspaces and the SQLite
+    file in root for the resume measures."""
     d = os.path.join(root, f"t{turns}")
     ws_e, ws_d = os.path.join(d, "ws-embedded"), os.path.join(d, "ws-daemon")
     os.makedirs(ws_e)
@@ -221,6 +226,7 @@ def lockstep(cairn: Any, root: str, turns: int, daemon: str) -> Dict[str, Any]:
     ow = OverwriteFloor(os.path.join(d, "overwrite.bin"))
     agents: List[Tuple[str, Any]] = [("sqlite", sq), ("embedded", CairnAgent(ce, SID)), ("daemon", CairnAgent(cd, SID)), ("floor", fl),
                                      ("overwrite", ow)]
+    agents = [(n, x) for n, x in agents if n in names]
     names = [n for n, _ in agents]
     wall: Dict[str, List[int]] = {n: [] for n in names}
     cpu: Dict[str, int] = {n: 0 for n in names}
@@ -568,6 +574,8 @@ def report(a: argparse.Namespace, per_turn: List[Dict[str, Any]], resume: Dict[s
         rows = lk["rows"]
         sq, fl = rows["sqlite"]["median_us"], rows["floor"]["median_us"]
         for n in ("sqlite", "embedded", "daemon", "floor", "overwrite"):
+            if n not in rows:
+                continue
             r = rows[n]
             cpu = f"{r['cpu_us']:8.0f}"
             t = ""
@@ -576,8 +584,9 @@ def report(a: argparse.Namespace, per_turn: List[Dict[str, Any]], resume: Dict[s
                 t = f"{targets[n][0]}: {'PASS' if ratio <= targets[n][1] else 'MISS'}"
             print(f"{n:10} {lk['turns']:6d} {r['median_us']:10.0f} {r['p99_us']:10.0f} {r['median_us'] / sq:9.2f} "
                   f"{r['median_us'] / fl:8.2f} {cpu}  {t}")
-        d = rows["daemon"]
-        print(f"{'':10} {'':6} daemon cpu = client {d['client_cpu_us']:.0f} + cairnd {d['daemon_cpu_us']:.0f} us/turn")
+        d = rows.get("daemon")
+        if d:
+            print(f"{'':10} {'':6} daemon cpu = client {d['client_cpu_us']:.0f} + cairnd {d['daemon_cpu_us']:.0f} us/turn")
         sz = lk["sizes"]
         print(f"{'':10} {'':6} on disk after the run: sqlite {sz['sqlite'] / 1e6:.1f} MB, cairn {sz['embedded'] / 1e6:.1f} MB "
               f"({sz['sqlite'] / lk['turns'] / 1e3:.1f} / {sz['embedded'] / lk['turns'] / 1e3:.1f} KB per turn)")
@@ -633,6 +642,8 @@ def main() -> None:
     ap.add_argument("--agent-turns", type=int, default=None, help="turns per agent process (default 50; --full: 200)")
     ap.add_argument("--reps", type=int, default=None, help="samples of each resume (tail: x50) and open (default 3; --full: 5)")
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: turns,resume,open,concurrency")
+    ap.add_argument("--lockstep", default=",".join(LOCKSTEP),
+                    help="the per-turn part's contestants, of " + ",".join(LOCKSTEP) + " (sqlite and floor always run)")
     ap.add_argument("--dir", default=None, help="parent of the temp dir (default: the system's)")
     ap.add_argument("--daemon", default=os.environ.get("CAIRN_DAEMON") or str(REPO / "build" / "cairnd"))
     ap.add_argument("--json", default=None, help="also write the figures to this file")
@@ -651,6 +662,9 @@ def main() -> None:
     a.agent_turns = a.agent_turns or (200 if a.full else 50)
     a.reps = a.reps or (5 if a.full else 3)
     skip = set(filter(None, a.skip.split(",")))
+    names = [n for n in LOCKSTEP if n in a.lockstep.split(",") or n in ("sqlite", "floor")]
+    if set(a.lockstep.split(",")) - set(LOCKSTEP):
+        ap.error(f"--lockstep: not a contestant: {a.lockstep}")
     os.environ.setdefault("CAIRN_LIBRARY", str(REPO / "build" / "libcairn.so"))
     sys.path.insert(0, str(REPO / "bindings" / "python"))
     import cairn
@@ -665,11 +679,13 @@ def main() -> None:
         if "turns" not in skip:
             for t in a.turns:
                 t0 = time.monotonic()
-                lk = lockstep(cairn, root, t, a.daemon)
+                lk = lockstep(cairn, root, t, a.daemon, names)
                 per_turn.append(lk)
                 log(f"lockstep {t} turns in {time.monotonic() - t0:.0f}s ({load()})")
-                if "resume" not in skip and t == max(a.turns):
-                    resume = {"turns": t, **resume_phase(cairn, lk, a.reps), **resume_daemon(cairn, lk, a.daemon, a.reps)}
+                if "resume" not in skip and t == max(a.turns) and "embedded" in names:
+                    resume = {"turns": t, **resume_phase(cairn, lk, a.reps)}
+                    if "daemon" in names:
+                        resume.update(resume_daemon(cairn, lk, a.daemon, a.reps))
                     log(f"resume measured ({load()})")
                 shutil.rmtree(lk["dir"], ignore_errors=True)
         if "open" not in skip and a.open_mib:
