@@ -12,6 +12,7 @@ import ctypes
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import tempfile
@@ -396,18 +397,37 @@ def checkpoint_params(msg: bytes) -> Optional[bytes]:
     return None if i < 0 else msg[i + len(marker):]
 
 
-def test_request_bytes_equal_libcairn(workspace: str, daemons: List[int]) -> None:
-    """The path's request is, byte for byte, what libcairn's Go client
-    (protocol.AppendCheckpointParams) sends for the same call."""
+@pytest.fixture
+def relayed(workspace: str, daemons: List[int]) -> Iterator[Tuple[cairn.Client, "Relay", str, cairn.Client]]:
+    """(srv, relay, front, nat): srv a native client of the workspace's
+    daemon; relay a Relay to that daemon; front a workspace whose clients
+    dial the relay (PROTOCOL.md §1: its cairnd.addr names the socket); nat
+    a native client of front. All of it is closed and removed after."""
     srv = nat_client(workspace, daemons)
     relay_dir = tempfile.mkdtemp(prefix="cairn-relay-")
-    relay = Relay(os.path.join(relay_dir, "r.sock"), _wire.socket_path(workspace) or "")
     front = tempfile.mkdtemp(prefix="cairn-front-")
-    os.mkdir(os.path.join(front, ".cairn"))
-    # The front workspace's clients dial the relay (PROTOCOL.md §1: the
-    # addr file names the socket).
-    Path(front, ".cairn", "cairnd.addr").write_text(os.path.join(relay_dir, "r.sock") + "\n")
-    nat = with_env(None, lambda: cairn.connect(front, auto_start=False))
+    relay: Optional[Relay] = None
+    nat: Optional[cairn.Client] = None
+    try:
+        relay = Relay(os.path.join(relay_dir, "r.sock"), _wire.socket_path(workspace) or "")
+        os.mkdir(os.path.join(front, ".cairn"))
+        Path(front, ".cairn", "cairnd.addr").write_text(os.path.join(relay_dir, "r.sock") + "\n")
+        nat = with_env(None, lambda: cairn.connect(front, auto_start=False))
+        yield srv, relay, front, nat
+    finally:
+        if nat is not None:
+            nat.close()
+        srv.close()
+        if relay is not None:
+            relay.close()
+        shutil.rmtree(relay_dir, ignore_errors=True)
+        shutil.rmtree(front, ignore_errors=True)
+
+
+def test_request_bytes_equal_libcairn(relayed: Tuple[cairn.Client, "Relay", str, cairn.Client]) -> None:
+    """The path's request is, byte for byte, what libcairn's Go client
+    (protocol.AppendCheckpointParams) sends for the same call."""
+    srv, relay, front, nat = relayed
     lib = lib_client(front, auto_start=False)
     try:
         def calls(sid: str) -> List[Tuple[Any, ...]]:
@@ -441,23 +461,14 @@ def test_request_bytes_equal_libcairn(workspace: str, daemons: List[int]) -> Non
                 enc = _wire.encode_checkpoint(cairn.client._dumps, a[0], a[1], list(a[2]), a[3], a[4], a[5], a[6])
                 assert enc is not None and b"".join(enc) == p, (sid, a[1])
     finally:
-        nat.close()
         lib.close()
-        srv.close()
-        relay.close()
 
 
-def test_connection_lost_after_the_request_was_sent(workspace: str, daemons: List[int]) -> None:
+def test_connection_lost_after_the_request_was_sent(relayed: Tuple[cairn.Client, "Relay", str, cairn.Client]) -> None:
     """The whole request left, then the connection went before the answer:
     UnavailableError as libcairn raises it (the outcome is unknown; here
     the daemon did commit), and the next call dials again."""
-    srv = nat_client(workspace, daemons)
-    relay_dir = tempfile.mkdtemp(prefix="cairn-relay-")
-    relay = Relay(os.path.join(relay_dir, "r.sock"), _wire.socket_path(workspace) or "")
-    front = tempfile.mkdtemp(prefix="cairn-front-")
-    os.mkdir(os.path.join(front, ".cairn"))
-    Path(front, ".cairn", "cairnd.addr").write_text(os.path.join(relay_dir, "r.sock") + "\n")
-    nat = with_env(None, lambda: cairn.connect(front, auto_start=False))
+    srv, relay, front, nat = relayed
     lib = lib_client(front, auto_start=False)
     try:
         errs = {}
@@ -478,78 +489,53 @@ def test_connection_lost_after_the_request_was_sent(workspace: str, daemons: Lis
         assert (type(a), a.code) == (type(b), b.code) == (cairn.UnavailableError, "unavailable")
         assert a.message.startswith("protocol: connection lost: ") and b.message.startswith("protocol: connection lost: ")
     finally:
-        nat.close()
         lib.close()
-        srv.close()
-        relay.close()
 
 
-def test_frames_between_calls(workspace: str, daemons: List[int]) -> None:
+def test_frames_between_calls(relayed: Tuple[cairn.Client, "Relay", str, cairn.Client]) -> None:
     """What arrives between two calls is read before the next request is
     sent: a ping is answered with its pong, and a close frame (a daemon
     going away) makes the call dial again instead of sending on a
     connection the daemon has given up."""
-    srv = nat_client(workspace, daemons)
-    relay_dir = tempfile.mkdtemp(prefix="cairn-relay-")
-    relay = Relay(os.path.join(relay_dir, "r.sock"), _wire.socket_path(workspace) or "")
-    front = tempfile.mkdtemp(prefix="cairn-front-")
-    os.mkdir(os.path.join(front, ".cairn"))
-    Path(front, ".cairn", "cairnd.addr").write_text(os.path.join(relay_dir, "r.sock") + "\n")
-    nat = with_env(None, lambda: cairn.connect(front, auto_start=False))
-    try:
-        srv.save("s", change={"append_messages": [{"role": "system"}]})
-        rid = srv.begin_run("s")["run_id"]
-        nat.checkpoint(rid, 1, [{"t": 1}])
-        assert nat._wire is not None
-        conn = nat._wire._conn
-        relay.inject(b"\x89\x04ping")
-        time.sleep(0.1)
-        assert nat.checkpoint(rid, 2, [{"t": 2}])["message_count"] == 3
-        assert nat._wire._conn is conn and sent(nat) == 2
-        # The native stream (the newest) holds the pong, unmasked "ping".
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            if any(b"ping" in m for m in relay.control()):
-                break
-            time.sleep(0.01)
-        assert [b"ping"] in relay.control()
-        # A close frame, the socket left open: the next call redials.
-        relay.inject(b"\x88\x02\x03\xe9")
-        time.sleep(0.1)
-        assert nat.checkpoint(rid, 3, [{"t": 3}])["message_count"] == 4
-        assert nat._wire._conn is not conn and sent(nat) == 3
-    finally:
-        nat.close()
-        srv.close()
-        relay.close()
+    srv, relay, _, nat = relayed
+    srv.save("s", change={"append_messages": [{"role": "system"}]})
+    rid = srv.begin_run("s")["run_id"]
+    nat.checkpoint(rid, 1, [{"t": 1}])
+    assert nat._wire is not None
+    conn = nat._wire._conn
+    relay.inject(b"\x89\x04ping")
+    time.sleep(0.1)
+    assert nat.checkpoint(rid, 2, [{"t": 2}])["message_count"] == 3
+    assert nat._wire._conn is conn and sent(nat) == 2
+    # The native stream (the newest) holds the pong, unmasked "ping".
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if any(b"ping" in m for m in relay.control()):
+            break
+        time.sleep(0.01)
+    assert [b"ping"] in relay.control()
+    # A close frame, the socket left open: the next call redials.
+    relay.inject(b"\x88\x02\x03\xe9")
+    time.sleep(0.1)
+    assert nat.checkpoint(rid, 3, [{"t": 3}])["message_count"] == 4
+    assert nat._wire._conn is not conn and sent(nat) == 3
 
 
-def test_send_failure_goes_through_libcairn(workspace: str, daemons: List[int]) -> None:
+def test_send_failure_goes_through_libcairn(relayed: Tuple[cairn.Client, "Relay", str, cairn.Client]) -> None:
     """A request that could not be sent was not made: the call goes
     through libcairn, and the next one dials a new connection."""
-    srv = nat_client(workspace, daemons)
-    relay_dir = tempfile.mkdtemp(prefix="cairn-relay-")
-    relay = Relay(os.path.join(relay_dir, "r.sock"), _wire.socket_path(workspace) or "")
-    front = tempfile.mkdtemp(prefix="cairn-front-")
-    os.mkdir(os.path.join(front, ".cairn"))
-    Path(front, ".cairn", "cairnd.addr").write_text(os.path.join(relay_dir, "r.sock") + "\n")
-    nat = with_env(None, lambda: cairn.connect(front, auto_start=False))
-    try:
-        srv.save("s", change={"append_messages": [{"role": "system"}]})
-        rid = srv.begin_run("s")["run_id"]
-        nat.checkpoint(rid, 1, [{"t": 1}])
-        assert nat._wire is not None
-        conn = nat._wire._conn
-        relay.refuse_writes()
-        assert nat.checkpoint(rid, 2, [{"t": 2}])["message_count"] == 3
-        assert sent(nat) == 1 and nat._wire._conn is None
-        assert nat.checkpoint(rid, 3, [{"t": 3}])["message_count"] == 4
-        assert sent(nat) == 2 and nat._wire._conn not in (None, conn)
-        assert [m.get("t") for m in srv.messages("s")["messages"]] == [None, 1, 2, 3]
-    finally:
-        nat.close()
-        srv.close()
-        relay.close()
+    srv, relay, _, nat = relayed
+    srv.save("s", change={"append_messages": [{"role": "system"}]})
+    rid = srv.begin_run("s")["run_id"]
+    nat.checkpoint(rid, 1, [{"t": 1}])
+    assert nat._wire is not None
+    conn = nat._wire._conn
+    relay.refuse_writes()
+    assert nat.checkpoint(rid, 2, [{"t": 2}])["message_count"] == 3
+    assert sent(nat) == 1 and nat._wire._conn is None
+    assert nat.checkpoint(rid, 3, [{"t": 3}])["message_count"] == 4
+    assert sent(nat) == 2 and nat._wire._conn not in (None, conn)
+    assert [m.get("t") for m in srv.messages("s")["messages"]] == [None, 1, 2, 3]
 
 
 # -- connections lost, daemons gone, forks, threads ------------------------
@@ -580,8 +566,17 @@ def test_daemon_killed_between_checkpoints(workspace: str, daemons: List[int]) -
         os.kill(daemons[-1], signal.SIGKILL)
         wait_gone(daemons[-1])
         # The native connection is dead and no daemon answers: libcairn
-        # takes the call and starts a new daemon.
-        assert c.checkpoint(rid, 2, [{"t": 2}])["message_count"] == 3
+        # takes the call and starts a new daemon. libcairn's own
+        # connection may not have seen the kill yet (its reader goroutine
+        # notices it when it next runs): then that first call fails
+        # unavailable with nothing committed (no daemon was there to
+        # commit it), as PROTOCOL.md section 10 allows, and the next one
+        # reconnects.
+        try:
+            r = c.checkpoint(rid, 2, [{"t": 2}])
+        except cairn.UnavailableError:
+            r = c.checkpoint(rid, 2, [{"t": 2}])
+        assert r["message_count"] == 3
         assert sent(c) == 1
         daemons.append(c.status()["daemon"]["pid"])
         assert daemons[-1] != daemons[-2]
