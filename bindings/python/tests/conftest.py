@@ -28,26 +28,48 @@ DAEMON = os.environ.get("CAIRN_DAEMON") or str(REPO / "build" / "cairnd")
 DAEMON_ARGS = ["--idle-timeout=20s"]
 
 
-def stop_daemon(pid: int, timeout: float = 10.0) -> None:
-    """SIGTERMs the daemon and waits until it is gone (SIGKILL after timeout)."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
+def gone(pid: int, timeout: float) -> bool:
+    """Waits up to timeout seconds for process pid to be gone, reaping it
+    if it is our child (libcairn also waits for the daemons it starts)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            # Reap it if it is our child (libcairn also waits for it).
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             pass
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            return
+            return True
         time.sleep(0.01)
+    return False
+
+
+def stop_daemon(pid: int, timeout: float = 10.0) -> None:
+    """SIGTERMs the daemon and waits until it is gone (SIGKILL after timeout)."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    if gone(pid, timeout):
+        return
     os.kill(pid, signal.SIGKILL)
     raise AssertionError(f"daemon {pid} did not stop on SIGTERM within {timeout}s")
+
+
+def wait_child(pid: int, what: str, timeout: float = 20.0) -> int:
+    """Waits for the forked child pid and returns its wait status; kills it
+    and fails the test if it has not exited within timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        wpid, status = os.waitpid(pid, os.WNOHANG)
+        if wpid:
+            return status
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail(f"forked child hung {what}")
+        time.sleep(0.01)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 
 import cairn
 from cairn.errors import from_return
-from conftest import DAEMON, connect_daemon, msg
+from conftest import DAEMON, connect_daemon, msg, wait_child
 
 CLASSES = {
     "internal": cairn.InternalError,
@@ -286,16 +286,7 @@ def test_forked_child_fails_fast(embedded: cairn.Client) -> None:
             code = 5
         finally:
             os._exit(code)
-    deadline = time.monotonic() + 20
-    while True:
-        wpid, status = os.waitpid(pid, os.WNOHANG)
-        if wpid:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            pytest.fail("forked child hung calling libcairn")
-        time.sleep(0.01)
+    status = wait_child(pid, "calling libcairn")
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
     # The parent's handle still works.
     assert embedded.resume_session("s")["generation"] == 1

@@ -26,7 +26,7 @@ import pytest
 import cairn
 from cairn import _wire
 
-from conftest import DAEMON, DAEMON_ARGS, connect_daemon, stop_daemon
+from conftest import DAEMON, DAEMON_ARGS, connect_daemon, gone, stop_daemon, wait_child
 
 
 def with_env(value: Optional[str], fn: Callable[[], cairn.Client]) -> cairn.Client:
@@ -542,18 +542,7 @@ def test_send_failure_goes_through_libcairn(relayed: Tuple[cairn.Client, "Relay"
 
 
 def wait_gone(pid: int) -> None:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"pid {pid} still there")
+    assert gone(pid, 10), f"pid {pid} still there"
 
 
 def test_daemon_killed_between_checkpoints(workspace: str, daemons: List[int]) -> None:
@@ -665,16 +654,7 @@ def test_fork_child_never_uses_the_parents_connection(pair: Tuple[cairn.Client, 
         finally:
             os._exit(code)
     os.close(w)
-    deadline = time.monotonic() + 20
-    while True:
-        wpid, status = os.waitpid(pid, os.WNOHANG)
-        if wpid:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            pytest.fail("forked child hung")
-        time.sleep(0.01)
+    status = wait_child(pid, "using the native path")
     child_sent = os.read(r, 64)
     os.close(r)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
