@@ -750,9 +750,12 @@ class Wire:
             self._retry_at = time.monotonic() + RETRY_GAP
             return None
 
-    def checkpoint(self, params: List[bytes]) -> Optional[Dict[str, Any]]:
-        """Sends a checkpoint whose encoded params are params and returns
-        its result; None means nothing was sent: use libcairn."""
+    def checkpoint(self, encode: Callable[[], Optional[List[bytes]]]) -> Optional[Dict[str, Any]]:
+        """Sends a checkpoint whose params encode() makes (encode_checkpoint's
+        pieces) and returns its result; None means nothing was sent: use
+        libcairn. encode runs only once this call holds a connection, so a
+        call that goes through libcairn is encoded once, by libcairn's
+        path; when it returns None the call goes through libcairn too."""
         if self._closed or os.getpid() != self._pid:
             return None
         if not self._lock.acquire(blocking=False):
@@ -771,6 +774,9 @@ class Wire:
                 c = self._conn = self._connect()
                 if c is None:
                     return None
+            params = encode()
+            if params is None:
+                return None
             try:
                 rid = c.send_checkpoint(params)
             except _SendFailed:

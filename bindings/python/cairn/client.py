@@ -769,11 +769,11 @@ class Client:
         if w is not None:
             # Daemon mode sends it itself when it can (cairn/_wire.py);
             # None: through libcairn, as before.
-            enc = _wire.encode_checkpoint(_dumps_finite, run_id, turn, new_messages, usage, tool_calls_count, state, session_id)
-            if enc is not None:
-                r = w.checkpoint(enc)
-                if r is not None:
-                    return r  # type: ignore[return-value]
+            r = w.checkpoint(
+                lambda: _wire.encode_checkpoint(_dumps_finite, run_id, turn, new_messages, usage, tool_calls_count, state, session_id)
+            )
+            if r is not None:
+                return r  # type: ignore[return-value]
         # _params' rule (an optional value is sent unless None or ""),
         # written out: a turn's every call pays for it, about 2.5 us cold.
         # The caller's list is only read: no copy of it.

@@ -492,17 +492,23 @@ def test_connection_lost_after_the_request_was_sent(relayed: Tuple[cairn.Client,
         lib.close()
 
 
+def first_checkpoint(srv: cairn.Client, nat: cairn.Client) -> Tuple[str, Any]:
+    """Session "s" with a run, made through srv, checkpointed once through
+    nat's native path: the run id and nat's native connection."""
+    srv.save("s", change={"append_messages": [{"role": "system"}]})
+    rid = srv.begin_run("s")["run_id"]
+    nat.checkpoint(rid, 1, [{"t": 1}])
+    assert nat._wire is not None and nat._wire._conn is not None
+    return rid, nat._wire._conn
+
+
 def test_frames_between_calls(relayed: Tuple[cairn.Client, "Relay", str, cairn.Client]) -> None:
     """What arrives between two calls is read before the next request is
     sent: a ping is answered with its pong, and a close frame (a daemon
     going away) makes the call dial again instead of sending on a
     connection the daemon has given up."""
     srv, relay, _, nat = relayed
-    srv.save("s", change={"append_messages": [{"role": "system"}]})
-    rid = srv.begin_run("s")["run_id"]
-    nat.checkpoint(rid, 1, [{"t": 1}])
-    assert nat._wire is not None
-    conn = nat._wire._conn
+    rid, conn = first_checkpoint(srv, nat)
     relay.inject(b"\x89\x04ping")
     time.sleep(0.1)
     assert nat.checkpoint(rid, 2, [{"t": 2}])["message_count"] == 3
@@ -525,11 +531,7 @@ def test_send_failure_goes_through_libcairn(relayed: Tuple[cairn.Client, "Relay"
     """A request that could not be sent was not made: the call goes
     through libcairn, and the next one dials a new connection."""
     srv, relay, _, nat = relayed
-    srv.save("s", change={"append_messages": [{"role": "system"}]})
-    rid = srv.begin_run("s")["run_id"]
-    nat.checkpoint(rid, 1, [{"t": 1}])
-    assert nat._wire is not None
-    conn = nat._wire._conn
+    rid, conn = first_checkpoint(srv, nat)
     relay.refuse_writes()
     assert nat.checkpoint(rid, 2, [{"t": 2}])["message_count"] == 3
     assert sent(nat) == 1 and nat._wire._conn is None
@@ -663,6 +665,29 @@ def test_fork_child_never_uses_the_parents_connection(pair: Tuple[cairn.Client, 
     assert nat.checkpoint(rid, 2, [{"t": 2}])["message_count"] == 3
     assert nat._wire._conn is conn and sent(nat) == 2
     assert [m.get("t") for m in nat.messages("s")["messages"]] == [None, 1, 2]
+
+
+def test_a_call_through_libcairn_is_encoded_once(pair: Tuple[cairn.Client, cairn.Client], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The path encodes a checkpoint only once it holds the connection: a
+    call that another thread's call sends through libcairn is not encoded
+    for the path first."""
+    nat, _ = pair
+    nat.save("s", change={"append_messages": [{"role": "system"}]})
+    rid = nat.begin_run("s")["run_id"]
+    calls = []
+    real = _wire.encode_checkpoint
+
+    def counting(*a: Any) -> Any:
+        calls.append(a[2])
+        return real(*a)
+
+    monkeypatch.setattr(_wire, "encode_checkpoint", counting)
+    assert nat._wire is not None
+    with nat._wire._lock:  # another thread's call in progress
+        assert nat.checkpoint(rid, 1, [{"t": 1}])["message_count"] == 2
+    assert calls == [] and sent(nat) == 0
+    assert nat.checkpoint(rid, 2, [{"t": 2}])["message_count"] == 3
+    assert calls == [2] and sent(nat) == 1
 
 
 def test_threads_share_one_client(pair: Tuple[cairn.Client, cairn.Client]) -> None:
