@@ -212,13 +212,44 @@ func goingAway(err error) bool {
 // Call sends one request and decodes its result into result (which may be
 // nil). A *RemoteError reports the daemon's answer; context errors, ErrClosed
 // and ErrConnectionLost report that no answer arrived.
+//
+// A call whose request never left (the connection was found dead, or
+// writing the request failed: a daemon that died after this client's last
+// call and before its reader saw it) is sent again, once, on a new
+// connection when the client reconnects (Connect); no daemon saw the first
+// attempt, so nothing is done twice.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
 	cn, err := c.connFor(ctx)
 	if err != nil {
 		return err
 	}
-	return cn.call(ctx, method, params, result)
+	err = cn.call(ctx, method, params, result)
+	var u *unsentError
+	if !errors.As(err, &u) {
+		return err
+	}
+	if c.workspace == "" {
+		return u.err
+	}
+	cn, err = c.connFor(ctx)
+	if err != nil {
+		return err
+	}
+	err = cn.call(ctx, method, params, result)
+	if errors.As(err, &u) {
+		return u.err
+	}
+	return err
 }
+
+// unsentError is a call's failure before its request left: the connection
+// was already dead, or the write failed. A request not written whole is
+// dropped unread by the daemon (a frame is only acted on once complete),
+// so the call was not made.
+type unsentError struct{ err error }
+
+func (e *unsentError) Error() string { return e.err.Error() }
+func (e *unsentError) Unwrap() error { return e.err }
 
 // reply is what a call waits for.
 type reply struct {
@@ -330,12 +361,20 @@ func (cn *conn) close(why error) {
 	cn.wg.Wait()
 }
 
+// testHookReadFailed, when set (by a test), runs in the reader goroutine
+// when its read fails, before the reader marks the connection dead; it is
+// given the channel closed once the connection is dead.
+var testHookReadFailed atomic.Pointer[func(dead <-chan struct{})]
+
 func (cn *conn) readLoop() {
 	defer cn.wg.Done()
 	defer cn.cancel()
 	for {
 		typ, msg, err := cn.ws.Read(cn.ctx)
 		if err != nil {
+			if h := testHookReadFailed.Load(); h != nil {
+				(*h)(cn.dead)
+			}
 			cn.fail(err)
 			return
 		}
@@ -399,7 +438,7 @@ func (cn *conn) call(ctx context.Context, method string, params, result any) err
 	if cn.err != nil {
 		err := cn.err
 		cn.mu.Unlock()
-		return err
+		return &unsentError{err}
 	}
 	cn.pending[id] = ch
 	cn.mu.Unlock()
@@ -410,13 +449,13 @@ func (cn *conn) call(ctx context.Context, method string, params, result any) err
 		cn.forget(id)
 		return ctx.Err()
 	case <-cn.dead:
-		return cn.failure()
+		return &unsentError{cn.failure()}
 	}
 	werr := cn.ws.Write(cn.ctx, websocket.MessageBinary, msg)
 	<-cn.wmu
 	if werr != nil {
 		cn.fail(werr)
-		return cn.failure()
+		return &unsentError{cn.failure()}
 	}
 	select {
 	case r := <-ch:

@@ -16,7 +16,9 @@
 //     by the daemon: the outcome of an abandoned call is unknown).
 //   - When the connection is lost, calls awaiting an answer fail with
 //     ErrConnectionLost (outcome unknown); a Client made by Connect
-//     reconnects, auto-starting the daemon, on the next call.
+//     reconnects, auto-starting the daemon, on the next call. A call whose
+//     request never left (written on a connection whose daemon had died
+//     before the reader saw it) is sent again, once, on the new connection.
 //   - Events reach subscribers without ever blocking the reader: each
 //     Subscription has a bounded buffer and counts what it drops.
 //

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/protocol"
+	"github.com/cairn-dev/cairn/session"
 )
 
 // longWorkspace returns a canonical workspace whose default socket path is
@@ -165,5 +167,73 @@ func TestIdleExitReleasesLock(t *testing.T) {
 	}
 	if _, err := c2.Status(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCallToADeadDaemonIsSentAgain: a daemon killed between two calls,
+// the client's reader not yet run since (held back here, as a busy machine
+// can hold it): the next call finds the connection alive, writes its
+// request on it and the write fails, so no daemon saw the request. The
+// call is sent again, once, on a new connection to a newly started daemon:
+// it succeeds and its save is made once.
+func TestCallToADeadDaemonIsSentAgain(t *testing.T) {
+	ws := newWorkspace(t)
+	opts := &protocol.Options{DaemonPath: cairnd(t), StartTimeout: 30 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := protocol.Connect(ctx, ws, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := c.Hello().PID
+	t.Cleanup(func() { c.Close(); stopDaemon(t, first) })
+	save := func(text string) error {
+		_, err := c.Save(ctx, api.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{session.Value(fmt.Sprintf("%q", text))}}})
+		return err
+	}
+	if err := save("before"); err != nil {
+		t.Fatal(err)
+	}
+
+	held := make(chan struct{}, 1)
+	restore := protocol.SetReadFailedHook(func(dead <-chan struct{}) {
+		select {
+		case held <- struct{}{}:
+		default:
+		}
+		select {
+		case <-dead:
+		case <-time.After(20 * time.Second):
+		}
+	})
+	t.Cleanup(restore)
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, first, 30*time.Second)
+	select {
+	case <-held:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the reader did not see the kill")
+	}
+
+	if err := save("after"); err != nil {
+		t.Fatalf("the call after the kill: %v", err)
+	}
+	second := c.Hello().PID
+	t.Cleanup(func() { stopDaemon(t, second) })
+	if second == first || second <= 0 {
+		t.Fatalf("daemon pid %d after the kill, %d before: want a new daemon", second, first)
+	}
+	rs, err := c.ResumeSession(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range rs.Snapshot.Messages {
+		got = append(got, string(m))
+	}
+	if want := []string{`"before"`, `"after"`}; !slices.Equal(got, want) {
+		t.Fatalf("messages %q, want %q", got, want)
 	}
 }
