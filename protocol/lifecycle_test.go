@@ -128,20 +128,30 @@ func TestAutoStartPassesIdleTimeout(t *testing.T) {
 	}
 }
 
-// TestIdleExitReleasesLock: an auto-started daemon with a short idle
-// timeout exits once its last client is gone, the workspace's lock is free
-// (an embedded open succeeds), and the next Connect starts a new daemon.
-func TestIdleExitReleasesLock(t *testing.T) {
+// connectNew connects a Client that auto-starts cairnd (with daemonArgs)
+// on a new workspace and returns the workspace, the options (for another
+// Connect), the client and its daemon's pid; that daemon is stopped at
+// cleanup.
+func connectNew(ctx context.Context, t *testing.T, daemonArgs ...string) (string, *protocol.Options, *protocol.Client, int) {
+	t.Helper()
 	ws := newWorkspace(t)
-	opts := &protocol.Options{DaemonPath: cairnd(t), DaemonArgs: []string{"--idle-timeout=1s"}, StartTimeout: 30 * time.Second}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	opts := &protocol.Options{DaemonPath: cairnd(t), DaemonArgs: daemonArgs, StartTimeout: 30 * time.Second}
 	c, err := protocol.Connect(ctx, ws, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := c.Hello().PID
-	t.Cleanup(func() { stopDaemon(t, first) })
+	pid := c.Hello().PID
+	t.Cleanup(func() { stopDaemon(t, pid) })
+	return ws, opts, c, pid
+}
+
+// TestIdleExitReleasesLock: an auto-started daemon with a short idle
+// timeout exits once its last client is gone, the workspace's lock is free
+// (an embedded open succeeds), and the next Connect starts a new daemon.
+func TestIdleExitReleasesLock(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ws, opts, c, first := connectNew(ctx, t, "--idle-timeout=1s")
 	if _, err := c.Status(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -177,16 +187,10 @@ func TestIdleExitReleasesLock(t *testing.T) {
 // call is sent again, once, on a new connection to a newly started daemon:
 // it succeeds and its save is made once.
 func TestCallToADeadDaemonIsSentAgain(t *testing.T) {
-	ws := newWorkspace(t)
-	opts := &protocol.Options{DaemonPath: cairnd(t), StartTimeout: 30 * time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := protocol.Connect(ctx, ws, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := c.Hello().PID
-	t.Cleanup(func() { c.Close(); stopDaemon(t, first) })
+	_, _, c, first := connectNew(ctx, t)
+	t.Cleanup(func() { c.Close() })
 	save := func(text string) error {
 		_, err := c.Save(ctx, api.SaveRequest{SessionID: "s", Change: &session.Change{AppendMessages: []session.Value{session.Value(fmt.Sprintf("%q", text))}}})
 		return err
