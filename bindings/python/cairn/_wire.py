@@ -155,6 +155,9 @@ _K_TOOL_CALLS = _text("tool_calls_count")
 _K_STATE = _text("state")
 _USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "cost")
 _REQ_HEAD = _head(5, 3) + _text("id")
+# A request's "method" key, its name and the "params" key, in the order
+# both clients write a request.
+_REQ_HELLO = _text("method") + _text("hello") + _text("params")
 _REQ_CHECKPOINT = _text("method") + _text("checkpoint") + _text("params")
 _pack_d = struct.Struct(">d").pack
 
@@ -366,7 +369,6 @@ def _c_mask() -> Any:
     return _mask_fn or None
 
 
-
 class _Lost(Exception):
     """The connection is gone; the text says how (after "connection lost: ")."""
 
@@ -463,7 +465,8 @@ class _Conn:
         from . import __version__
 
         params = _head(5, 2) + _text("protocol_version") + _head(0, 1) + _text("client") + _text("cairn-python " + __version__)
-        rid = self.send_request(_text("hello"), [params])
+        rid = self.send_request(_REQ_HELLO, [params])
+        assert rid is not None  # a hello is far below any size limit
         ans = decode(self.read_answer(rid))
         res = ans.get("result") if isinstance(ans, dict) else None
         if not isinstance(res, dict):
@@ -516,19 +519,13 @@ class _Conn:
         except OSError as e:
             raise _SendFailed(str(e)) from e
 
-    def send_request(self, method: bytes, params: List[bytes]) -> int:
-        """Sends one request (method: its CBOR text) and returns its id."""
+    def send_request(self, method: bytes, params: List[bytes]) -> Optional[int]:
+        """Sends one request (method: its method's _REQ_ bytes; params:
+        the CBOR of its params, in pieces) and returns its id; None
+        (nothing sent) when it is too close to the message size limit for
+        this path."""
         rid = self.next_id
-        self.next_id = rid + 1
-        msg = b"".join([_REQ_HEAD, _head(0, rid), b"\x66method", method, b"\x66params", *params])
-        self._send_all(self._frame(2, msg))
-        return rid
-
-    def send_checkpoint(self, params: List[bytes]) -> Optional[int]:
-        """Sends a checkpoint request; None (nothing sent) when it is too
-        close to the message size limit for this path."""
-        rid = self.next_id
-        msg = b"".join([_REQ_HEAD, _head(0, rid), _REQ_CHECKPOINT, *params])
+        msg = b"".join([_REQ_HEAD, _head(0, rid), method, *params])
         if len(msg) > self.max_size - SIZE_SLACK:
             return None
         self.next_id = rid + 1
@@ -778,7 +775,7 @@ class Wire:
             if params is None:
                 return None
             try:
-                rid = c.send_checkpoint(params)
+                rid = c.send_request(_REQ_CHECKPOINT, params)
             except _SendFailed:
                 self._drop()
                 return None
@@ -788,10 +785,7 @@ class Wire:
             try:
                 msg = c.read_answer(rid)
                 res = _checkpoint_answer(msg)
-            except _Lost as e:
-                self._drop()
-                raise UnavailableError("unavailable", f"protocol: connection lost: {e}") from None
-            except _SendFailed as e:  # a pong that did not leave
+            except (_Lost, _SendFailed) as e:  # _SendFailed: a pong that did not leave
                 self._drop()
                 raise UnavailableError("unavailable", f"protocol: connection lost: {e}") from None
             except CairnError:
