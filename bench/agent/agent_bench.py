@@ -133,6 +133,13 @@ def sqlite_open(path: str, busy_ms: int = 0) -> sqlite3.Connection:
     return db
 
 
+def create_schema(ex: Callable[[str], Any]) -> None:
+    """Runs SCHEMA's statements through ex (a connection's execute)."""
+    for stmt in SCHEMA.strip().split(";"):
+        if stmt.strip():
+            ex(stmt)
+
+
 class SQLiteAgent:
     def __init__(self, path: str, sid: str, busy_ms: int = 0) -> None:
         self.db = sqlite_open(path, busy_ms)
@@ -140,9 +147,7 @@ class SQLiteAgent:
         self.run_id = f"run-{sid}"
         ex = self.db.execute
         ex("BEGIN IMMEDIATE")
-        for stmt in SCHEMA.strip().split(";"):
-            if stmt.strip():
-                ex(stmt)
+        create_schema(ex)
         ex("INSERT INTO messages (session, turn, body) VALUES (?,?,?)", (sid, 0, _enc({"role": "system", "content": "you are an agent"})))
         ex("INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?)", (self.run_id, sid, "{}", 0, 0))
         ex("COMMIT")
@@ -408,9 +413,7 @@ def build_open_workspace(cairn: Any, mib: int) -> Tuple[str, str]:
     t0 = time.monotonic()
     c = cairn.connect(str(ws), embedded=True)
     db = sqlite_open(str(db_path))
-    for stmt in SCHEMA.strip().split(";"):
-        if stmt.strip():
-            db.execute(stmt)
+    create_schema(db.execute)
     try:
         for s in range(sessions):
             sid = f"s{s:03d}"
@@ -462,63 +465,49 @@ def open_phase(cairn: Any, mib: int, reps: int) -> Dict[str, Any]:
 # -- concurrency -------------------------------------------------------------
 
 
-def worker(a: argparse.Namespace) -> None:
-    """One agent process of the concurrency phase: connects, says ready,
-    waits for a line on stdin, runs its turns, prints its times."""
-    sid = a.worker_session
-    if a.worker == "daemon":
-        sys.path.insert(0, str(REPO / "bindings" / "python"))
-        import cairn
+def shared_sqlite(path: str) -> str:
+    """Creates the SQLite file at path that agent processes share (SCHEMA)
+    and returns path."""
+    db = sqlite_open(path)
+    create_schema(db.execute)
+    db.close()
+    return path
 
-        c = cairn.connect(a.worker_target, auto_start=False)
-        agent: Any = CairnAgent(c, sid)
-    else:
-        agent = SQLiteAgent(a.worker_target, sid, busy_ms=60_000)
-    msgs = [turn_messages(i) for i in range(1, a.agent_turns + 1)]
+
+def run_turns(agent: Any, turns: int, after: Optional[Callable[[], Dict[str, Any]]] = None) -> None:
+    """The body of one agent process (see fleet): makes its turns'
+    messages, says ready, waits for a line on stdin, runs the turns and
+    prints a JSON line of its start, end and CPU (process_time), with
+    after()'s items."""
+    msgs = [turn_messages(i) for i in range(1, turns + 1)]
     print("ready", flush=True)
     sys.stdin.readline()
-    t0 = time.monotonic()
-    c0 = time.process_time()
-    for i in range(1, a.agent_turns + 1):
+    t0, c0 = time.monotonic(), time.process_time()
+    for i in range(1, turns + 1):
         agent.turn(i, msgs[i - 1])
-    t1 = time.monotonic()
-    print(json.dumps({"start": t0, "end": t1, "cpu_s": time.process_time() - c0}), flush=True)
-    if a.worker == "daemon":
-        c.close()
-    else:
-        agent.close()
+    out = {"start": t0, "end": time.monotonic(), "cpu_s": time.process_time() - c0}
+    if after is not None:
+        out.update(after())
+    print(json.dumps(out), flush=True)
 
 
-def concurrency(cairn: Any, root: str, kind: str, n: int, turns: int, daemon: str) -> Dict[str, float]:
-    d = tempfile.mkdtemp(prefix=f"conc-{kind}-{n}-", dir=root)
-    pid = 0
-    if kind == "daemon":
-        c0 = cairn.connect(d, daemon=daemon, daemon_args=["--idle-timeout=600s"])
-        pid = c0.status()["daemon"]["pid"]
-        target = d
-    else:
-        target = os.path.join(d, "shared.sqlite")
-        db = sqlite_open(target)
-        for stmt in SCHEMA.strip().split(";"):
-            if stmt.strip():
-                db.execute(stmt)
-        db.close()
+def fleet(argv: Callable[[int], List[str]], n: int, pid: int = 0) -> Tuple[List[Dict[str, Any]], float]:
+    """Starts n agent processes (argv(k): the k-th's command, a script
+    whose body is run_turns), waits until each is ready, starts them
+    together and returns each one's JSON line and the CPU seconds process
+    pid (0: none) spent meanwhile. A process not ready within 30 s is
+    killed and started again: libcairn's load can deadlock (its constructor
+    and the Go runtime's init both ask for the library's path, one holding
+    the loader's lock); LOAD_HANGS counts these restarts."""
     procs: List[subprocess.Popen] = []
 
     def start(k: int) -> subprocess.Popen:
-        return subprocess.Popen(
-            [sys.executable, __file__, "--worker", kind, "--worker-target", target,
-             "--worker-session", f"agent-{k:02d}", "--agent-turns", str(turns)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        return subprocess.Popen(argv(k), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     try:
         for k in range(n):
             procs.append(start(k))
         for k in range(n):
-            # A worker that is not ready within 30 s is killed and started
-            # again: libcairn's load can deadlock (its constructor and the Go
-            # runtime's init both ask for the library's path, one holding the
-            # loader's lock); the report counts these restarts.
             for attempt in range(4):
                 p = procs[k]
                 ready, _, _ = select.select([p.stdout], [], [], 30)
@@ -528,34 +517,70 @@ def concurrency(cairn: Any, root: str, kind: str, n: int, turns: int, daemon: st
                 p.kill()
                 p.wait()
                 if attempt == 3:
-                    raise RuntimeError(f"{kind} worker {k} did not start: {line!r}")
+                    raise RuntimeError(f"agent process {k} did not start: {line!r}")
                 LOAD_HANGS[0] += 1
-                log(f"  {kind} worker {k} not ready after 30 s (libcairn load hang?): restarted")
+                log(f"  agent process {k} not ready after 30 s (libcairn load hang?): restarted")
                 procs[k] = start(k)
-        d_cpu0 = proc_cpu_s(pid) if pid else 0.0
+        cpu0 = proc_cpu_s(pid) if pid else 0.0
         for p in procs:
             p.stdin.write("go\n")
             p.stdin.flush()
         outs = []
         for p in procs:
-            line = p.stdout.readline()
-            outs.append(json.loads(line))
+            outs.append(json.loads(p.stdout.readline()))
             p.wait(timeout=600)
             if p.returncode:
-                raise RuntimeError(f"{kind} worker exited {p.returncode}")
-        d_cpu = proc_cpu_s(pid) - d_cpu0 if pid else 0.0
+                raise RuntimeError(f"agent process exited {p.returncode}")
+        return outs, (proc_cpu_s(pid) - cpu0 if pid else 0.0)
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def rate(outs: List[Dict[str, Any]], total: int) -> float:
+    """Turns per second of total turns made by the agent processes whose
+    JSON lines are outs, from the first one's start to the last one's end."""
+    return total / (max(o["end"] for o in outs) - min(o["start"] for o in outs))
+
+
+def worker(a: argparse.Namespace) -> None:
+    """One agent process of the concurrency phase (fleet)."""
+    sid = a.worker_session
+    if a.worker == "daemon":
+        sys.path.insert(0, str(REPO / "bindings" / "python"))
+        import cairn
+
+        c = cairn.connect(a.worker_target, auto_start=False)
+        run_turns(CairnAgent(c, sid), a.agent_turns)
+        c.close()
+    else:
+        agent = SQLiteAgent(a.worker_target, sid, busy_ms=60_000)
+        run_turns(agent, a.agent_turns)
+        agent.close()
+
+
+def concurrency(cairn: Any, root: str, kind: str, n: int, turns: int, daemon: str) -> Dict[str, float]:
+    d = tempfile.mkdtemp(prefix=f"conc-{kind}-{n}-", dir=root)
+    pid = 0
+    try:
+        if kind == "daemon":
+            c0 = cairn.connect(d, daemon=daemon, daemon_args=["--idle-timeout=600s"])
+            pid = c0.status()["daemon"]["pid"]
+            target = d
+        else:
+            target = shared_sqlite(os.path.join(d, "shared.sqlite"))
+        outs, d_cpu = fleet(lambda k: [sys.executable, __file__, "--worker", kind, "--worker-target", target,
+                                       "--worker-session", f"agent-{k:02d}", "--agent-turns", str(turns)], n, pid)
+    finally:
         if pid:
             c0.close()
             stop(pid, timeout=20.0)
         shutil.rmtree(d, ignore_errors=True)
-    span = max(o["end"] for o in outs) - min(o["start"] for o in outs)
     total = n * turns
-    return {"turns_per_s": total / span, "span_s": span,
+    tps = rate(outs, total)
+    return {"turns_per_s": tps, "span_s": total / tps,
             "cpu_us": (sum(o["cpu_s"] for o in outs) + d_cpu) * 1e6 / total}
 
 
@@ -573,9 +598,7 @@ def report(a: argparse.Namespace, per_turn: List[Dict[str, Any]], resume: Dict[s
     for lk in per_turn:
         rows = lk["rows"]
         sq, fl = rows["sqlite"]["median_us"], rows["floor"]["median_us"]
-        for n in ("sqlite", "embedded", "daemon", "floor", "overwrite"):
-            if n not in rows:
-                continue
+        for n in (n for n in LOCKSTEP if n in rows):
             r = rows[n]
             cpu = f"{r['cpu_us']:8.0f}"
             t = ""
@@ -662,8 +685,9 @@ def main() -> None:
     a.agent_turns = a.agent_turns or (200 if a.full else 50)
     a.reps = a.reps or (5 if a.full else 3)
     skip = set(filter(None, a.skip.split(",")))
-    names = [n for n in LOCKSTEP if n in a.lockstep.split(",") or n in ("sqlite", "floor")]
-    if set(a.lockstep.split(",")) - set(LOCKSTEP):
+    asked = a.lockstep.split(",")
+    names = [n for n in LOCKSTEP if n in asked or n in ("sqlite", "floor")]
+    if set(asked) - set(LOCKSTEP):
         ap.error(f"--lockstep: not a contestant: {a.lockstep}")
     os.environ.setdefault("CAIRN_LIBRARY", str(REPO / "build" / "libcairn.so"))
     sys.path.insert(0, str(REPO / "bindings" / "python"))

@@ -27,7 +27,6 @@ build/); --servers runs some of the three only.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import socket
@@ -36,7 +35,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
@@ -77,36 +75,23 @@ class FloorAgent:
 
 
 def worker(kind: str, target: str, sid: str, turns: int) -> None:
-    """One agent process: connects, says ready, waits for a line on stdin,
-    runs its turns, prints its times and CPU."""
-    c = None
+    """One agent process (agent_bench.fleet)."""
     if kind == "cairn":
         import cairn
 
         c = cairn.connect(target, auto_start=False)
-        agent: Any = ab.CairnAgent(c, sid)
-    elif kind == "floor":
-        agent = FloorAgent(target, sid)
-    else:
-        agent = ab.SQLiteAgent(target, sid, busy_ms=60_000)
-    msgs = [ab.turn_messages(i) for i in range(1, turns + 1)]
-    print("ready", flush=True)
-    sys.stdin.readline()
-    t0, c0 = time.monotonic(), time.process_time()
-    for i in range(1, turns + 1):
-        agent.turn(i, msgs[i - 1])
-    print(json.dumps({"start": t0, "end": time.monotonic(), "cpu_s": time.process_time() - c0}), flush=True)
-    if c is not None:
+        ab.run_turns(ab.CairnAgent(c, sid), turns)
         c.close()
-    else:
-        agent.close()
+        return
+    agent: Any = FloorAgent(target, sid) if kind == "floor" else ab.SQLiteAgent(target, sid, busy_ms=60_000)
+    ab.run_turns(agent, turns)
+    agent.close()
 
 
 def run(kind: str, n: int, turns: int, root: str, a: argparse.Namespace) -> Dict[str, float]:
     d = tempfile.mkdtemp(prefix=f"{kind}-{n}-", dir=root)
     server = None
     pid = 0
-    procs: List[subprocess.Popen] = []
     try:
         if kind == "cairn":
             import cairn
@@ -121,32 +106,9 @@ def run(kind: str, n: int, turns: int, root: str, a: argparse.Namespace) -> Dict
                 raise RuntimeError("daemon_floor did not start")
             pid = server.pid
         else:
-            target = os.path.join(d, "shared.sqlite")
-            db = ab.sqlite_open(target)
-            for stmt in ab.SCHEMA.strip().split(";"):
-                if stmt.strip():
-                    db.execute(stmt)
-            db.close()
-        for k in range(n):
-            procs.append(subprocess.Popen([sys.executable, __file__, "--worker", kind, target, f"agent-{k:02d}", str(turns)],
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
-        for p in procs:
-            if p.stdout.readline().strip() != "ready":
-                raise RuntimeError(f"{kind} worker did not start")
-        s_cpu0 = ab.proc_cpu_s(pid) if pid else 0.0
-        for p in procs:
-            p.stdin.write("go\n")
-            p.stdin.flush()
-        outs = [json.loads(p.stdout.readline()) for p in procs]
-        for p in procs:
-            if p.wait(timeout=600):
-                raise RuntimeError(f"{kind} worker exited {p.returncode}")
-        s_cpu = ab.proc_cpu_s(pid) - s_cpu0 if pid else 0.0
+            target = ab.shared_sqlite(os.path.join(d, "shared.sqlite"))
+        outs, s_cpu = ab.fleet(lambda k: [sys.executable, __file__, "--worker", kind, target, f"agent-{k:02d}", str(turns)], n, pid)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
         if kind == "cairn" and pid:
             c0.close()
             ab.stop(pid, timeout=20.0)
@@ -155,8 +117,8 @@ def run(kind: str, n: int, turns: int, root: str, a: argparse.Namespace) -> Dict
             server.wait()
         shutil.rmtree(d, ignore_errors=True)
     total = n * turns
-    span = max(o["end"] for o in outs) - min(o["start"] for o in outs)
-    return {"turns_per_s": total / span, "client_us": sum(o["cpu_s"] for o in outs) * 1e6 / total, "server_us": s_cpu * 1e6 / total}
+    return {"turns_per_s": ab.rate(outs, total), "client_us": sum(o["cpu_s"] for o in outs) * 1e6 / total,
+            "server_us": s_cpu * 1e6 / total}
 
 
 def main() -> None:

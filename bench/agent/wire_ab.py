@@ -26,10 +26,8 @@ Run after `make lib bins`:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -67,29 +65,15 @@ def agent(kind: str, target: str, sid: str, cairn: Any = None) -> Any:
 
 
 def worker(kind: str, target: str, sid: str, turns: int) -> None:
+    """One agent process (agent_bench.fleet)."""
     import cairn
 
     a = agent(kind, target, sid, cairn)
-    msgs = [turn_messages(i) for i in range(1, turns + 1)]
-    print("ready", flush=True)
-    sys.stdin.readline()
-    t0, c0 = time.monotonic(), time.process_time()
-    for i in range(1, turns + 1):
-        a.turn(i, msgs[i - 1])
-    out = {"start": t0, "end": time.monotonic(), "cpu_s": time.process_time() - c0}
-    if kind == "wire":
-        out["sent"] = a.c._wire.sent
-    print(json.dumps(out), flush=True)
+    ab.run_turns(a, turns, (lambda: {"sent": a.c._wire.sent}) if kind == "wire" else None)
 
 
 def sqlite_file(root: str) -> str:
-    path = os.path.join(tempfile.mkdtemp(dir=root), "shared.sqlite")
-    db = ab.sqlite_open(path)
-    for stmt in ab.SCHEMA.strip().split(";"):
-        if stmt.strip():
-            db.execute(stmt)
-    db.close()
-    return path
+    return ab.shared_sqlite(os.path.join(tempfile.mkdtemp(dir=root), "shared.sqlite"))
 
 
 def one_agent(cairn: Any, ws: str, dpid: int, root: str, turns: int, block: int, rounds: int) -> None:
@@ -131,22 +115,10 @@ def one_agent(cairn: Any, ws: str, dpid: int, root: str, turns: int, block: int,
 
 def many(kind: str, ws: str, dpid: int, root: str, n: int, turns: int, tag: str) -> Tuple[float, float, float, int]:
     target = sqlite_file(root) if kind == "sqlite" else ws
-    procs = [subprocess.Popen([sys.executable, __file__, "--worker", kind, target, f"{tag}-{kind}-{k:02d}", str(turns)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for k in range(n)]
-    for p in procs:
-        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-    d0 = ab.proc_cpu_s(dpid)
-    for p in procs:
-        assert p.stdin is not None
-        p.stdin.write("go\n")
-        p.stdin.flush()
-    outs = [json.loads(p.stdout.readline()) for p in procs if p.stdout is not None]
-    for p in procs:
-        p.wait()
-    dc = ab.proc_cpu_s(dpid) - d0 if kind != "sqlite" else 0.0
-    span = max(o["end"] for o in outs) - min(o["start"] for o in outs)
+    outs, dc = ab.fleet(lambda k: [sys.executable, __file__, "--worker", kind, target, f"{tag}-{kind}-{k:02d}", str(turns)], n,
+                        dpid if kind != "sqlite" else 0)
     tot = n * turns
-    return tot / span, sum(o["cpu_s"] for o in outs) * 1e6 / tot, dc * 1e6 / tot, sum(o.get("sent", 0) for o in outs)
+    return ab.rate(outs, tot), sum(o["cpu_s"] for o in outs) * 1e6 / tot, dc * 1e6 / tot, sum(o.get("sent", 0) for o in outs)
 
 
 def main() -> None:
