@@ -146,6 +146,16 @@ func (t *Temp) WriteAt(p []byte, off int64) error {
 	return nil
 }
 
+// Presync is Sync for content no guarantee needs durable when the name
+// appears (vfs.File.Presync): zeros written ahead so that later writes
+// over them change neither the file's size nor its blocks.
+func (t *Temp) Presync() error {
+	if err := t.f.Presync(); err != nil {
+		return fmt.Errorf("sync %s (new): %w", t.final, err)
+	}
+	return nil
+}
+
 // Sync makes the temp file's content durable (vfs.File.Sync: fdatasync).
 func (t *Temp) Sync() error {
 	err := t.step(StepSync)

@@ -277,6 +277,15 @@ func (l *File) Truncate(size int64) error {
 // the error says so: the owner must not append again until a Rollback has
 // succeeded (or it has reopened the log).
 func (l *File) Append(data []byte, fault func(step string) error) (broken bool, err error) {
+	return l.AppendWith(data, fault, nil)
+}
+
+// AppendWith is Append with the fdatasync replaced by durable, when not
+// nil: it is called with the offset data was written at, after the write,
+// and must return only once data is durable some other way (a journal
+// that holds it, say). Its error fails the append as a failed fdatasync
+// does.
+func (l *File) AppendWith(data []byte, fault func(step string) error, durable func(off int64) error) (broken bool, err error) {
 	step := func(name string) error {
 		if fault == nil {
 			return nil
@@ -301,7 +310,13 @@ func (l *File) Append(data []byte, fault func(step string) error) (broken bool, 
 		return fail("write", err)
 	}
 	err = step(StepSync)
-	if err == nil {
+	switch {
+	case err != nil:
+	case durable != nil:
+		if err = durable(l.size); err != nil {
+			return fail("make durable", err)
+		}
+	default:
 		err = l.f.Sync()
 	}
 	if err != nil {
@@ -312,6 +327,15 @@ func (l *File) Append(data []byte, fault func(step string) error) (broken bool, 
 	}
 	l.setEnds(l.size+int64(len(data)), l.alloc)
 	return false, nil
+}
+
+// Sync makes the log's content durable (fdatasync): what appends made
+// durable some other way (AppendWith) before that way lets go of it.
+func (l *File) Sync() error {
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("fdatasync %s: %w", l.path, err)
+	}
+	return nil
 }
 
 // Rollback cuts the file back to the committed size (unsynced),
