@@ -174,6 +174,9 @@ func (s *Store) compact(sf *sessionFile) error {
 	if err := s.checkLock("fsstore: compaction"); err != nil {
 		return err
 	}
+	if err := s.retireLocked(sf); err != nil {
+		return err
+	}
 	f, err := tmp.Commit()
 	if f == nil {
 		return err

@@ -57,13 +57,21 @@ func sessionCount(t *testing.T) int {
 }
 
 // TestDiskUseManySessions makes a workspace of many sessions of one
-// message each, with preallocation on, and checks that it takes no more
-// disk (st_blocks) than twice its live data plus 64 MiB, with the store
-// open and after it closes.
+// message each, with the embedded library's options (zeros written ahead)
+// and with cairnd's (the workspace journal), and checks that it takes no
+// more disk (st_blocks) than twice its live data plus 64 MiB, with the
+// store open and after it closes.
 func TestDiskUseManySessions(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) { diskUseManySessions(t, preallocOpts) })
+	t.Run("cairnd", func(t *testing.T) {
+		diskUseManySessions(t, fsstore.Options{JournalBytes: fsstore.DefaultJournalBytes})
+	})
+}
+
+func diskUseManySessions(t *testing.T, opts fsstore.Options) {
 	n := sessionCount(t)
 	dir := t.TempDir()
-	s, err := fsstore.Open(dir, preallocOpts)
+	s, err := fsstore.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,9 @@
 // under <workspace>/.cairn/ and guarantees:
 //
 //   - An acknowledged commit is durable: Commit returns only after the bytes
-//     of the commit and its commit record are written and fdatasync'd (and,
-//     for a new session, the file is renamed into place and the directory
+//     of the commit and its commit record are written and fdatasync'd, in
+//     its log or, with the workspace journal on, in the journal (and, for a
+//     new session, the file is renamed into place and the directory
 //     fsync'd).
 //   - A commit is atomic: a reader sees generation N or N+1, never a mix,
 //     and after a crash at any instant the store reopens at the last
@@ -41,6 +42,28 @@
 // fdatasync is a vfs.File.Presync, which the power-cut tests cut at but do
 // not require.
 //
+// The workspace journal (journal.go; on when Options.JournalBytes is set,
+// as cairnd sets it). Concurrent commits to different sessions share one
+// write and one fdatasync: each commit writes its bytes to its own log
+// without a flush and queues them for the journal, one preallocated file
+// per workspace (sessions/journal); one committer at a time writes every
+// commit queued since the last flush to it with one pwrite and one
+// fdatasync, and acknowledges each. A session log still holds every byte
+// of its commits and reads on its own; the journal is read only by Open,
+// which, before it reads any log and whatever its options, writes each
+// commit the journal holds into its log where the log lacks it, fdatasyncs
+// those logs and starts a new epoch. Before the journal is written over
+// (when full, at Close), every log it covers is fdatasynced; before a log
+// it covers is removed or replaced (delete, compaction, repair), the same
+// checkpoint runs, so no frame is ever replayed into another file under
+// the same name; a log is fdatasynced before its descriptor is closed. A
+// journal that fails to write or sync takes no commits until the store is
+// reopened. A commit larger than a quarter of the journal fdatasyncs its
+// own log. The power-cut workload runs with it too
+// (TestPowerCutJournal and its mutation test), with a replay of its own
+// (TestJournalReplayPowerCut) and concurrent committers cut while they run
+// (TestJournalGroupCommitPowerCut).
+//
 // Layout (the names are internal/layout's):
 //
 //	.cairn/                 0700, with a .gitignore of "*"; flock'd itself by
@@ -49,6 +72,7 @@
 //	  sessions/<name>.log   one append-only record log per session
 //	  sessions/<name>.idx   the index checkpoint of a session log of at least
 //	                        Options.IndexCheckpointBytes (checkpoint.go)
+//	  sessions/journal      the workspace journal (journal.go), when one was used
 //	  workflows/<name>.log  one append-only record log per workflow
 //	  quarantine/           damaged logs and trimmed torn tails, kept, never read
 //

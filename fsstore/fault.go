@@ -29,6 +29,14 @@ const (
 	FaultCompactAfterRename = "compact." + atomicfile.StepAfterRename
 )
 
+// Fault points of the workspace journal's flush (Options.JournalBytes),
+// which FaultPoints leaves out: a store without a journal never reaches
+// them.
+const (
+	FaultJournalWrite = "journal." + recordlog.StepWrite
+	FaultJournalSync  = "journal." + recordlog.StepSync
+)
+
 // FaultPoints lists every fault point in the order a first commit, a later
 // commit and a compaction reach them.
 var FaultPoints = []string{

@@ -43,17 +43,29 @@ func (s *Store) createLog(path string, data []byte) (*recordlog.File, error) {
 // append goes through l's descriptor, not a path, so it cannot land in a
 // directory another writer locked, and a lock lost at any time before the
 // check after the sync means the commit is not acknowledged.
-func (s *Store) appendCommit(l *recordlog.File, data []byte) (broken bool, err error) {
+//
+// journal, when not empty, is the session log's file name: with the
+// workspace journal on, the commit is made durable by it (journal.go)
+// instead of by the log's own fdatasync, and epoch is the journal epoch
+// it went into (0: the log was fdatasynced).
+func (s *Store) appendCommit(l *recordlog.File, data []byte, journal string) (broken bool, epoch uint64, err error) {
 	if err := s.checkLogFile(l); err != nil {
 		// A log replaced under the store most often means its directory
 		// was: then the lost lock is the reason to give.
 		if lerr := s.checkLockOn("append to", l.Path()); lerr != nil {
-			return false, lerr
+			return false, 0, lerr
 		}
-		return false, err
+		return false, 0, err
 	}
-	if broken, err = l.Append(data, s.faultAt("commit.")); err != nil {
-		return broken, err
+	var durable func(off int64) error
+	if s.j != nil && journal != "" {
+		durable = func(off int64) (err error) {
+			epoch, err = s.j.commit(journal, l, off, data)
+			return err
+		}
 	}
-	return false, s.checkLockOn("append to", l.Path())
+	if broken, err = l.AppendWith(data, s.faultAt("commit."), durable); err != nil {
+		return broken, 0, err
+	}
+	return false, epoch, s.checkLockOn("append to", l.Path())
 }

@@ -57,7 +57,7 @@ func (s *Store) adoptLog(sf *sessionFile, l *recordlog.File) {
 		victim := e.Value.(*sessionFile)
 		if victim != sf && victim.mu.TryLock() {
 			if !victim.compacting && victim.log != nil {
-				victim.log.Close()
+				s.closeLogFile(victim.log)
 				victim.log = nil
 				s.lru.Remove(e)
 				victim.open = nil
@@ -73,7 +73,7 @@ func (s *Store) closeLog(sf *sessionFile) {
 	if sf.log == nil {
 		return
 	}
-	sf.log.Close()
+	s.closeLogFile(sf.log)
 	sf.log = nil
 	s.lruMu.Lock()
 	if sf.open != nil {

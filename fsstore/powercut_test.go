@@ -107,6 +107,22 @@ func pcClock() func() time.Time {
 // runPowerCut runs the workload on a fresh crashfs with site disabled
 // ("" for none) and returns the sync sites reached and the failed checks.
 func runPowerCut(t *testing.T, disabled string, randomCuts int, stopAtFirst bool) (sites, failures []string, cuts int) {
+	return runPowerCutWith(t, 0, disabled, randomCuts, stopAtFirst)
+}
+
+// runPowerCutJournal is runPowerCut with a workspace journal small
+// enough to wrap in the workload; it also opens the store without one
+// first, so a journal is made for a session that exists, and commits to
+// a new session a after a's delete.
+func runPowerCutJournal(t *testing.T, disabled string, randomCuts int, stopAtFirst bool) (sites, failures []string, cuts int) {
+	return runPowerCutWith(t, pcJournalBytes, disabled, randomCuts, stopAtFirst)
+}
+
+// pcJournalBytes is the journal of runPowerCutJournal: most of the
+// workload's commits fit a quarter of it, the largest do not.
+const pcJournalBytes = 8 << 10
+
+func runPowerCutWith(t *testing.T, journal int64, disabled string, randomCuts int, stopAtFirst bool) (sites, failures []string, cuts int) {
 	// Two phases: a workload on a new store, then recovery of an image
 	// cut in the middle of it and more work on that.
 	t.Helper()
@@ -176,7 +192,17 @@ func runPowerCut(t *testing.T, disabled string, randomCuts int, stopAtFirst bool
 		})
 	}
 
+	if journal > 0 {
+		step("open without a journal", func() (err error) { s, err = fsstore.Open(root, opts); return err })
+		c("z", &session.Change{AppendMessages: []session.Value{pcMsg(20)}})
+		step("close", func() error { err := s.Close(); s = nil; return err })
+		opts.JournalBytes = journal
+	}
 	step("open a new store", func() (err error) { s, err = fsstore.Open(root, opts); return err })
+	if journal > 0 {
+		// Small enough for the journal, which must hold it by now.
+		c("z", &session.Change{AppendMessages: []session.Value{session.Value(`{"z":21}`)}})
+	}
 	c("a", &session.Change{AppendMessages: []session.Value{pcMsg(1), pcMsg(2)}, AppendArtifacts: []session.Artifact{{ID: "art1", Data: []byte(strings.Repeat("x", 700))}}})
 	c("a", &session.Change{
 		AppendMessages: []session.Value{pcMsg(3)},
@@ -204,6 +230,12 @@ func runPowerCut(t *testing.T, disabled string, randomCuts int, stopAtFirst bool
 	// A workflow owned by the deleted session's id, saved after the
 	// delete, must not be taken for one the delete left behind.
 	saveStep("w3", "a", "one")
+	if journal > 0 {
+		// A new log under the deleted one's name, which no frame the
+		// journal held for the old one may reach.
+		c("a", &session.Change{AppendMessages: []session.Value{pcMsg(22)}})
+		c("a", &session.Change{AppendMessages: []session.Value{pcMsg(23)}})
+	}
 	c("b", &session.Change{AppendMessages: []session.Value{pcMsg(8)}})
 	step("copy b to d", func() error {
 		_, err := s.Copy(bg, "b", "d", 0, &session.Change{AppendMessages: []session.Value{pcMsg(9)}})

@@ -56,6 +56,13 @@ type Options struct {
 	// session logs together (see prealloc.go); DefaultPreallocBytes is
 	// the value to use. 0 or less writes none ahead.
 	PreallocBytes int64
+	// JournalBytes, when set, turns on the workspace journal (journal.go)
+	// with a journal of this size: concurrent commits to different
+	// sessions share its write and fdatasync instead of each
+	// fdatasyncing its own log. DefaultJournalBytes is the value to use;
+	// 0 or less commits without one. An Open replays a journal left
+	// behind whatever this says.
+	JournalBytes int64
 	// Fault, when set, is called at each fault point (see FaultPoints).
 	Fault func(point string) error
 	// Logger receives warnings about recovery and compaction. Default: none.
@@ -81,6 +88,10 @@ type Stats struct {
 	Compactions  int64 // completed compactions
 	Trimmed      int64 // bytes of torn or uncommitted tails trimmed at Open
 	TempsRemoved int64 // stale temp files removed at Open
+	// The workspace journal (journal.go): commits it made durable, its
+	// fdatasyncs for them, its checkpoints, and the commits Open
+	// replayed from it into their logs.
+	Journaled, JournalFlushes, JournalCheckpoints, JournalReplayed int64
 }
 
 // Store is the file-backed session.Store. Use Open.
@@ -106,7 +117,10 @@ type Store struct {
 	bgClosed    bool
 	compactions sync.WaitGroup
 
-	commits, bytesWritten, compactionsDone, trimmed, tempsRemoved atomic.Int64
+	commits, bytesWritten, compactionsDone, trimmed, tempsRemoved, journalReplayed atomic.Int64
+
+	// j is the workspace journal, nil when commits go without one.
+	j *journal
 
 	// lruMu guards lru, the session logs that are open, most recently
 	// used first. It is a leaf lock, taken under a session's lock.
@@ -136,6 +150,7 @@ type sessionFile struct {
 	sick       *sickness // set for a log the store does not serve (damage.go)
 	idxAt      int64     // the log's length its index checkpoint covers (0: none; checkpoint.go)
 	idxBusy    bool      // a checkpoint is being written in the background
+	jepoch     uint64    // the journal epoch of the log's last journaled commit (journal.go)
 }
 
 // sickness is why a session's log is not served, and what List and run
@@ -221,8 +236,15 @@ func Open(root string, opts Options) (*Store, error) {
 	if s.lock, err = acquireLock(s.dir, s.sessionsDir, s.flowsDir, s.ensureDir, s.log); err != nil {
 		return nil, err
 	}
+	if err := s.openJournal(); err != nil {
+		_ = releaseLock(s.lock)
+		return nil, wrapOpen(err)
+	}
 	if err := s.recover(); err != nil {
 		s.closeFiles()
+		if s.j != nil {
+			s.j.f.Close()
+		}
 		_ = releaseLock(s.lock)
 		return nil, wrapOpen(err)
 	}
@@ -244,10 +266,14 @@ func (s *Store) Dir() string { return s.dir }
 
 // Stats reports counters since Open.
 func (s *Store) Stats() Stats {
-	return Stats{
+	st := Stats{
 		Commits: s.commits.Load(), BytesWritten: s.bytesWritten.Load(), Compactions: s.compactionsDone.Load(),
-		Trimmed: s.trimmed.Load(), TempsRemoved: s.tempsRemoved.Load(),
+		Trimmed: s.trimmed.Load(), TempsRemoved: s.tempsRemoved.Load(), JournalReplayed: s.journalReplayed.Load(),
 	}
+	if s.j != nil {
+		st.Journaled, st.JournalFlushes, st.JournalCheckpoints = s.j.journaled.Load(), s.j.flushes.Load(), s.j.checkpoints.Load()
+	}
+	return st
 }
 
 // Capabilities reports a durable, atomic, CAS-capable, cross-process locked
@@ -306,6 +332,8 @@ func (s *Store) recoverDir(dir string, load func(name string) error) ([]string, 
 	for _, e := range entries {
 		name := e.Name()
 		switch {
+		case dir == s.sessionsDir && name == journalName:
+			// The workspace journal, replayed before this walk.
 		case strings.HasSuffix(name, idxSuffix) && !strings.HasPrefix(name, ".") && e.Type().IsRegular():
 			s.orphanIdx(dir, name, names) // read with its log (indexLog)
 		case strings.HasSuffix(name, logSuffix) && !strings.HasPrefix(name, "."):
@@ -600,6 +628,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 	// TestCommitIndexEqualsReplay checks.
 	group := commitGroup{parsed: fb.index, commit: commitRec{Generation: gen, Time: now}}
 	base := sf.size
+	var epoch uint64
 	if creating {
 		l, err := s.createLog(sf.path, fb.buf)
 		if err != nil {
@@ -612,7 +641,8 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 			return session.CommitResult{}, err
 		}
 		s.preallocate(sf, l, int64(len(fb.buf)))
-		broken, err := s.appendCommit(l, fb.buf)
+		var broken bool
+		broken, epoch, err = s.appendCommit(l, fb.buf, sf.name)
 		if broken {
 			sf.broken = err
 			s.log.Error("session log is broken; the next commit tries to repair it", "path", sf.path, "error", err)
@@ -622,6 +652,9 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 		}
 	}
 	sf.size = sf.log.Size()
+	if epoch != 0 {
+		sf.jepoch = epoch
+	}
 	// Folded in place, not into a copy: copying the summary (every run,
 	// checkpoint and live-byte key) would make each commit cost the
 	// session's size. observe only fails on a log past what an index can
@@ -875,6 +908,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := s.checkLock("fsstore.Delete"); err != nil {
 		return err
 	}
+	if err := s.retireLocked(sf); err != nil {
+		return err
+	}
 	tomb := deletedPrefix + sf.name
 	if err := s.fs.Rename(filepath.Join(s.sessionsDir, sf.name), filepath.Join(s.sessionsDir, tomb)); err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.Delete")
@@ -902,6 +938,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // is moved to quarantine/, not removed, since what it holds could not be
 // read. s.mu and sf.mu are held.
 func (s *Store) deleteSickLocked(sf *sessionFile, id string) error {
+	if err := s.retireLocked(sf); err != nil {
+		return err
+	}
 	dst, err := s.moveToQuarantine(s.sessionsDir, sf.path, sf.name, "deleted", true)
 	if err != nil {
 		return session.Wrap(session.CodeInternal, err, "fsstore.Delete: move %s to quarantine", sf.path)
@@ -985,9 +1024,23 @@ func (s *Store) Close() error {
 	s.compactions.Wait()
 	s.mu.Lock()
 	s.checkpointAll()
+	var jerr error
+	if s.j != nil {
+		// Every log flushed and a new epoch begun: a clean reopen
+		// replays nothing. Should it fail, the logs are closed all the
+		// same (each fdatasynced first) and the journal, whose frames
+		// are left as they are, is replayed by the next Open.
+		jerr = s.j.close()
+	}
 	s.closeFiles()
 	s.mu.Unlock()
-	return releaseLock(s.lock)
+	if err := releaseLock(s.lock); err != nil {
+		return err
+	}
+	if jerr != nil {
+		return session.Wrap(session.CodeInternal, jerr, "fsstore.Close")
+	}
+	return nil
 }
 
 func (s *Store) closeFiles() {

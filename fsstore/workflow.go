@@ -308,7 +308,7 @@ func (s *Store) saveStepLocked(wf *workflowFile, id, sessionID string, step sess
 		if err != nil {
 			return writeError(err, false, path, "fsstore.SaveStep: workflow %q", id)
 		}
-		broken, err := s.appendCommit(l, fb.buf)
+		broken, _, err := s.appendCommit(l, fb.buf, "")
 		l.Close()
 		if broken {
 			wf.broken = err

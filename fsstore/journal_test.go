@@ -1,0 +1,423 @@
+package fsstore_test
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/internal/recordlog"
+	"github.com/cairn-dev/cairn/internal/vfs/crashfs"
+	"github.com/cairn-dev/cairn/session"
+)
+
+// TestPowerCutJournal checks every power cut of the workload with the
+// workspace journal on: commits made durable by the journal's flush, its
+// checkpoints when it wraps, the checkpoint before a delete and a
+// compaction, a journal made for a store that has sessions.
+func TestPowerCutJournal(t *testing.T) {
+	sites, failures, cuts := runPowerCutJournal(t, "", 3, false)
+	for _, f := range failures {
+		t.Error(f)
+	}
+	t.Logf("%d images checked at %d sync sites", cuts, len(sites))
+}
+
+// TestPowerCutJournalMutation requires every sync the journal workload
+// reaches.
+func TestPowerCutJournalMutation(t *testing.T) {
+	crashfs.Mutate(t, runPowerCutJournal)
+}
+
+// runJournalReplay makes an image a power cut leaves with commits in the
+// journal that their logs lack (the logs were never fdatasynced), then
+// checks every power cut of its recovery (the replay) and of what comes
+// after: the delete of a replayed session, a new one under its name, more
+// commits, a close.
+func runJournalReplay(t *testing.T, disabled string, randomCuts int, stopAtFirst bool) (sites, failures []string, cuts int) {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "ws")
+	must(t, os.Mkdir(root, 0o700))
+	cfs, err := crashfs.New(root)
+	must(t, err)
+	opts := fsstore.Options{FS: cfs, Now: pcClock(), CompactMinBytes: 1 << 40, JournalBytes: 64 << 10}
+	s, err := fsstore.Open(root, opts)
+	must(t, err)
+	for i := range 6 {
+		for _, id := range []string{"a", "b"} {
+			_, err := s.Commit(bg, id, &session.Change{AppendMessages: []session.Value{pcMsg(i)}}, session.CommitOptions{})
+			must(t, err)
+		}
+	}
+	if st := s.Stats(); st.Journaled < 10 {
+		t.Fatalf("only %d of 12 commits went through the journal", st.Journaled)
+	}
+	want, err := pcWorld(root, s)
+	must(t, err)
+	img := filepath.Join(t.TempDir(), "img")
+	must(t, cfs.Cut(img, crashfs.SyncedOnly, nil))
+	// Abandoned, as the power cut left it; its descriptors are closed by
+	// Close, whose writes go to root, not to the image.
+	s.Close()
+
+	cfs, err = crashfs.New(img)
+	must(t, err)
+	cfs.Disable(disabled)
+	opts.FS = cfs
+	s = nil
+	live := func() (crashfs.World, error) {
+		if s == nil {
+			return nil, errors.New("closed")
+		}
+		w, err := pcWorld(img, s)
+		delete(w, ".gitignore")
+		return w, err
+	}
+	read := func(dir string) (crashfs.World, error) {
+		w, err := pcRead(dir)
+		delete(w, ".gitignore")
+		return w, err
+	}
+	delete(want, ".gitignore")
+	rec := crashfs.NewRecorder(cfs, t.TempDir(), 16, read, live)
+	rec.RandomCuts, rec.StopAtFirst = randomCuts, stopAtFirst
+	rec.SetCur(want)
+	step := func(name string, fn func() error) {
+		t.Helper()
+		if err := rec.Op(name, fn); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	step("recover", func() (err error) { s, err = fsstore.Open(img, opts); return err })
+	if got := s.Stats().JournalReplayed; got < 10 {
+		t.Fatalf("recovery replayed %d commits from the journal, want the 10 or more it holds", got)
+	}
+	step("delete a", func() error { return s.Delete(bg, "a") })
+	must(t, commit(rec, s, "a", &session.Change{AppendMessages: []session.Value{pcMsg(30)}}))
+	must(t, commit(rec, s, "b", &session.Change{AppendMessages: []session.Value{pcMsg(31)}}))
+	rec.Final()
+	must(t, s.Close())
+	s = nil
+	return cfs.Sites(), rec.Failures(), rec.Cuts
+}
+
+// TestJournalReplayPowerCut checks the recovery of commits only the
+// journal held, at every power cut of it and after.
+func TestJournalReplayPowerCut(t *testing.T) {
+	_, failures, cuts := runJournalReplay(t, "", 3, false)
+	for _, f := range failures {
+		t.Error(f)
+	}
+	t.Logf("%d images checked", cuts)
+}
+
+// TestJournalReplayPowerCutMutation requires every sync of the replay:
+// its logs' and its new epoch's (crashfs.Mutate's loop, over the replay's
+// sites only; TestPowerCutJournalMutation requires the others, which this
+// workload need not).
+func TestJournalReplayPowerCutMutation(t *testing.T) {
+	sites, failures, _ := runJournalReplay(t, "", 0, true)
+	if len(failures) > 0 {
+		t.Fatalf("the workload fails with every sync in place: %s", failures[0])
+	}
+	n := 0
+	for _, site := range sites {
+		if !strings.Contains(site, "(*journal).replay") {
+			continue
+		}
+		n++
+		t.Run(site, func(t *testing.T) {
+			_, failures, cuts := runJournalReplay(t, site, 1, true)
+			if len(failures) == 0 {
+				t.Errorf("with this sync removed, none of %d power cuts loses or half-shows anything: no check needs it", cuts)
+				return
+			}
+			t.Logf("caught: %s", failures[0])
+		})
+	}
+	if n != 2 {
+		t.Fatalf("the replay reached %d sync sites, want 2 (its logs', its new epoch's): %q", n, sites)
+	}
+}
+
+// TestJournalGroupCommitPowerCut commits from many goroutines at once to
+// sessions of their own, so that commits share the journal's flushes,
+// and cuts the power while they run: every commit acknowledged before a
+// cut began is in its image, whole.
+func TestJournalGroupCommitPowerCut(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "ws")
+	must(t, os.Mkdir(root, 0o700))
+	cfs, err := crashfs.New(root)
+	must(t, err)
+	const writers, turns = 8, 60
+	// The first flush waits until every writer has written its log and
+	// is about to queue, so at least the next one is shared.
+	var written atomic.Int32
+	var first sync.Once
+	fault := func(point string) error {
+		switch point {
+		case fsstore.FaultCommitSync:
+			written.Add(1)
+		case fsstore.FaultJournalSync:
+			first.Do(func() {
+				for deadline := time.Now().Add(5 * time.Second); written.Load() < writers && time.Now().Before(deadline); {
+					time.Sleep(time.Millisecond)
+				}
+				time.Sleep(20 * time.Millisecond)
+			})
+		}
+		return nil
+	}
+	// Small, so the run wraps it and checkpoints too.
+	s, err := fsstore.Open(root, fsstore.Options{FS: cfs, JournalBytes: 32 << 10, Fault: fault})
+	must(t, err)
+	var mu sync.Mutex
+	acked := map[string]int{} // session -> messages acknowledged
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("s%d", w)
+			for i := range turns {
+				msg := session.Value(fmt.Sprintf(`{"w":%d,"i":%d,"pad":%q}`, w, i, strings.Repeat("p", 200+(w*37+i*11)%900)))
+				if _, err := s.Commit(bg, id, &session.Change{AppendMessages: []session.Value{msg}}, session.CommitOptions{}); err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				acked[id] = i + 1
+				mu.Unlock()
+			}
+		}()
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	type image struct {
+		dir   string
+		acked map[string]int
+	}
+	var images []image
+	for i := 0; ; i++ {
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Duration(rng.IntN(3000)) * time.Microsecond):
+		}
+		mu.Lock()
+		before := maps.Clone(acked)
+		mu.Unlock()
+		dir := filepath.Join(t.TempDir(), fmt.Sprint("img", i))
+		mode := crashfs.SyncedOnly
+		if i%2 == 1 {
+			mode = crashfs.Random
+		}
+		must(t, cfs.Cut(dir, mode, rng))
+		images = append(images, image{dir, before})
+		select {
+		case <-done:
+		default:
+			if i < 200 {
+				continue
+			}
+			wg.Wait()
+		}
+		break
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	must(t, s.Close())
+	if st.Journaled != writers*(turns-1) || st.JournalFlushes >= st.Journaled || st.JournalCheckpoints == 0 {
+		t.Fatalf("stats %+v: want %d commits journaled in fewer flushes, and a checkpoint", st, writers*(turns-1))
+	}
+	t.Logf("%d commits journaled in %d flushes, %d checkpoints; %d images", st.Journaled, st.JournalFlushes, st.JournalCheckpoints, len(images))
+	for _, img := range images {
+		r, err := fsstore.Open(img.dir, fsstore.Options{})
+		must(t, err)
+		for w := range writers {
+			id := fmt.Sprintf("s%d", w)
+			msgs, err := r.Messages(bg, id, session.Query{})
+			if session.CodeOf(err) == session.CodeNotFound && img.acked[id] == 0 {
+				continue
+			}
+			must(t, err)
+			if len(msgs.Items) < img.acked[id] {
+				t.Errorf("%s: %s holds %d messages, %d were acknowledged before the cut", img.dir, id, len(msgs.Items), img.acked[id])
+			}
+			for i, m := range msgs.Items {
+				if !strings.HasPrefix(string(m), fmt.Sprintf(`{"w":%d,"i":%d,`, w, i)) {
+					t.Errorf("%s: %s message %d is %.40s", img.dir, id, i, m)
+				}
+			}
+		}
+		must(t, r.Close())
+	}
+}
+
+// TestJournalFailureRefusesCommits fails the journal's fdatasync once:
+// the commits of that flush fail and are rolled back, later ones are
+// refused until the store is reopened, and the reopened store holds every
+// acknowledged commit.
+func TestJournalFailureRefusesCommits(t *testing.T) {
+	root := t.TempDir()
+	var fail atomic.Bool
+	opts := fsstore.Options{JournalBytes: 64 << 10, Fault: func(point string) error {
+		if point == fsstore.FaultJournalSync && fail.Load() {
+			return errors.New("injected EIO")
+		}
+		return nil
+	}}
+	s, err := fsstore.Open(root, opts)
+	must(t, err)
+	c := func(i int) error {
+		_, err := s.Commit(bg, "a", &session.Change{AppendMessages: []session.Value{pcMsg(i)}}, session.CommitOptions{})
+		return err
+	}
+	must(t, c(1))
+	must(t, c(2))
+	fail.Store(true)
+	if err := c(3); err == nil || !strings.Contains(err.Error(), "injected EIO") {
+		t.Fatalf("commit with the journal's fdatasync failing: %v", err)
+	}
+	fail.Store(false)
+	err = c(4)
+	if session.CodeOf(err) != session.CodeInternal || !strings.Contains(err.Error(), "reopened") {
+		t.Fatalf("commit after the journal failed: %v, want internal saying the store must be reopened", err)
+	}
+	st, err := s.Load(bg, "a", 0)
+	must(t, err)
+	if len(st.Snapshot.Messages) != 2 {
+		t.Fatalf("%d messages after the failed commits, want 2", len(st.Snapshot.Messages))
+	}
+	s.Close()
+	s, err = fsstore.Open(root, opts)
+	must(t, err)
+	defer s.Close()
+	st, err = s.Load(bg, "a", 0)
+	must(t, err)
+	// The failed commit's frame was written; whether a reopen brings it
+	// back is the disk's to say (here the write reached the page cache):
+	// whole if at all.
+	if n := len(st.Snapshot.Messages); n != 2 && n != 3 {
+		t.Fatalf("%d messages after reopening, want 2 or 3", n)
+	}
+	must(t, c(5))
+}
+
+// journalImage commits to sessions a and b on crashfs with the journal
+// on, then returns an image of what a power cut keeps (no log was
+// fdatasynced after its first commit, so the journal alone holds the
+// rest) and the messages each session was acknowledged with.
+func journalImage(t *testing.T, opts fsstore.Options, ids []string, rounds int) (string, map[string][]string) {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "ws")
+	must(t, os.Mkdir(root, 0o700))
+	cfs, err := crashfs.New(root)
+	must(t, err)
+	opts.FS = cfs
+	s, err := fsstore.Open(root, opts)
+	must(t, err)
+	acked := map[string][]string{}
+	for i := range rounds {
+		for _, id := range ids {
+			m := fmt.Sprintf(`{"id":%q,"i":%d,"pad":%q}`, id, i, strings.Repeat("q", 100+i*40))
+			_, err := s.Commit(bg, id, &session.Change{AppendMessages: []session.Value{session.Value(m)}}, session.CommitOptions{})
+			must(t, err)
+			acked[id] = append(acked[id], m)
+		}
+	}
+	img := filepath.Join(t.TempDir(), "img")
+	must(t, cfs.Cut(img, crashfs.SyncedOnly, nil))
+	s.Close()
+	return img, acked
+}
+
+// messagesOf returns session id's messages in the store at root.
+func messagesOf(t *testing.T, s *fsstore.Store, id string) []string {
+	t.Helper()
+	page, err := s.Messages(bg, id, session.Query{})
+	must(t, err)
+	var out []string
+	for _, m := range page.Items {
+		out = append(out, string(m))
+	}
+	return out
+}
+
+// TestJournalTornTailAndGoneLog reopens images whose journal has a torn
+// last frame, and holds frames for a log that is gone: the torn frame and
+// what follows are not replayed, everything before is, and a gone log is
+// not made again.
+func TestJournalTornTailAndGoneLog(t *testing.T) {
+	img, acked := journalImage(t, fsstore.Options{JournalBytes: 64 << 10}, []string{"a", "b"}, 4)
+	jpath := filepath.Join(img, ".cairn", "sessions", "journal")
+	data, err := os.ReadFile(jpath)
+	must(t, err)
+	var ends []int64
+	recordlog.Scan(data, 0, func(r recordlog.Record) bool { ends = append(ends, r.End); return true })
+	// The start frame, then a and b's commits after their first: 6.
+	if len(ends) != 7 {
+		t.Fatalf("the journal holds %d frames, want 7", len(ends))
+	}
+	// Tear the last frame (b's fourth commit): one byte of its payload.
+	data[ends[5]+recordlog.HeaderSize+3] ^= 0xff
+	must(t, os.WriteFile(jpath, data, 0o600))
+	// And remove a's log: its frames have nowhere to go.
+	must(t, os.Remove(filepath.Join(img, ".cairn", "sessions", "s-a.log")))
+
+	s, err := fsstore.Open(img, fsstore.Options{})
+	must(t, err)
+	if got := s.Stats().JournalReplayed; got != 2 {
+		t.Errorf("replayed %d commits, want b's second and third", got)
+	}
+	if _, err := s.Stat(bg, "a"); session.CodeOf(err) != session.CodeNotFound {
+		t.Errorf("a, whose log was removed: %v, want not found", err)
+	}
+	if got, want := messagesOf(t, s, "b"), acked["b"][:3]; !slices.Equal(got, want) {
+		t.Errorf("b holds %d messages, want its first 3", len(got))
+	}
+	must(t, s.Close())
+	if _, err := os.Stat(filepath.Join(img, ".cairn", "sessions", "s-a.log")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the replay made a's log again: %v", err)
+	}
+	// Replayed once: a second reopen finds nothing to replay.
+	s, err = fsstore.Open(img, fsstore.Options{})
+	must(t, err)
+	defer s.Close()
+	if got := s.Stats().JournalReplayed; got != 0 {
+		t.Errorf("the second reopen replayed %d commits", got)
+	}
+}
+
+// TestJournalLogClosedBeforeCheckpoint commits to more sessions than may
+// be open at once, so logs with commits only the journal holds are
+// closed, then wraps the journal: each was fdatasynced before its close,
+// so the checkpoint that retires their frames loses nothing.
+func TestJournalLogClosedBeforeCheckpoint(t *testing.T) {
+	var ids []string
+	for i := range 12 {
+		ids = append(ids, fmt.Sprintf("s%02d", i))
+	}
+	img, acked := journalImage(t, fsstore.Options{JournalBytes: 16 << 10, MaxOpenLogs: 4}, ids, 6)
+	s, err := fsstore.Open(img, fsstore.Options{})
+	must(t, err)
+	defer s.Close()
+	for _, id := range ids {
+		if got := messagesOf(t, s, id); !slices.Equal(got, acked[id]) {
+			t.Errorf("%s holds %d messages, want the %d acknowledged", id, len(got), len(acked[id]))
+		}
+	}
+}
