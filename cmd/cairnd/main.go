@@ -47,6 +47,7 @@ func main() {
 	frameTimeout := fs.Duration("frame-timeout", daemon.DefaultFrameTimeout, "close a connection that sends part of a WebSocket frame and then nothing for this `duration` (idle connections between frames are never closed)")
 	maxSession := fs.Int64("max-session-bytes", fsstore.DefaultMaxSessionBytes, "largest a session's live data may grow, in `bytes`: a save past it fails with too_large (edits that shrink a session are always taken)")
 	storeURL := fs.String("store", "", "serve the sessions of this PostgreSQL database (a postgres:// `url`) instead of the workspace's .cairn folder; the workspace index and manifests stay local (default: $CAIRN_STORE)")
+	journal := fs.Int64("journal-bytes", fsstore.DefaultJournalBytes, "size in `bytes` of the workspace journal, through which concurrent saves to different sessions share one write and one fdatasync (0: each save fdatasyncs its own session log)")
 	noTrack := fs.Bool("no-track-files", false, "do not watch the workspace tree (drift is then reported as not tracked)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	// Hidden, for tests: forces the polling fallback past a watch budget
@@ -97,7 +98,7 @@ func main() {
 		ShutdownTimeout: 10 * time.Second,
 		AnswerBudget:    *budget,
 		FrameTimeout:    *frameTimeout,
-		Store:           fsstore.Options{MaxSessionBytes: *maxSession, PreallocBytes: fsstore.DefaultPreallocBytes},
+		Store:           storeOptions(*maxSession, *journal),
 		StoreURL:        *storeURL,
 
 		NoWorkspaceTracking: *noTrack,
@@ -128,4 +129,15 @@ func printVisibleDefaults(fs *flag.FlagSet) {
 		}
 	})
 	visible.PrintDefaults()
+}
+
+// storeOptions are the session store's options. With a journal, a session
+// log's appends are not fdatasynced one by one, so zeros written ahead of
+// its end would save nothing.
+func storeOptions(maxSession, journal int64) fsstore.Options {
+	o := fsstore.Options{MaxSessionBytes: maxSession, JournalBytes: max(journal, 0)}
+	if journal <= 0 {
+		o.PreallocBytes = fsstore.DefaultPreallocBytes
+	}
+	return o
 }
