@@ -212,6 +212,18 @@ func (s *Store) openJournal() error {
 		// Replayed and retired; the store commits without it.
 		return f.Close()
 	}
+	if fi.Size() < minJournalBytes {
+		// Too small to hold a commit (a crash cut its creation short,
+		// say): replayed, so made again.
+		f.Close()
+		if err := s.fs.Remove(path); err != nil {
+			return fmt.Errorf("remove journal %s: %w", path, err)
+		}
+		if err := s.createJournal(path); err != nil {
+			s.log.Warn("no workspace journal: each commit fdatasyncs its own log", "error", err)
+		}
+		return nil
+	}
 	j.init(fi.Size())
 	s.j = j
 	return nil

@@ -421,3 +421,28 @@ func TestJournalLogClosedBeforeCheckpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestJournalTooSmallIsMadeAgain opens a store whose journal a crash
+// left empty: it is made again at its full size and used.
+func TestJournalTooSmallIsMadeAgain(t *testing.T) {
+	root := t.TempDir()
+	opts := fsstore.Options{JournalBytes: 64 << 10}
+	s, err := fsstore.Open(root, opts)
+	must(t, err)
+	_, err = s.Commit(bg, "a", &session.Change{AppendMessages: []session.Value{pcMsg(1)}}, session.CommitOptions{})
+	must(t, err)
+	must(t, s.Close())
+	jpath := filepath.Join(root, ".cairn", "sessions", "journal")
+	must(t, os.Truncate(jpath, 0))
+	s, err = fsstore.Open(root, opts)
+	must(t, err)
+	defer s.Close()
+	_, err = s.Commit(bg, "a", &session.Change{AppendMessages: []session.Value{pcMsg(2)}}, session.CommitOptions{})
+	must(t, err)
+	if st := s.Stats(); st.Journaled != 1 {
+		t.Errorf("%d commits journaled, want 1", st.Journaled)
+	}
+	if fi, err := os.Stat(jpath); err != nil || fi.Size() != 64<<10 {
+		t.Errorf("journal after reopening: %v, %v; want 64 KiB", fi, err)
+	}
+}
