@@ -75,6 +75,12 @@ const DefaultJournalBytes = 32 << 20
 // frame and a few small commits.
 const minJournalBytes = 4 << 10
 
+// journalFirstBytes is how much of a new journal Open writes before it
+// returns; the rest of its zeros are written in the background (grow),
+// so a daemon's first start in a workspace does not wait for 32 MiB of
+// them.
+const journalFirstBytes = 1 << 20
+
 // journalName is the journal's file name in sessions/ (not .cairn/
 // itself, whose every change the workspace tracker's watch would see).
 // No session log is named so: their names end in logSuffix.
@@ -101,8 +107,13 @@ type journal struct {
 	s         *Store
 	f         vfs.File
 	path      string
-	capacity  int64
-	maxRecord int64
+	capacity  atomic.Int64 // bytes the frames may use: the zeros written so far
+	maxRecord atomic.Int64 // the largest commit frame the journal takes
+
+	// growing is the goroutine writing the journal's zeros out to its full
+	// size (grow); stop asks it to stop.
+	growing sync.WaitGroup
+	stop    atomic.Bool
 
 	mu     sync.Mutex
 	epoch  uint64
@@ -230,9 +241,10 @@ func (s *Store) openJournal() error {
 }
 
 // createJournal writes a new journal at path: a start frame, then zeros
-// to opts.JournalBytes, made durable before its name appears.
+// to opts.JournalBytes or journalFirstBytes if less (init starts grow for
+// the rest), its name made durable.
 func (s *Store) createJournal(path string) error {
-	size := max(s.opts.JournalBytes, minJournalBytes)
+	size := min(max(s.opts.JournalBytes, minJournalBytes), journalFirstBytes)
 	tmp, err := atomicfile.NewTempFS(s.fs, path, 0o600, nil)
 	if err != nil {
 		return fmt.Errorf("create journal: %w", err)
@@ -254,9 +266,12 @@ func (s *Store) createJournal(path string) error {
 	// Not a guarantee: the first flush's fdatasync makes the start frame
 	// durable with its own frames (a journal a crash leaves without it is
 	// empty); the zeros are there so that flushes overwrite blocks
-	// already on disk. Its name is durable before any commit uses it.
-	if err := tmp.Presync(); err != nil {
-		return fmt.Errorf("create journal: %w", err)
+	// already on disk. When grow follows, its own Presync covers them.
+	// Its name is durable before any commit uses it.
+	if size >= s.opts.JournalBytes {
+		if err := tmp.Presync(); err != nil {
+			return fmt.Errorf("create journal: %w", err)
+		}
 	}
 	f, err := tmp.Create()
 	if err != nil {
@@ -270,12 +285,51 @@ func (s *Store) createJournal(path string) error {
 }
 
 func (j *journal) init(size int64) {
-	j.capacity = size
+	j.setCapacity(size)
+	j.dirty = map[*recordlog.File]bool{}
+	if want := j.s.opts.JournalBytes; size < want {
+		j.growing.Add(1)
+		go j.grow(size, want)
+	}
+}
+
+func (j *journal) setCapacity(size int64) {
 	// A frame must fit after the start frame even when the journal is
 	// full of others; a quarter keeps the checkpoints of a busy journal
 	// rarer than its flushes.
-	j.maxRecord = (size - startFrameLen) / 4
-	j.dirty = map[*recordlog.File]bool{}
+	j.maxRecord.Store((size - startFrameLen) / 4)
+	j.capacity.Store(size)
+}
+
+// grow writes zeros from the journal's end at from out to size, then lets
+// the frames use them. The leader writes below from meanwhile. A failure
+// (no room) leaves the journal at the size it had, the zeros past it cut
+// off.
+func (j *journal) grow(from, size int64) {
+	defer j.growing.Done()
+	zeros := make([]byte, 256<<10)
+	fail := func(err error) {
+		_ = j.f.Truncate(from)
+		j.s.log.Warn("the workspace journal stays at its size", "bytes", from, "error", err)
+	}
+	for off := from; off < size; {
+		if j.stop.Load() {
+			fail(errors.New("the store closed"))
+			return
+		}
+		n := min(int64(len(zeros)), size-off)
+		if _, err := j.f.WriteAt(zeros[:n], off); err != nil {
+			fail(err)
+			return
+		}
+		off += n
+	}
+	// As at creation: so that flushes overwrite blocks already on disk.
+	if err := j.f.Presync(); err != nil {
+		fail(err)
+		return
+	}
+	j.setCapacity(size)
 }
 
 // replay writes the commit frames of the journal's epoch into their logs
@@ -393,7 +447,7 @@ func (j *journal) replay(size int64) error {
 // and returns the epoch its frame went into (0 when it fdatasynced l
 // instead). It waits for the flush that covers it.
 func (j *journal) commit(name string, l *recordlog.File, off int64, data []byte) (uint64, error) {
-	if commitFrameLen(name, data) > j.maxRecord {
+	if commitFrameLen(name, data) > j.maxRecord.Load() {
 		j.mu.Lock()
 		err := j.broken
 		j.mu.Unlock()
@@ -513,7 +567,7 @@ func (j *journal) flush(batch []*jpending) error {
 			checkpoint = true
 			continue
 		}
-		if j.end+int64(len(buf))+commitFrameLen(p.name, p.data) > j.capacity {
+		if j.end+int64(len(buf))+commitFrameLen(p.name, p.data) > j.capacity.Load() {
 			if err := write(); err != nil {
 				return err
 			}
@@ -588,6 +642,8 @@ func (j *journal) current() uint64 {
 // close checkpoints the journal, so a clean reopen replays nothing, and
 // closes it; commits after it fail.
 func (j *journal) close() error {
+	j.stop.Store(true)
+	j.growing.Wait()
 	err := j.checkpointNow()
 	j.mu.Lock()
 	j.closed = true
@@ -596,6 +652,14 @@ func (j *journal) close() error {
 		err = cerr
 	}
 	return err
+}
+
+// abandon stops the journal's growth and closes it, for an Open that
+// fails after making it.
+func (j *journal) abandon() {
+	j.stop.Store(true)
+	j.growing.Wait()
+	j.f.Close()
 }
 
 // retireLocked checkpoints the journal when sf's log has frames in its

@@ -446,3 +446,56 @@ func TestJournalTooSmallIsMadeAgain(t *testing.T) {
 		t.Errorf("journal after reopening: %v, %v; want 64 KiB", fi, err)
 	}
 }
+
+// TestJournalGrowsInBackground opens a store whose journal is larger than
+// what Open writes before it returns: Open leaves it at 1 MiB, commits go
+// on meanwhile, and once it has grown a commit too large for 1 MiB goes
+// through it. A store closed at once reopens and grows it too.
+func TestJournalGrowsInBackground(t *testing.T) {
+	const size = 24 << 20
+	opts := fsstore.Options{JournalBytes: size}
+	sizeOf := func(root string) int64 {
+		fi, err := os.Stat(filepath.Join(root, ".cairn", "sessions", "journal"))
+		must(t, err)
+		return fi.Size()
+	}
+	root := t.TempDir()
+	s, err := fsstore.Open(root, opts)
+	must(t, err)
+	defer s.Close()
+	if got := sizeOf(root); got >= size {
+		t.Fatalf("Open wrote all %d bytes of the journal before it returned", got)
+	}
+	// A commit larger than a quarter of 1 MiB goes through the journal
+	// once it has grown; until then it fdatasyncs its own log.
+	big := session.Value(fmt.Sprintf(`{"pad":%q}`, strings.Repeat("b", 400<<10)))
+	n := 0
+	for deadline := time.Now().Add(20 * time.Second); s.Stats().Journaled == 0; n++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("no commit of 400 KiB went through the journal in 20 s (it is %d bytes)", sizeOf(root))
+		}
+		_, err = s.Commit(bg, "a", &session.Change{AppendMessages: []session.Value{big}}, session.CommitOptions{})
+		must(t, err)
+	}
+	if got := sizeOf(root); got != size {
+		t.Errorf("the journal is %d bytes, want %d", got, size)
+	}
+	if got := messagesOf(t, s, "a"); len(got) != n {
+		t.Errorf("a holds %d messages, want %d", len(got), n)
+	}
+	t.Logf("%d commits of 400 KiB, the last through the journal", n)
+
+	// Closed at once, its growth stopped or done; reopened, it grows.
+	root = t.TempDir()
+	s2, err := fsstore.Open(root, opts)
+	must(t, err)
+	must(t, s2.Close())
+	s2, err = fsstore.Open(root, opts)
+	must(t, err)
+	defer s2.Close()
+	for deadline := time.Now().Add(20 * time.Second); sizeOf(root) < size; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the reopened journal is %d bytes after 20 s, want %d", sizeOf(root), size)
+		}
+	}
+}

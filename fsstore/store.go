@@ -243,7 +243,7 @@ func Open(root string, opts Options) (*Store, error) {
 	if err := s.recover(); err != nil {
 		s.closeFiles()
 		if s.j != nil {
-			s.j.f.Close()
+			s.j.abandon()
 		}
 		_ = releaseLock(s.lock)
 		return nil, wrapOpen(err)
