@@ -59,7 +59,8 @@
 // the same name; a log is fdatasynced before its descriptor is closed. A
 // journal that fails to write or sync takes no commits until the store is
 // reopened. A commit larger than a quarter of the journal fdatasyncs its
-// own log. The power-cut workload runs with it too
+// own log. A new journal starts at 1 MiB and grows to its size in the
+// background. The power-cut workload runs with it too
 // (TestPowerCutJournal and its mutation test), with a replay of its own
 // (TestJournalReplayPowerCut) and concurrent committers cut while they run
 // (TestJournalGroupCommitPowerCut).
