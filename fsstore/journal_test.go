@@ -25,11 +25,7 @@ import (
 // checkpoints when it wraps, the checkpoint before a delete and a
 // compaction, a journal made for a store that has sessions.
 func TestPowerCutJournal(t *testing.T) {
-	sites, failures, cuts := runPowerCutJournal(t, "", 3, false)
-	for _, f := range failures {
-		t.Error(f)
-	}
-	t.Logf("%d images checked at %d sync sites", cuts, len(sites))
+	crashfs.Check(t, runPowerCutJournal)
 }
 
 // TestPowerCutJournalMutation requires every sync the journal workload
@@ -113,39 +109,16 @@ func runJournalReplay(t *testing.T, disabled string, randomCuts int, stopAtFirst
 // TestJournalReplayPowerCut checks the recovery of commits only the
 // journal held, at every power cut of it and after.
 func TestJournalReplayPowerCut(t *testing.T) {
-	_, failures, cuts := runJournalReplay(t, "", 3, false)
-	for _, f := range failures {
-		t.Error(f)
-	}
-	t.Logf("%d images checked", cuts)
+	crashfs.Check(t, runJournalReplay)
 }
 
 // TestJournalReplayPowerCutMutation requires every sync of the replay:
-// its logs' and its new epoch's (crashfs.Mutate's loop, over the replay's
-// sites only; TestPowerCutJournalMutation requires the others, which this
-// workload need not).
+// its logs' and its new epoch's (TestPowerCutJournalMutation requires the
+// others, which this workload need not).
 func TestJournalReplayPowerCutMutation(t *testing.T) {
-	sites, failures, _ := runJournalReplay(t, "", 0, true)
-	if len(failures) > 0 {
-		t.Fatalf("the workload fails with every sync in place: %s", failures[0])
-	}
-	n := 0
-	for _, site := range sites {
-		if !strings.Contains(site, "(*journal).replay") {
-			continue
-		}
-		n++
-		t.Run(site, func(t *testing.T) {
-			_, failures, cuts := runJournalReplay(t, site, 1, true)
-			if len(failures) == 0 {
-				t.Errorf("with this sync removed, none of %d power cuts loses or half-shows anything: no check needs it", cuts)
-				return
-			}
-			t.Logf("caught: %s", failures[0])
-		})
-	}
-	if n != 2 {
-		t.Fatalf("the replay reached %d sync sites, want 2 (its logs', its new epoch's): %q", n, sites)
+	replay := func(site string) bool { return strings.Contains(site, "(*journal).replay") }
+	if n := crashfs.MutateOnly(t, runJournalReplay, replay); n != 2 {
+		t.Fatalf("the replay reached %d sync sites, want 2 (its logs', its new epoch's)", n)
 	}
 }
 

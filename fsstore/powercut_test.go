@@ -415,12 +415,7 @@ func pcMsg(i int) session.Value {
 // TestPowerCut checks every power cut of the workload, with the random
 // images too.
 func TestPowerCut(t *testing.T) {
-	sites, failures, cuts := runPowerCut(t, "", 3, false)
-	for _, f := range failures {
-		t.Error(f)
-	}
-	t.Logf("%d images checked at %d sync sites", cuts, len(sites))
-	if len(sites) < 10 {
+	if sites := crashfs.Check(t, runPowerCut); len(sites) < 10 {
 		t.Fatalf("the workload reaches only %d sync sites: %q", len(sites), sites)
 	}
 }

@@ -203,11 +203,7 @@ func runManifestPowerCut(t *testing.T, disabled string, randomCuts int, stopAtFi
 }
 
 func TestManifestPowerCut(t *testing.T) {
-	sites, failures, cuts := runManifestPowerCut(t, "", 3, false)
-	for _, f := range failures {
-		t.Error(f)
-	}
-	t.Logf("%d images checked at %d sync sites", cuts, len(sites))
+	crashfs.Check(t, runManifestPowerCut)
 }
 
 func TestManifestPowerCutMutation(t *testing.T) {

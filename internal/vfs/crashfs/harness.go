@@ -209,22 +209,45 @@ func mergeKeys(a, b World) map[string]bool {
 // how many images it checked.
 type Workload func(t *testing.T, disabled string, randomCuts int, stopAtFirst bool) (sites, failures []string, cuts int)
 
+// Check runs the workload with every sync in place, three random images
+// per sync besides the synced-only one, fails t for each failed check and
+// returns the sync sites reached.
+func Check(t *testing.T, run Workload) []string {
+	t.Helper()
+	sites, failures, cuts := run(t, "", 3, false)
+	for _, f := range failures {
+		t.Error(f)
+	}
+	t.Logf("%d images checked at %d sync sites", cuts, len(sites))
+	return sites
+}
+
 // Mutate is the mutation test of a workload: it must pass with every sync
 // in place, and with each sync site it reaches disabled in turn, some
 // power cut must lose or half-show something, so every sync is one the
 // checks need.
-func Mutate(t *testing.T, run Workload) {
+func Mutate(t *testing.T, run Workload) { MutateOnly(t, run, nil) }
+
+// MutateOnly is Mutate over the sites keep accepts (all when keep is
+// nil), for a workload some of whose syncs another workload requires; it
+// returns how many it disabled.
+func MutateOnly(t *testing.T, run Workload, keep func(site string) bool) int {
 	t.Helper()
 	sites, failures, _ := run(t, "", 0, true)
 	if len(failures) > 0 {
 		t.Fatalf("the workload fails with every sync in place: %s", failures[0])
 	}
+	n := 0
 	for _, site := range sites {
 		if site == testCode || strings.HasPrefix(site, PresyncSite) {
 			// A presync makes durable only what no check may need
 			// (vfs.File.Presync); the cuts at it are still checked.
 			continue
 		}
+		if keep != nil && !keep(site) {
+			continue
+		}
+		n++
 		t.Run(site, func(t *testing.T) {
 			_, failures, cuts := run(t, site, 1, true)
 			if len(failures) == 0 {
@@ -234,4 +257,5 @@ func Mutate(t *testing.T, run Workload) {
 			t.Logf("caught: %s", failures[0])
 		})
 	}
+	return n
 }
