@@ -26,12 +26,20 @@ func checkSession(t *testing.T, dir string, minGen uint64) uint64 {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer s.Close()
-	st, err := s.Load(bg, "k", 0)
+	return checkLoop(t, s, "k", minGen)
+}
+
+// checkLoop checks that session id of s holds what a commit loop
+// (childCommitLoop) wrote: messages 1..gen byte for byte, the run, handoff
+// and checkpoint of generation gen, at a generation of at least minGen.
+func checkLoop(t *testing.T, s *fsstore.Store, id string, minGen uint64) uint64 {
+	t.Helper()
+	st, err := s.Load(bg, id, 0)
 	if err != nil {
 		if minGen == 0 && session.CodeOf(err) == session.CodeNotFound {
 			return 0
 		}
-		t.Fatalf("load after kill: %v", err)
+		t.Fatalf("load %s after kill: %v", id, err)
 	}
 	snap := st.Snapshot
 	if snap.Generation < minGen {
@@ -73,66 +81,15 @@ func TestKillDuringCommits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
 	var acked, compactions uint64
 	for i := 0; i < kills; i++ {
-		cmd := startChild(t, "commit-loop", dir)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan string, 1024)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
-		ready := <-lines
-		if !strings.HasPrefix(ready, "ready ") {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("child said %q", ready)
-		}
-		// Let the child acknowledge a random number of commits (so the test
-		// makes progress however slow the machine), then kill it at a
-		// random instant of the next ones.
 		var childCompactions uint64
-		note := func(line string) {
+		killChild(t, "commit-loop", dir, rng, 12, func(line string) {
 			var g, c uint64
 			if _, err := fmt.Sscanf(line, "ack %d %d", &g, &c); err == nil {
 				acked = max(acked, g)
 				childCompactions = max(childCompactions, c)
 			}
-		}
-		deadline := time.After(20 * time.Second)
-		for want := rng.IntN(12); want > 0; want-- {
-			select {
-			case line, ok := <-lines:
-				if !ok {
-					cmd.Wait()
-					t.Fatalf("child exited early")
-				}
-				note(line)
-			case <-deadline:
-				cmd.Process.Kill()
-				cmd.Wait()
-				t.Fatalf("child made no progress")
-			}
-		}
-		time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		for line := range lines {
-			note(line)
-		}
+		})
 		compactions += childCompactions
-		err = cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-			t.Fatalf("child exited by itself (%v) before the kill", err)
-		}
 		acked = max(acked, checkSession(t, dir, acked))
 	}
 	t.Logf("%d kills, %d generations acknowledged, %d compactions completed before a kill", kills, acked, compactions)
@@ -141,6 +98,62 @@ func TestKillDuringCommits(t *testing.T) {
 	}
 	if acked < uint64(kills/4) {
 		t.Fatalf("only %d generations in %d runs: the child barely committed", acked, kills)
+	}
+}
+
+// killChild starts the test binary in role on dir, waits for its line
+// starting "ready", lets it print up to maxLines more (a random number of
+// them, so the test makes progress however slow the machine), kills it with
+// SIGKILL at a random instant after, and hands every line it printed after
+// "ready" to note. It fails t unless the child died of the kill.
+func killChild(t *testing.T, role, dir string, rng *rand.Rand, maxLines int, note func(line string)) {
+	t.Helper()
+	cmd := startChild(t, role, dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1024)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	if ready := <-lines; !strings.HasPrefix(ready, "ready") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child said %q", ready)
+	}
+	deadline := time.After(20 * time.Second)
+	for want := rng.IntN(maxLines); want > 0; want-- {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				cmd.Wait()
+				t.Fatalf("child exited early")
+			}
+			note(line)
+		case <-deadline:
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("child made no progress")
+		}
+	}
+	time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for line := range lines {
+		note(line)
+	}
+	err = cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+		t.Fatalf("child exited by itself (%v) before the kill", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -58,6 +59,8 @@ func runChild(role, dir string) error {
 	switch role {
 	case "commit-loop":
 		return childCommitLoop(dir)
+	case "journal-loop":
+		return childJournalLoop(dir)
 	case "hold-lock":
 		s, err := fsstore.Open(dir, fsstore.Options{})
 		if err != nil {
@@ -90,6 +93,52 @@ func childCommitLoop(dir string) error {
 	out := bufio.NewWriter(os.Stdout)
 	fmt.Fprintf(out, "ready %d\n", gen)
 	out.Flush()
+	return commitLoop(s, "k", gen, func(gen uint64) {
+		fmt.Fprintf(out, "ack %d %d\n", gen, s.Stats().Compactions)
+		out.Flush()
+	})
+}
+
+// childJournalLoop runs commitLoop on journalSessions sessions at once,
+// with a workspace journal that wraps every hundred commits or so (frames
+// of a log compaction replaced linger in it until then),
+// and prints each acknowledged generation as "ack <session> <gen>
+// <journaled> <compactions>".
+func childJournalLoop(dir string) error {
+	s, err := fsstore.Open(dir, fsstore.Options{CompactMinBytes: 2048, JournalBytes: 512 << 10})
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	out := bufio.NewWriter(os.Stdout)
+	fmt.Fprintln(out, "ready")
+	out.Flush()
+	errs := make(chan error, journalSessions)
+	for i := range journalSessions {
+		id := fmt.Sprint("g", i)
+		var gen uint64
+		if sum, err := s.Stat(bg, id); err == nil {
+			gen = sum.Generation
+		}
+		go func() {
+			errs <- commitLoop(s, id, gen, func(gen uint64) {
+				st := s.Stats()
+				mu.Lock()
+				fmt.Fprintf(out, "ack %s %d %d %d\n", id, gen, st.Journaled, st.Compactions)
+				out.Flush()
+				mu.Unlock()
+			})
+		}()
+	}
+	return <-errs
+}
+
+// journalSessions is how many sessions childJournalLoop commits to at once.
+const journalSessions = 4
+
+// commitLoop commits to session id of s from generation gen on, for ever,
+// and calls acked with each acknowledged generation.
+func commitLoop(s *fsstore.Store, id string, gen uint64, acked func(gen uint64)) error {
 	for {
 		next := int(gen) + 1
 		c := &session.Change{
@@ -100,13 +149,12 @@ func childCommitLoop(dir string) error {
 		if next%3 == 0 {
 			c.Checkpoint = &session.LoopCheckpoint{RunID: "run", Turn: int64(next), ToolCallsCount: int64(next), State: json.RawMessage(strconv.Itoa(next))}
 		}
-		res, err := s.Commit(bg, "k", c, session.CommitOptions{ExpectGeneration: session.Expect(gen)})
+		res, err := s.Commit(bg, id, c, session.CommitOptions{ExpectGeneration: session.Expect(gen)})
 		if err != nil {
 			return err
 		}
 		gen = res.Generation
-		fmt.Fprintf(out, "ack %d %d\n", gen, s.Stats().Compactions)
-		out.Flush()
+		acked(gen)
 	}
 }
 
