@@ -296,8 +296,11 @@ func (s *Store) repairSession(id string, apply bool) (*session.RepairReport, err
 		return rep, nil
 	}
 	name := sf.name
-	// A log found damaged after Open (Verify) may still be open: the
-	// repaired one replaces it.
+	// A log found damaged after Open (Verify) may still be open, and the
+	// journal may hold commits of it: the repaired one replaces it.
+	if err := s.retireLocked(sf); err != nil {
+		return nil, err
+	}
 	s.closeLog(sf)
 	s.removeIdxLocked(sf)
 	if gen == 0 {
