@@ -54,3 +54,11 @@ func (s *Store) faultAt(prefix string) func(step string) error {
 	}
 	return func(step string) error { return s.opts.Fault(prefix + step) }
 }
+
+// fault calls the hook at point, when there is one.
+func (s *Store) fault(point string) error {
+	if s.opts.Fault == nil {
+		return nil
+	}
+	return s.opts.Fault(point)
+}

@@ -195,12 +195,7 @@ func (s *Store) openJournal() error {
 		if s.opts.JournalBytes <= 0 {
 			return nil
 		}
-		// The journal only makes commits cheaper: without room for it
-		// (a full disk, a small file system) each commit fdatasyncs its
-		// own log, as with no journal asked for.
-		if err := s.createJournal(path); err != nil {
-			s.log.Warn("no workspace journal: each commit fdatasyncs its own log", "error", err)
-		}
+		s.createJournal(path)
 		return nil
 	}
 	if err != nil {
@@ -230,9 +225,7 @@ func (s *Store) openJournal() error {
 		if err := s.fs.Remove(path); err != nil {
 			return fmt.Errorf("remove journal %s: %w", path, err)
 		}
-		if err := s.createJournal(path); err != nil {
-			s.log.Warn("no workspace journal: each commit fdatasyncs its own log", "error", err)
-		}
+		s.createJournal(path)
 		return nil
 	}
 	j.init(fi.Size())
@@ -240,10 +233,20 @@ func (s *Store) openJournal() error {
 	return nil
 }
 
-// createJournal writes a new journal at path: a start frame, then zeros
-// to opts.JournalBytes or journalFirstBytes if less (init starts grow for
+// createJournal makes a new journal at path (newJournal) and commits
+// through it. The journal only makes commits cheaper: without room for it
+// (a full disk, a small file system) each commit fdatasyncs its own log,
+// as with no journal asked for.
+func (s *Store) createJournal(path string) {
+	if err := s.newJournal(path); err != nil {
+		s.log.Warn("no workspace journal: each commit fdatasyncs its own log", "error", err)
+	}
+}
+
+// newJournal writes a new journal at path: a start frame, then zeros to
+// opts.JournalBytes or journalFirstBytes if less (init starts grow for
 // the rest), its name made durable.
-func (s *Store) createJournal(path string) error {
+func (s *Store) newJournal(path string) error {
 	size := min(max(s.opts.JournalBytes, minJournalBytes), journalFirstBytes)
 	tmp, err := atomicfile.NewTempFS(s.fs, path, 0o600, nil)
 	if err != nil {
@@ -255,13 +258,8 @@ func (s *Store) createJournal(path string) error {
 	if err := tmp.WriteAt(head, 0); err != nil {
 		return fmt.Errorf("create journal: %w", err)
 	}
-	zeros := make([]byte, 256<<10)
-	for off := int64(len(head)); off < size; {
-		n := min(int64(len(zeros)), size-off)
-		if err := tmp.WriteAt(zeros[:n], off); err != nil {
-			return fmt.Errorf("create journal: %w", err)
-		}
-		off += n
+	if err := recordlog.WriteZeros(tmp.WriteAt, int64(len(head)), size, nil); err != nil {
+		return fmt.Errorf("create journal: %w", err)
 	}
 	// Not a guarantee: the first flush's fdatasync makes the start frame
 	// durable with its own frames (a journal a crash leaves without it is
@@ -307,26 +305,24 @@ func (j *journal) setCapacity(size int64) {
 // off.
 func (j *journal) grow(from, size int64) {
 	defer j.growing.Done()
-	zeros := make([]byte, 256<<10)
-	fail := func(err error) {
+	write := func(p []byte, off int64) error {
+		_, err := j.f.WriteAt(p, off)
+		return err
+	}
+	stop := func() error {
+		if j.stop.Load() {
+			return errors.New("the store closed")
+		}
+		return nil
+	}
+	err := recordlog.WriteZeros(write, from, size, stop)
+	if err == nil {
+		// As at creation: so that flushes overwrite blocks already on disk.
+		err = j.f.Presync()
+	}
+	if err != nil {
 		_ = j.f.Truncate(from)
 		j.s.log.Warn("the workspace journal stays at its size", "bytes", from, "error", err)
-	}
-	for off := from; off < size; {
-		if j.stop.Load() {
-			fail(errors.New("the store closed"))
-			return
-		}
-		n := min(int64(len(zeros)), size-off)
-		if _, err := j.f.WriteAt(zeros[:n], off); err != nil {
-			fail(err)
-			return
-		}
-		off += n
-	}
-	// As at creation: so that flushes overwrite blocks already on disk.
-	if err := j.f.Presync(); err != nil {
-		fail(err)
 		return
 	}
 	j.setCapacity(size)
@@ -527,25 +523,18 @@ func (j *journal) flush(batch []*jpending) error {
 	checkpoint := false
 	buf := j.buf[:0]
 	var logs []*recordlog.File
-	fault := j.s.faultAt("journal.")
-	step := func(name string) error {
-		if fault == nil {
-			return nil
-		}
-		return fault(name)
-	}
 	write := func() error {
 		if len(buf) == 0 {
 			return nil
 		}
-		err := step(recordlog.StepWrite)
+		err := j.s.fault(FaultJournalWrite)
 		if err == nil {
 			_, err = j.f.WriteAt(buf, j.end)
 		}
 		if err != nil {
 			return fmt.Errorf("write journal %s: %w", j.path, err)
 		}
-		if err = step(recordlog.StepSync); err == nil {
+		if err = j.s.fault(FaultJournalSync); err == nil {
 			err = j.f.Sync()
 		}
 		if err != nil {

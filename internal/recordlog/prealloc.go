@@ -26,8 +26,8 @@ func ZeroFrame(b []byte) bool {
 // zeroChunk is how much Zeros reads, and Preallocate writes, at a time.
 const zeroChunk = 256 << 10
 
-// zeroBlock is what Preallocate writes from: only ever read, so every log
-// shares it, and a preallocation allocates nothing.
+// zeroBlock is what WriteZeros writes from: only ever read, so every file
+// shares it, and writing zeros allocates nothing.
 var zeroBlock [zeroChunk]byte
 
 // Zeros reports whether the bytes off..end of r are all zero: a log that
@@ -51,6 +51,26 @@ func Zeros(r interface {
 		off += int64(len(b))
 	}
 	return true, nil
+}
+
+// WriteZeros writes zeros over off..end with write (a file's WriteAt), a
+// bounded block at a time from one block of zeros every writer shares, so
+// it allocates nothing. stop, when not nil, is asked before each block;
+// its error ends the writing.
+func WriteZeros(write func(p []byte, off int64) error, off, end int64, stop func() error) error {
+	for off < end {
+		if stop != nil {
+			if err := stop(); err != nil {
+				return err
+			}
+		}
+		b := zeroBlock[:min(zeroChunk, end-off)]
+		if err := write(b, off); err != nil {
+			return err
+		}
+		off += int64(len(b))
+	}
+	return nil
 }
 
 // Alloc returns where the file's zeros ahead end: the committed size
@@ -99,13 +119,12 @@ func (l *File) Preallocate(n int64, fault func(step string) error) error {
 	if err := step(StepWrite); err != nil {
 		return fail("write zeros to", err)
 	}
-	zeros := zeroBlock[:min(n, zeroChunk)]
-	for done := int64(0); done < n; {
-		b := zeros[:min(int64(len(zeros)), n-done)]
-		if _, err := l.f.WriteAt(b, from+done); err != nil {
-			return fail("write zeros to", err)
-		}
-		done += int64(len(b))
+	write := func(p []byte, off int64) error {
+		_, err := l.f.WriteAt(p, off)
+		return err
+	}
+	if err := WriteZeros(write, from, from+n, nil); err != nil {
+		return fail("write zeros to", err)
 	}
 	if err := step(StepAfterWrite); err != nil {
 		return fail("write zeros to", err)
