@@ -41,35 +41,14 @@ func TestPowerCutJournalMutation(t *testing.T) {
 // commits, a close.
 func runJournalReplay(t *testing.T, disabled string, randomCuts int, stopAtFirst bool) (sites, failures []string, cuts int) {
 	t.Helper()
-	root := filepath.Join(t.TempDir(), "ws")
-	must(t, os.Mkdir(root, 0o700))
-	cfs, err := crashfs.New(root)
-	must(t, err)
-	opts := fsstore.Options{FS: cfs, Now: pcClock(), CompactMinBytes: 1 << 40, JournalBytes: 64 << 10}
-	s, err := fsstore.Open(root, opts)
-	must(t, err)
-	for i := range 6 {
-		for _, id := range []string{"a", "b"} {
-			_, err := s.Commit(bg, id, &session.Change{AppendMessages: []session.Value{pcMsg(i)}}, session.CommitOptions{})
-			must(t, err)
-		}
-	}
-	if st := s.Stats(); st.Journaled < 10 {
-		t.Fatalf("only %d of 12 commits went through the journal", st.Journaled)
-	}
-	want, err := pcWorld(root, s)
-	must(t, err)
-	img := filepath.Join(t.TempDir(), "img")
-	must(t, cfs.Cut(img, crashfs.SyncedOnly, nil))
-	// Abandoned, as the power cut left it; its descriptors are closed by
-	// Close, whose writes go to root, not to the image.
-	s.Close()
+	opts := fsstore.Options{Now: pcClock(), CompactMinBytes: 1 << 40, JournalBytes: 64 << 10}
+	img, _, want := journalImage(t, opts, []string{"a", "b"}, 6)
 
-	cfs, err = crashfs.New(img)
+	cfs, err := crashfs.New(img)
 	must(t, err)
 	cfs.Disable(disabled)
 	opts.FS = cfs
-	s = nil
+	var s *fsstore.Store
 	live := func() (crashfs.World, error) {
 		if s == nil {
 			return nil, errors.New("closed")
@@ -127,10 +106,7 @@ func TestJournalReplayPowerCutMutation(t *testing.T) {
 // and cuts the power while they run: every commit acknowledged before a
 // cut began is in its image, whole.
 func TestJournalGroupCommitPowerCut(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "ws")
-	must(t, os.Mkdir(root, 0o700))
-	cfs, err := crashfs.New(root)
-	must(t, err)
+	root, cfs := crashRoot(t)
 	const writers, turns = 8, 60
 	// The first flush waits until every writer has written its log and
 	// is about to queue, so at least the next one is shared.
@@ -290,16 +266,15 @@ func TestJournalFailureRefusesCommits(t *testing.T) {
 	must(t, c(5))
 }
 
-// journalImage commits to sessions a and b on crashfs with the journal
-// on, then returns an image of what a power cut keeps (no log was
-// fdatasynced after its first commit, so the journal alone holds the
-// rest) and the messages each session was acknowledged with.
-func journalImage(t *testing.T, opts fsstore.Options, ids []string, rounds int) (string, map[string][]string) {
+// journalImage commits rounds times to each of the sessions ids on
+// crashfs with the journal on, every commit after a session's first
+// through the journal, then returns an image of what a power cut keeps (no
+// log was fdatasynced after its first commit, so the journal alone holds
+// the rest), the messages each session was acknowledged with, and the
+// acknowledged world (pcWorld).
+func journalImage(t *testing.T, opts fsstore.Options, ids []string, rounds int) (string, map[string][]string, crashfs.World) {
 	t.Helper()
-	root := filepath.Join(t.TempDir(), "ws")
-	must(t, os.Mkdir(root, 0o700))
-	cfs, err := crashfs.New(root)
-	must(t, err)
+	root, cfs := crashRoot(t)
 	opts.FS = cfs
 	s, err := fsstore.Open(root, opts)
 	must(t, err)
@@ -312,10 +287,17 @@ func journalImage(t *testing.T, opts fsstore.Options, ids []string, rounds int) 
 			acked[id] = append(acked[id], m)
 		}
 	}
+	if got, want := s.Stats().Journaled, int64((rounds-1)*len(ids)); got != want {
+		t.Fatalf("%d commits went through the journal, want %d", got, want)
+	}
+	world, err := pcWorld(root, s)
+	must(t, err)
 	img := filepath.Join(t.TempDir(), "img")
 	must(t, cfs.Cut(img, crashfs.SyncedOnly, nil))
+	// Abandoned, as the power cut left it; its descriptors are closed by
+	// Close, whose writes go to root, not to the image.
 	s.Close()
-	return img, acked
+	return img, acked, world
 }
 
 // messagesOf returns session id's messages in the store at root.
@@ -335,7 +317,7 @@ func messagesOf(t *testing.T, s *fsstore.Store, id string) []string {
 // what follows are not replayed, everything before is, and a gone log is
 // not made again.
 func TestJournalTornTailAndGoneLog(t *testing.T) {
-	img, acked := journalImage(t, fsstore.Options{JournalBytes: 64 << 10}, []string{"a", "b"}, 4)
+	img, acked, _ := journalImage(t, fsstore.Options{JournalBytes: 64 << 10}, []string{"a", "b"}, 4)
 	jpath := filepath.Join(img, ".cairn", "sessions", "journal")
 	data, err := os.ReadFile(jpath)
 	must(t, err)
@@ -384,7 +366,7 @@ func TestJournalLogClosedBeforeCheckpoint(t *testing.T) {
 	for i := range 12 {
 		ids = append(ids, fmt.Sprintf("s%02d", i))
 	}
-	img, acked := journalImage(t, fsstore.Options{JournalBytes: 16 << 10, MaxOpenLogs: 4}, ids, 6)
+	img, acked, _ := journalImage(t, fsstore.Options{JournalBytes: 16 << 10, MaxOpenLogs: 4}, ids, 6)
 	s, err := fsstore.Open(img, fsstore.Options{})
 	must(t, err)
 	defer s.Close()

@@ -42,10 +42,7 @@ func noZeroTailKept(img string) error {
 // were kept as a torn tail. The cuts at a presync find zeros durable past
 // a log's end, or a size extended without them.
 func TestPowerCutPrealloc(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "ws")
-	must(t, os.Mkdir(root, 0o700))
-	cfs, err := crashfs.New(root)
-	must(t, err)
+	root, cfs := crashRoot(t)
 	var s *fsstore.Store
 	var rec *crashfs.Recorder
 	live := func() (crashfs.World, error) {

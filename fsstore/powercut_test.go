@@ -126,10 +126,7 @@ func runPowerCutWith(t *testing.T, journal int64, disabled string, randomCuts in
 	// Two phases: a workload on a new store, then recovery of an image
 	// cut in the middle of it and more work on that.
 	t.Helper()
-	root := filepath.Join(t.TempDir(), "ws")
-	must(t, os.Mkdir(root, 0o700))
-	cfs, err := crashfs.New(root)
-	must(t, err)
+	root, cfs := crashRoot(t)
 	cfs.Disable(disabled)
 	var s *fsstore.Store
 	var rec *crashfs.Recorder
@@ -397,6 +394,16 @@ func litter(t *testing.T, dir string) (name string) {
 	must(t, os.WriteFile(filepath.Join(dir, atomicfile.TempPrefix+"stale"), []byte("half"), 0o600))
 	must(t, os.WriteFile(filepath.Join(dir, "s-nocommit.log"), []byte(pcNoCommit), 0o600))
 	return name
+}
+
+// crashRoot makes an empty workspace directory and a crashfs over it.
+func crashRoot(t *testing.T) (string, *crashfs.FS) {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "ws")
+	must(t, os.Mkdir(root, 0o700))
+	cfs, err := crashfs.New(root)
+	must(t, err)
+	return root, cfs
 }
 
 // commit is one acknowledged commit, as an operation of rec.
