@@ -143,7 +143,9 @@
 // before every write it acknowledges, and again after a commit's sync, the
 // writer checks that .cairn, sessions/ and workflows/ are still the
 // directories it locked (four stat calls: .cairn by its path, then
-// sessions, workflows and LOCK by name in the directory it locked). If one was
+// sessions, workflows and LOCK by name in the directory it locked; on
+// Linux one read(2) of an inotify watch of them while nothing changed
+// there, see dirlock.Lock.Watch). If one was
 // renamed or removed and another made in its place, where a second writer
 // could lock it, the store refuses every write from then on with code
 // locked, logs it once, and must be reopened. A session log removed or

@@ -62,3 +62,7 @@ const (
 
 // ResetForTest is the reset record that opens a session's log.
 func ResetForTest(id string) any { return resetRec{SessionID: id, CreatedAt: time.Now().UTC()} }
+
+// LockWatching is the store's writer lock's Watching: nil when its checks
+// (and the log's, checkLogFile) may skip their stats while nothing changed.
+func LockWatching(s *Store) error { return s.lock.Watching() }

@@ -172,12 +172,20 @@ func TestLockLost(t *testing.T) {
 // TestDeletedLogRefusesCommits removes a session's open log: commits,
 // which would go to the unlinked file and vanish at the next open, are
 // refused instead.
+//
+// It and TestReplacedLogRefusesCommits run with the writer lock's watch
+// (fsstore skips the log's stat while nothing in sessions changed) and
+// append first, so the log has been found where it should be at an epoch
+// the removal has to move on.
 func TestDeletedLogRefusesCommits(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir, fsstore.Options{})
+	must(t, fsstore.LockWatching(s))
 	must(t, commitN(s, "a", 1))
+	must(t, commitN(s, "a", 2))
+	must(t, commitN(s, "a", 3))
 	must(t, os.Remove(filepath.Join(dir, ".cairn", "sessions", "s-a.log")))
-	if err := commitN(s, "a", 2); err == nil || !strings.Contains(err.Error(), "removed or replaced") {
+	if err := commitN(s, "a", 4); err == nil || !strings.Contains(err.Error(), "removed or replaced") {
 		t.Fatalf("commit to a deleted log: %v", err)
 	}
 }
@@ -188,14 +196,16 @@ func TestDeletedLogRefusesCommits(t *testing.T) {
 func TestReplacedLogRefusesCommits(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir, fsstore.Options{})
+	must(t, fsstore.LockWatching(s))
 	must(t, commitN(s, "a", 1))
 	must(t, commitN(s, "a", 2)) // an append: the log's identity is known now
+	must(t, commitN(s, "a", 3)) // and skipped while nothing changed
 	log := filepath.Join(dir, ".cairn", "sessions", "s-a.log")
 	data, err := os.ReadFile(log)
 	must(t, err)
 	must(t, os.WriteFile(log+".copy", data, 0o600))
 	must(t, os.Rename(log+".copy", log))
-	if err := commitN(s, "a", 3); err == nil || !strings.Contains(err.Error(), "removed or replaced") {
+	if err := commitN(s, "a", 4); err == nil || !strings.Contains(err.Error(), "removed or replaced") {
 		t.Fatalf("commit to a replaced log: %v", err)
 	}
 }

@@ -18,6 +18,11 @@
 // its lock: Check fails from then on, and the writer must stop
 // acknowledging writes.
 //
+// On Linux an inotify watch of those paths lets Check skip its stats
+// while nothing they look at has changed (watch_linux.go): one read(2)
+// instead of a stat of each path, and a full check at least once a second
+// for what inotify does not report.
+//
 // The lock file (LOCK) is kept as well: it holds the holder's pid for the
 // error a second writer gets, and older builds, which lock only the file,
 // are kept out by it. Check puts it back, locked, when it is missing.
@@ -148,6 +153,13 @@ type Lock struct {
 	lockT target   // the lock file's path, with file's identity
 	pins  []target
 	lost  error
+
+	// w, when not nil, lets Check skip its stats while nothing can have
+	// changed (watch_linux.go); quiet is its epoch at the last Check whose
+	// stats passed. wErr says why there is no watch.
+	w     *watch
+	wErr  error
+	quiet uint64
 }
 
 // Acquire takes the exclusive lock on dir (which must exist) and on the
@@ -192,6 +204,7 @@ func Acquire(dir, name string, log hclog.Logger) (*Lock, error) {
 		l.Release()
 		return nil, err
 	}
+	l.wErr = errors.New("no watch asked for (Watch)")
 	return l, nil
 }
 
@@ -247,6 +260,14 @@ func (l *Lock) Pin(paths ...string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, p := range paths {
+		// Watched before its identity is taken: a change after the stat
+		// is then an event.
+		if l.w != nil {
+			if err := l.w.add(p); err != nil {
+				l.w.close()
+				l.w, l.wErr = nil, err
+			}
+		}
 		id, err := statID(p)
 		if err != nil {
 			return fmt.Errorf("stat %s: %w", p, err)
@@ -257,7 +278,65 @@ func (l *Lock) Pin(paths ...string) error {
 		}
 		l.pins = append(l.pins, t)
 	}
+	l.w.bump() // the next Check stats the new pins
 	return nil
+}
+
+// Watch lets Check skip its stats while nothing they look at has changed:
+// an inotify instance watching the directory, its pins (those pinned
+// later too) and their parents (Linux only; see watch_linux.go). It costs
+// the process one inotify instance, of the user's fs.inotify.
+// max_user_instances. When it returns an error (no inotify, the limit
+// reached, a path it cannot trust a watch for), Check stats every time, as
+// without it.
+func (l *Lock) Watch() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.w != nil || l.dirF == nil {
+		return l.wErr
+	}
+	w, err := newWatch(l.dir)
+	for i := 0; err == nil && i < len(l.pins); i++ {
+		err = w.add(l.pins[i].path)
+	}
+	if err != nil {
+		w.close()
+		l.wErr = err
+		return err
+	}
+	l.w, l.wErr = w, nil
+	return nil
+}
+
+// Watching returns nil when Check can skip its stats while nothing they
+// look at has changed (an inotify watch, Linux only; see watch_linux.go),
+// or why it stats every time.
+func (l *Lock) Watching() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.w == nil {
+		return l.wErr
+	}
+	if _, ok := l.w.poll(); !ok {
+		return errors.New("the watch saw a watched directory moved, deleted or unmounted, or lost events; every check stats")
+	}
+	return nil
+}
+
+// Epoch returns a number that moves on whenever a name may have been
+// made, removed or renamed in the locked directory or a pinned one, or
+// one of them or a parent moved, and by itself at least once a second. An
+// owner that found, by a stat, that a path in a pinned directory names
+// what it should, with Epoch at e before that stat, need not stat it again
+// while Epoch returns e. ok is false when the lock cannot tell (no watch,
+// or the lock lost or released): then stat every time.
+func (l *Lock) Epoch() (e uint64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost != nil || l.dirF == nil {
+		return 0, false
+	}
+	return l.w.poll()
 }
 
 // Check reports whether this process still holds the lock on the
@@ -266,10 +345,12 @@ func (l *Lock) Pin(paths ...string) error {
 // a few system calls, no I/O, nothing allocated. Those that are entries of
 // the directory are looked up by name in the directory's descriptor once
 // its path has been found to name it (target), not by walking their whole
-// paths again. A
-// missing or replaced lock file is put back, locked; if another process
-// has locked one there, the lock is lost. Once lost, Check returns the
-// same *LostError for good, and the loss is logged once.
+// paths again. With a watch (Watching) it is one read(2) instead while no
+// name in the directory or a pin has changed, nothing has moved, and the
+// last full check is less than a second old. A missing or replaced lock
+// file is put back, locked; if another process has locked one there, the
+// lock is lost. Once lost, Check returns the same *LostError for good, and
+// the loss is logged once.
 func (l *Lock) Check() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -279,11 +360,19 @@ func (l *Lock) Check() error {
 	if l.dirF == nil {
 		return fmt.Errorf("dirlock: %s: lock released", l.dir)
 	}
+	// The epoch is read before the stats: a change after it moves it on.
+	e, watched := l.w.poll()
+	if watched && e == l.quiet {
+		return nil
+	}
 	if reason := l.moved(); reason != "" {
 		return l.lose(reason)
 	}
 	var st syscall.Stat_t
 	if err := statAt(&l.lockT, &st); err == nil && idOf(&st) == l.lockT.id {
+		if watched {
+			l.quiet = e
+		}
 		return nil
 	}
 	lockPath := l.lockT.path
@@ -344,5 +433,6 @@ func (l *Lock) Release() error {
 		}
 		l.dirF = nil
 	}
+	l.w.close()
 	return err
 }

@@ -229,6 +229,13 @@ func TestLockFileReplacedByAnotherHolder(t *testing.T) {
 // BenchmarkCheck measures what a write pays per Check with the store's two
 // pinned directories; fsstore checks twice per commit.
 func BenchmarkCheck(b *testing.B) {
+	b.Run("stat", func(b *testing.B) { benchCheck(b, false) })
+	b.Run("watch", func(b *testing.B) { benchCheck(b, true) })
+}
+
+// benchCheck is BenchmarkCheck with or without the lock's watch (where
+// there is none, "watch" stats as "stat" does).
+func benchCheck(b *testing.B, watch bool) {
 	dir := b.TempDir()
 	var subs []string
 	for _, n := range []string{"sessions", "workflows"} {
@@ -238,6 +245,11 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 	l := acquire(b, dir)
+	if watch {
+		if err := l.Watch(); err != nil {
+			b.Log("no watch:", err)
+		}
+	}
 	if err := l.Pin(subs...); err != nil {
 		b.Fatal(err)
 	}

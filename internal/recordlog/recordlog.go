@@ -139,6 +139,7 @@ type File struct {
 		fi   os.FileInfo
 		err  error
 	}
+	named uint64 // see NamedAt
 }
 
 // setEnds sets the committed size and the end of the zeros ahead, keeping
@@ -212,6 +213,15 @@ func (l *File) Ident() (os.FileInfo, error) {
 	l.ident.once.Do(func() { l.ident.fi, l.ident.err = l.f.Stat() })
 	return l.ident.fi, l.ident.err
 }
+
+// NamedAt is what the owner last passed to SetNamedAt: a mark of its
+// choosing (fsstore's: dirlock's epoch) for the moment it last found that
+// the log's path names this file; 0 for a File it never marked. Both are
+// called under the owner's lock on the log.
+func (l *File) NamedAt() uint64 { return l.named }
+
+// SetNamedAt records mark (see NamedAt).
+func (l *File) SetNamedAt(mark uint64) { l.named = mark }
 
 // Path returns the log's path.
 func (l *File) Path() string { return l.path }
