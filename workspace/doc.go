@@ -71,7 +71,9 @@
 //   - The hash cache trusts (size, mtime, ctime). A file hashed within
 //     two seconds of its last change is marked racy and hashed again before
 //     it is trusted, since a second write inside the file system's
-//     timestamp granularity can leave all three unchanged.
+//     timestamp granularity can leave all three unchanged. For the same
+//     reason an event for a file whose stat is unchanged but racy counts
+//     as a change, so the next manifest hashes it again.
 //   - inotify_add_watch follows a symlink in the last path component: if a
 //     directory is replaced by a symlink between the lstat that found it
 //     and the watch, the watch may land on the link's target. Events from it

@@ -24,7 +24,7 @@ import (
 func TestWriteJustBeforeCommit(t *testing.T) {
 	root := t.TempDir()
 	testkit.WriteFile(t, root, "seed.txt", "seed")
-	tr := openT(t, root, Options{})
+	tr := openT(t, root, Options{noFastSync: os.Getenv("NOFAST") == "1"})
 	if tr.Status().Mode != ModeWatching {
 		t.Skip("inotify unavailable")
 	}
@@ -166,5 +166,56 @@ func TestUnchangedManifestAllocations(t *testing.T) {
 	t.Logf("%.1f allocations per manifest of an unchanged tree", allocs)
 	if allocs > 5 {
 		t.Fatalf("recording the manifest of an unchanged tree made %.1f allocations, want at most 5 (8 when a set was made per manifest)", allocs)
+	}
+}
+
+// TestRenameOverWithTheSameStat renames a file over another of the same
+// size while the index is held, and gives the index's entry the new
+// file's stat first: what the index holds when both were written and
+// renamed within one tick of the file system's clock (size, mtime and
+// ctime all equal; TestWriteJustBeforeCommit met it under load). The
+// rename's event is then all that says the path changed, and the next
+// manifest must hold the new content.
+func TestRenameOverWithTheSameStat(t *testing.T) {
+	root := t.TempDir()
+	testkit.WriteFile(t, root, "f.txt", "version a")
+	tr := openT(t, root, Options{})
+	if tr.Status().Mode != ModeWatching {
+		t.Fatalf("the tracker is not watching (%s): this test is about inotify events", tr.Status().Mode)
+	}
+	hashIn := func() [32]byte {
+		t.Helper()
+		ref, err := tr.RecordManifest(testkit.Context(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := tr.loadRef(ref.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m["f.txt"].hash
+	}
+	if hashIn() != sha256.Sum256([]byte("version a")) {
+		t.Fatal("the first manifest does not hold f.txt's content")
+	}
+	testkit.WriteFile(t, root, "b.tmp", "version b")
+	f := filepath.Join(root, "f.txt")
+	tr.mu.Lock() // the loop applies no event until the entry holds the new stat
+	if err := os.Rename(filepath.Join(root, "b.tmp"), f); err != nil {
+		tr.mu.Unlock()
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(f)
+	e := tr.lookupLocked("f.txt")
+	if err == nil && e != nil {
+		st := statOf(fi)
+		e.size, e.mtime, e.ctime, e.mode = st.size, st.mtime, st.ctime, st.mode
+	}
+	tr.mu.Unlock()
+	if err != nil || e == nil {
+		t.Fatalf("stat %v, index entry %v", err, e)
+	}
+	if hashIn() != sha256.Sum256([]byte("version b")) {
+		t.Fatal("the manifest after the rename holds f.txt's old content")
 	}
 }

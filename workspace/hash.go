@@ -108,7 +108,7 @@ feed:
 func (t *Tracker) hashOne(it *item, buf []byte) {
 	now := time.Now().UnixNano()
 	defer func() {
-		if !it.gone && now-max(it.st.mtime, it.st.ctime) < int64(racyWindow) {
+		if !it.gone && racyAt(it.st, now) {
 			it.flags |= flagRacy
 		}
 	}()

@@ -33,6 +33,11 @@ const (
 // can leave all three unchanged (git's "racy clean" problem).
 const racyWindow = 2 * time.Second
 
+// racyAt reports whether st is within racyWindow of now (Unix
+// nanoseconds): a write after it was taken, within the file system's
+// timestamp granularity, may have left it as it was.
+func racyAt(st stat, now int64) bool { return now-max(st.mtime, st.ctime) < int64(racyWindow) }
+
 // dirNode is an indexed directory: its path once, and its entries sorted by
 // name, subdirectories included (their entries have mode&fs.ModeDir).
 type dirNode struct {
@@ -145,7 +150,12 @@ const maxManifestDirty = 1 << 18
 
 // upsertLocked makes name in d match st, reporting the change if any. It
 // does not handle directories appearing or disappearing; callers do.
-func (t *Tracker) upsertLocked(d *dirNode, name string, st stat, target string) {
+// touched says that an event named the file: then a stat equal to the
+// index's but within racyWindow of now is taken as a change too (another
+// file renamed over it, or written in place, within one timestamp tick,
+// can have the same size, mtime and ctime), so the next manifest hashes
+// it again.
+func (t *Tracker) upsertLocked(d *dirNode, name string, st stat, target string, touched bool) {
 	i, ok := d.find(name)
 	rel := join(d.path, name)
 	if !ok {
@@ -161,7 +171,8 @@ func (t *Tracker) upsertLocked(d *dirNode, name string, st stat, target string) 
 		return
 	}
 	e := &d.entries[i]
-	if e.stat() == st && (st.mode&fs.ModeSymlink == 0 || t.links[rel] == target) {
+	if e.stat() == st && (st.mode&fs.ModeSymlink == 0 || t.links[rel] == target) &&
+		!(touched && st.mode.IsRegular() && racyAt(st, time.Now().UnixNano())) {
 		return
 	}
 	e.size, e.mtime, e.ctime, e.mode = st.size, st.mtime, st.ctime, st.mode

@@ -95,7 +95,7 @@ func (t *Tracker) reconcileLocked(d *dirNode, items []scanned, visit func(sub *d
 		if i, ok := d.find(it.name); ok && d.entries[i].isDir() != isDir {
 			t.removeLocked(d, i)
 		}
-		t.upsertLocked(d, it.name, it.st, it.target)
+		t.upsertLocked(d, it.name, it.st, it.target, false)
 		if !isDir {
 			continue
 		}
@@ -205,10 +205,10 @@ func (t *Tracker) processPathLocked(rel string, op fsnotify.Op, roots map[string
 		if st.mode&fs.ModeSymlink != 0 {
 			target, _ = dr.Readlink(name)
 		}
-		t.upsertLocked(d, name, st, target)
+		t.upsertLocked(d, name, st, target, true)
 		return
 	}
-	t.upsertLocked(d, name, st, "")
+	t.upsertLocked(d, name, st, "", false)
 	sub := t.dirs[rel]
 	if sub == nil {
 		sub = &dirNode{path: rel}
