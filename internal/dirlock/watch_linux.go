@@ -3,11 +3,11 @@
 package dirlock
 
 import (
+	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"syscall"
 	"time"
-	"unsafe"
 )
 
 // A watch lets Check skip its stats when nothing they look at can have
@@ -136,14 +136,15 @@ func (w *watch) poll() (uint64, bool) {
 			w.broken = true
 			return 0, false
 		}
-		for off := 0; off+syscall.SizeofInotifyEvent <= n; {
-			ev := (*syscall.InotifyEvent)(unsafe.Pointer(&w.buf[off]))
-			if ev.Mask&offMask != 0 {
+		// struct inotify_event: wd, mask, cookie, len (uint32s), then len
+		// bytes of name.
+		for b := w.buf[:n]; len(b) >= syscall.SizeofInotifyEvent; {
+			if binary.NativeEndian.Uint32(b[4:])&offMask != 0 {
 				w.broken = true
 				return 0, false
 			}
 			changed = true
-			off += syscall.SizeofInotifyEvent + int(ev.Len)
+			b = b[min(len(b), syscall.SizeofInotifyEvent+int(binary.NativeEndian.Uint32(b[12:]))):]
 		}
 	}
 	if now := time.Since(clockBase); changed || now-w.moved >= refresh {
