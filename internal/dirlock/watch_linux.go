@@ -49,6 +49,8 @@ type watch struct {
 	moved  time.Duration // when it last moved on (since clockBase)
 	broken bool
 	buf    [4096]byte // poll reads into it: nothing allocated
+
+	watched map[string]bool // the paths watched (add), for itself at least
 }
 
 const (
@@ -81,7 +83,7 @@ func newWatch(dir string) (*watch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inotify_init1: %w", err)
 	}
-	w := &watch{fd: fd, epoch: 1, moved: time.Since(clockBase)}
+	w := &watch{fd: fd, epoch: 1, moved: time.Since(clockBase), watched: map[string]bool{}}
 	if err := w.add(dir); err != nil {
 		w.close()
 		return nil, err
@@ -90,7 +92,7 @@ func newWatch(dir string) (*watch, error) {
 }
 
 // add watches path for its entries and itself, and each of its parents
-// for itself.
+// for itself, up to the first one already watched (whose parents are).
 func (w *watch) add(path string) error {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
 		return fmt.Errorf("%s is not a clean absolute path", path)
@@ -99,9 +101,9 @@ func (w *watch) add(path string) error {
 		return fmt.Errorf("%s has a symbolic link in it (%v)", path, err)
 	}
 	mask := uint32(entryMask)
-	for p := path; ; p = filepath.Dir(p) {
-		if p == "/" {
-			return nil
+	for p := path; p != "/"; p = filepath.Dir(p) {
+		if p != path && w.watched[p] {
+			return nil // and its parents: a pin's are its directory's
 		}
 		var fs syscall.Statfs_t
 		if err := syscall.Statfs(p, &fs); err != nil {
@@ -113,8 +115,10 @@ func (w *watch) add(path string) error {
 		if _, err := syscall.InotifyAddWatch(w.fd, p, mask); err != nil {
 			return fmt.Errorf("inotify_add_watch %s: %w", p, err)
 		}
+		w.watched[p] = true
 		mask = selfMask
 	}
+	return nil
 }
 
 // poll reads what is queued and returns the epoch, or false when the
