@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"sync"
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/recordlog"
@@ -66,3 +67,14 @@ func ResetForTest(id string) any { return resetRec{SessionID: id, CreatedAt: tim
 // LockWatching is the store's writer lock's Watching: nil when its checks
 // (and the log's, checkLogFile) may skip their stats while nothing changed.
 func LockWatching(s *Store) error { return s.lock.Watching() }
+
+// HoldJournalGrowth makes every journal's background growth wait until
+// the returned release is called (the test's cleanup calls it too).
+func HoldJournalGrowth(t interface{ Cleanup(func()) }) (release func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(ch) }) }
+	testHookGrow = func() { <-ch }
+	t.Cleanup(func() { release(); testHookGrow = nil })
+	return release
+}

@@ -306,6 +306,9 @@ func (j *journal) setCapacity(size int64) {
 // off.
 func (j *journal) grow(from, size int64) {
 	defer j.growing.Done()
+	if testHookGrow != nil {
+		testHookGrow()
+	}
 	write := func(p []byte, off int64) error {
 		_, err := j.f.WriteAt(p, off)
 		return err
@@ -328,6 +331,9 @@ func (j *journal) grow(from, size int64) {
 	}
 	j.setCapacity(size)
 }
+
+// testHookGrow, when set (tests only), runs before grow writes anything.
+var testHookGrow func()
 
 // replay writes the commit frames of the journal's epoch into their logs
 // and starts a new epoch (see the rules above).

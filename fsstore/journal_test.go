@@ -415,12 +415,17 @@ func TestJournalGrowsInBackground(t *testing.T) {
 		return fi.Size()
 	}
 	root := t.TempDir()
+	// Held until the size is read: a quick disk could otherwise write the
+	// rest before this test looks.
+	release := fsstore.HoldJournalGrowth(t)
 	s, err := fsstore.Open(root, opts)
 	must(t, err)
 	defer s.Close()
+	defer release() // before Close, which waits for the growth
 	if got := sizeOf(root); got >= size {
 		t.Fatalf("Open wrote all %d bytes of the journal before it returned", got)
 	}
+	release()
 	// A commit larger than a quarter of 1 MiB goes through the journal
 	// once it has grown; until then it fdatasyncs its own log.
 	big := session.Value(fmt.Sprintf(`{"pad":%q}`, strings.Repeat("b", 400<<10)))
