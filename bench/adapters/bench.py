@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import random
 import shutil
 import sqlite3
 import statistics
@@ -211,10 +212,19 @@ def interleaved(
     each; returns each row's median wall time and mean CPU per call of
     every round, in microseconds (CPU from getrusage: the whole process).
     With block > 1 each turn is block calls of one row in a row (per is
-    then rounded down to a multiple of it)."""
+    then rounded down to a multiple of it).
+
+    The rows' order is shuffled at every turn (seeded, so a run can be
+    repeated): a call runs cold after whatever ran before it, and a fixed
+    order would give each row the same predecessor every time. In a fixed
+    order a row that follows one of the same kind (two SQLite savers in a
+    row) runs warm where the others run cold; shuffled, every row follows
+    every other about equally often."""
     for f in rows.values():
         for _ in range(20):
             f()
+    rng = random.Random(20261202)
+    names = list(rows)
     meds: Dict[str, List[float]] = {n: [] for n in rows}
     cpus: Dict[str, List[float]] = {n: [] for n in rows}
     for _ in range(rounds):
@@ -222,7 +232,9 @@ def interleaved(
         ts: Dict[str, List[float]] = {n: [] for n in rows}
         cs: Dict[str, float] = {n: 0.0 for n in rows}
         for _ in range(per // block):
-            for n, f in rows.items():
+            rng.shuffle(names)
+            for n in names:
+                f = rows[n]
                 for _ in range(block):
                     c0, t0 = _cpu(), time.perf_counter()
                     f()
@@ -235,8 +247,11 @@ def interleaved(
     return meds, cpus
 
 
+FULL = "SqliteSaver synchronous=FULL"
+
+
 def print_interleaved(meds: Dict[str, List[float]], cpus: Dict[str, List[float]], width: int) -> None:
-    base = statistics.median(meds["SqliteSaver synchronous=FULL"])
+    base = statistics.median(meds[FULL])
     print(f"{'saver':{width}} {'median':>8} {'rounds (median us)':>40} {'CPU us':>7} {'vs FULL':>8}")
     for n in meds:
         m = statistics.median(meds[n])
@@ -246,50 +261,59 @@ def print_interleaved(meds: Dict[str, List[float]], cpus: Dict[str, List[float]]
 
 def durable(rounds: int, per: int, tmp: str, stack: List[Callable[[], None]]) -> None:
     """A durable put, CairnSaver embedded against SqliteSaver with
-    synchronous=FULL (and its default), interleaved call by call so that
-    both see the same machine, each saver on a client or connection of its
-    own and nothing else open; medians per round, CPU per put from
-    getrusage (the whole process: cairn's Go threads included), and for
-    cairn the share of its one commit (client.save)."""
+    synchronous=FULL, interleaved call by call so that both see the same
+    machine, each saver on a client or connection of its own and nothing
+    else open; medians per round, CPU per put from getrusage (the whole
+    process: cairn's Go threads included).
+
+    The savers compared run as a pair, so that each put follows the other
+    saver's: with a third row, a saver that follows one of its own kind
+    runs warm where the others run cold. SqliteSaver's default setting runs
+    as a second pair against another FULL saver: the two are the same
+    setting here, so that pair's ratio is the method's own error. The share
+    of cairn's one commit (client.save) is timed in a pass of its own, on a
+    client that wraps the save in timers: inside the pairs the timers would
+    be part of cairn's put alone."""
     print(f"\n## Durable put, interleaved call by call: {rounds} rounds of {per} puts each")
     d = os.path.join(tmp, "durable")
     os.makedirs(os.path.join(d, "emb"))
     ce = cairn.connect(os.path.join(d, "emb"), embedded=True)
     stack.append(ce.close)
-    timed = _Timed(ce)
-    all_savers: Dict[str, Any] = {"CairnSaver embedded": CairnSaver(timed)}  # type: ignore[arg-type]
-    s1 = sqlite_saver(os.path.join(d, "default.db"))
-    all_savers[f"SqliteSaver default (synchronous={s1.conn.execute('PRAGMA synchronous').fetchone()[0]})"] = s1
-    all_savers["SqliteSaver synchronous=FULL"] = sqlite_saver(os.path.join(d, "full.db"), full=True)
-    stack.extend(s.conn.close for s in list(all_savers.values())[1:])
-    rows: Dict[str, Callable[[], None]] = {n: Putter(s, "d") for n, s in all_savers.items()}
-    commit_wall: List[float] = []
-    commit_cpu: List[float] = []
-    saves = 0
-
-    def begin() -> None:
-        timed.wall = timed.cpu = 0.0
-        timed.saves = 0
-
-    def end() -> None:
-        nonlocal saves
-        commit_wall.append(timed.wall / per * 1e6)
-        commit_cpu.append(timed.cpu / per * 1e6)
-        saves += timed.saves
-
-    meds, cpus = interleaved(rows, rounds, per, begin, end)
+    full = sqlite_saver(os.path.join(d, "full.db"), full=True)
+    full2 = sqlite_saver(os.path.join(d, "full2.db"), full=True)
+    default = sqlite_saver(os.path.join(d, "default.db"))
+    stack.extend(s.conn.close for s in (full, full2, default))
+    name_default = f"SqliteSaver default (synchronous={default.conn.execute('PRAGMA synchronous').fetchone()[0]})"
+    pair = {"CairnSaver embedded": Putter(CairnSaver(ce), "d"), FULL: Putter(full, "d")}
+    meds, cpus = interleaved(pair, rounds, per)
     print_interleaved(meds, cpus, 44)
+    print("the method's own error: the same setting in both rows")
+    meds, cpus = interleaved({name_default: Putter(default, "d"), FULL: Putter(full2, "d")}, rounds, per)
+    print_interleaved(meds, cpus, 44)
+
+    # The commit's share, alone: a put's save timed by a wrapping client.
+    timed = _Timed(ce)
+    put = Putter(CairnSaver(timed), "t")  # type: ignore[arg-type]
+    for _ in range(20):
+        put()
+    timed.wall = timed.cpu = 0.0
+    timed.saves = 0
+    t0 = time.perf_counter()
+    for _ in range(rounds * per):
+        put()
+    whole = (time.perf_counter() - t0) / (rounds * per) * 1e6
     print(
-        f"CairnSaver: {saves / (rounds * per):.2f} commits per put; the commit (client.save) "
-        f"{statistics.median(commit_wall):.0f} us mean wall, {statistics.median(commit_cpu):.0f} us CPU per put"
+        f"CairnSaver alone, {rounds * per} puts in a row: {timed.saves / (rounds * per):.2f} commits per put; "
+        f"{whole:.0f} us mean wall a put (timers included), of which the commit (client.save) "
+        f"{timed.wall / (rounds * per) * 1e6:.0f} us, {timed.cpu / (rounds * per) * 1e6:.0f} us CPU"
     )
     # A graph's puts come from one saver, with the graph's own work between
-    # them: call by call above, each put follows another saver's (cold
+    # them: call by call above, each put follows the other saver's (cold
     # caches for both); here each saver makes a run of puts in a row, the
     # savers alternating run by run.
     block = max(per // 4, 1)
     print(f"\n## Durable put, runs of {block} puts per saver, savers alternating: {rounds} rounds of {per} puts each")
-    meds, cpus = interleaved(rows, rounds, per, block=block)
+    meds, cpus = interleaved(pair, rounds, per, block=block)
     print_interleaved(meds, cpus, 44)
 
 
