@@ -35,6 +35,9 @@ const (
 const (
 	FaultJournalWrite = "journal." + recordlog.StepWrite
 	FaultJournalSync  = "journal." + recordlog.StepSync
+	// FaultJournalTooLarge is the fdatasync of a commit's own log in place
+	// of a journal frame, for a commit too large for one.
+	FaultJournalTooLarge = "journal.too-large.sync"
 )
 
 // FaultPoints lists every fault point in the order a first commit, a later

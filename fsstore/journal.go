@@ -67,7 +67,11 @@ import (
 //     torn.
 //   - Size. A commit too large for a quarter of the journal fdatasyncs its
 //     own log, as without a journal. Replaying frames written before it
-//     rewrites bytes its log already holds.
+//     rewrites bytes its log already holds. If that fdatasync fails, the
+//     journal fails too: the log may hold bytes of earlier commits whose
+//     other copy is a frame of the epoch, and after a failed writeback a
+//     later fdatasync (the checkpoint's) may report success without
+//     having written them, so only a reopen's replay may vouch for them.
 
 // DefaultJournalBytes is the journal size cairnd uses.
 const DefaultJournalBytes = 32 << 20
@@ -131,7 +135,7 @@ type journal struct {
 	dmu   sync.Mutex
 	dirty map[*recordlog.File]bool
 
-	flushes, journaled, checkpoints atomic.Int64
+	flushes, journaled, checkpoints, tooLarge atomic.Int64
 }
 
 // jpending is one commit (or, with checkpoint set, a request for a
@@ -453,12 +457,16 @@ func (j *journal) replay(size int64) error {
 func (j *journal) commit(name string, l *recordlog.File, off int64, data []byte) (uint64, error) {
 	if commitFrameLen(name, data) > j.maxRecord.Load() {
 		j.mu.Lock()
-		err := j.broken
+		err := j.usable()
 		j.mu.Unlock()
 		if err != nil {
 			return 0, err
 		}
-		return 0, l.Sync()
+		if err := j.syncTooLarge(l); err != nil {
+			j.fail(err)
+			return 0, err
+		}
+		return 0, nil
 	}
 	p := &jpending{name: name, l: l, off: off, data: data}
 	err := j.wait(p)
@@ -496,10 +504,7 @@ func (j *journal) wait(p *jpending) error {
 	err := j.flush(batch)
 
 	j.mu.Lock()
-	if err != nil && j.broken == nil {
-		j.broken = fmt.Errorf("%w; the store takes no commits until it is reopened", err)
-		j.s.log.Error("the workspace journal failed; commits are refused until the store is reopened", "error", err)
-	}
+	j.failLocked(err)
 	for _, q := range batch {
 		q.err = err
 		if q != p {
@@ -515,6 +520,37 @@ func (j *journal) wait(p *jpending) error {
 	}
 	j.mu.Unlock()
 	return err
+}
+
+// syncTooLarge makes a commit too large for a frame durable by fdatasyncing
+// its log l (see "Size" above).
+func (j *journal) syncTooLarge(l *recordlog.File) error {
+	err := j.s.fault(FaultJournalTooLarge)
+	if err == nil {
+		err = l.Sync()
+	}
+	if err != nil {
+		return fmt.Errorf("fdatasync a log for a commit too large for the journal: %w", err)
+	}
+	j.tooLarge.Add(1)
+	return nil
+}
+
+// fail breaks the journal with err, unless err is nil or it is broken
+// already: it takes no commits until the store is reopened.
+func (j *journal) fail(err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.failLocked(err)
+}
+
+// failLocked is fail with j.mu held.
+func (j *journal) failLocked(err error) {
+	if err == nil || j.broken != nil {
+		return
+	}
+	j.broken = fmt.Errorf("%w; the store takes no commits until it is reopened", err)
+	j.s.log.Error("the workspace journal failed; commits are refused until the store is reopened", "error", err)
 }
 
 func (j *journal) usable() error {

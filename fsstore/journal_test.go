@@ -266,6 +266,54 @@ func TestJournalFailureRefusesCommits(t *testing.T) {
 	must(t, c(5))
 }
 
+// TestJournalTooLargeCommitFailureRefusesCommits fails the fdatasync of
+// a commit too large for a journal frame, which makes it durable in its
+// own log: that commit fails and is rolled back, and the journal takes no
+// commits until the store is reopened, as when its own fdatasync fails.
+// The log holds a journaled commit's bytes that the failed writeback may
+// have lost, whose only other copy is its frame: a later fdatasync (the
+// checkpoint's) could succeed without them and retire the frame.
+func TestJournalTooLargeCommitFailureRefusesCommits(t *testing.T) {
+	root := t.TempDir()
+	var fail atomic.Bool
+	opts := fsstore.Options{JournalBytes: 64 << 10, Fault: func(point string) error {
+		if point == fsstore.FaultJournalTooLarge && fail.Load() {
+			return errors.New("injected EIO")
+		}
+		return nil
+	}}
+	s, err := fsstore.Open(root, opts)
+	must(t, err)
+	c := func(m string) error {
+		_, err := s.Commit(bg, "a", &session.Change{AppendMessages: []session.Value{session.Value(m)}}, session.CommitOptions{})
+		return err
+	}
+	large := func(i int) string { return fmt.Sprintf(`{"i":%d,"pad":%q}`, i, strings.Repeat("L", 20<<10)) }
+	must(t, c(`{"i":1}`))
+	must(t, c(`{"i":2}`)) // a frame in the journal
+	must(t, c(large(3)))  // its own log's fdatasync
+	if st := s.Stats(); st.Journaled != 1 || st.JournalTooLarge != 1 {
+		t.Fatalf("stats %+v: want one commit journaled and one too large for the journal", st)
+	}
+	fail.Store(true)
+	if err := c(large(4)); err == nil || !strings.Contains(err.Error(), "injected EIO") {
+		t.Fatalf("a large commit with its log's fdatasync failing: %v", err)
+	}
+	fail.Store(false)
+	err = c(`{"i":5}`)
+	if session.CodeOf(err) != session.CodeInternal || !strings.Contains(err.Error(), "reopened") {
+		t.Fatalf("commit after a large commit's fdatasync failed: %v, want internal saying the store must be reopened", err)
+	}
+	s.Close()
+	s, err = fsstore.Open(root, opts)
+	must(t, err)
+	defer s.Close()
+	if got := messagesOf(t, s, "a"); len(got) != 3 {
+		t.Fatalf("%d messages after reopening, want the 3 acknowledged", len(got))
+	}
+	must(t, c(`{"i":6}`))
+}
+
 // journalImage commits rounds times to each of the sessions ids on
 // crashfs with the journal on, every commit after a session's first
 // through the journal, then returns an image of what a power cut keeps (no

@@ -92,6 +92,9 @@ type Stats struct {
 	// fdatasyncs for them, its checkpoints, and the commits Open
 	// replayed from it into their logs.
 	Journaled, JournalFlushes, JournalCheckpoints, JournalReplayed int64
+	// JournalTooLarge counts the commits too large for a journal frame,
+	// made durable by their own log's fdatasync.
+	JournalTooLarge int64
 }
 
 // Store is the file-backed session.Store. Use Open.
@@ -272,6 +275,7 @@ func (s *Store) Stats() Stats {
 	}
 	if s.j != nil {
 		st.Journaled, st.JournalFlushes, st.JournalCheckpoints = s.j.journaled.Load(), s.j.flushes.Load(), s.j.checkpoints.Load()
+		st.JournalTooLarge = s.j.tooLarge.Load()
 	}
 	return st
 }
