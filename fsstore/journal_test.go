@@ -292,15 +292,16 @@ func TestJournalTooLargeCommitFailureRefusesCommits(t *testing.T) {
 	must(t, c(`{"i":1}`))
 	must(t, c(`{"i":2}`)) // a frame in the journal
 	must(t, c(large(3)))  // its own log's fdatasync
-	if st := s.Stats(); st.Journaled != 1 || st.JournalTooLarge != 1 {
-		t.Fatalf("stats %+v: want one commit journaled and one too large for the journal", st)
+	must(t, c(`{"i":4}`)) // a frame again: its bytes in the log are not synced
+	if st := s.Stats(); st.Journaled != 2 || st.JournalTooLarge != 1 {
+		t.Fatalf("stats %+v: want two commits journaled and one too large for the journal", st)
 	}
 	fail.Store(true)
-	if err := c(large(4)); err == nil || !strings.Contains(err.Error(), "injected EIO") {
+	if err := c(large(5)); err == nil || !strings.Contains(err.Error(), "injected EIO") {
 		t.Fatalf("a large commit with its log's fdatasync failing: %v", err)
 	}
 	fail.Store(false)
-	err = c(`{"i":5}`)
+	err = c(`{"i":6}`)
 	if session.CodeOf(err) != session.CodeInternal || !strings.Contains(err.Error(), "reopened") {
 		t.Fatalf("commit after a large commit's fdatasync failed: %v, want internal saying the store must be reopened", err)
 	}
@@ -308,10 +309,10 @@ func TestJournalTooLargeCommitFailureRefusesCommits(t *testing.T) {
 	s, err = fsstore.Open(root, opts)
 	must(t, err)
 	defer s.Close()
-	if got := messagesOf(t, s, "a"); len(got) != 3 {
-		t.Fatalf("%d messages after reopening, want the 3 acknowledged", len(got))
+	if got := messagesOf(t, s, "a"); len(got) != 4 {
+		t.Fatalf("%d messages after reopening, want the 4 acknowledged", len(got))
 	}
-	must(t, c(`{"i":6}`))
+	must(t, c(`{"i":7}`))
 }
 
 // journalImage commits rounds times to each of the sessions ids on
