@@ -222,13 +222,7 @@ func TestJournalGroupCommitPowerCut(t *testing.T) {
 // acknowledged commit.
 func TestJournalFailureRefusesCommits(t *testing.T) {
 	root := t.TempDir()
-	var fail atomic.Bool
-	opts := fsstore.Options{JournalBytes: 64 << 10, Fault: func(point string) error {
-		if point == fsstore.FaultJournalSync && fail.Load() {
-			return errors.New("injected EIO")
-		}
-		return nil
-	}}
+	opts, fail := failingAt(fsstore.FaultJournalSync, fsstore.Options{JournalBytes: 64 << 10})
 	s, err := fsstore.Open(root, opts)
 	must(t, err)
 	c := func(i int) error {
@@ -275,13 +269,7 @@ func TestJournalFailureRefusesCommits(t *testing.T) {
 // checkpoint's) could succeed without them and retire the frame.
 func TestJournalTooLargeCommitFailureRefusesCommits(t *testing.T) {
 	root := t.TempDir()
-	var fail atomic.Bool
-	opts := fsstore.Options{JournalBytes: 64 << 10, Fault: func(point string) error {
-		if point == fsstore.FaultJournalTooLarge && fail.Load() {
-			return errors.New("injected EIO")
-		}
-		return nil
-	}}
+	opts, fail := failingAt(fsstore.FaultJournalTooLarge, fsstore.Options{JournalBytes: 64 << 10})
 	s, err := fsstore.Open(root, opts)
 	must(t, err)
 	c := func(m string) error {
@@ -313,6 +301,19 @@ func TestJournalTooLargeCommitFailureRefusesCommits(t *testing.T) {
 		t.Fatalf("%d messages after reopening, want the 4 acknowledged", len(got))
 	}
 	must(t, c(`{"i":7}`))
+}
+
+// failingAt returns opts with a fault hook that fails point with an
+// injected EIO while the returned flag is set.
+func failingAt(point string, opts fsstore.Options) (fsstore.Options, *atomic.Bool) {
+	fail := new(atomic.Bool)
+	opts.Fault = func(p string) error {
+		if p == point && fail.Load() {
+			return errors.New("injected EIO")
+		}
+		return nil
+	}
+	return opts, fail
 }
 
 // journalImage commits rounds times to each of the sessions ids on
