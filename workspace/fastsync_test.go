@@ -24,7 +24,7 @@ import (
 func TestWriteJustBeforeCommit(t *testing.T) {
 	root := t.TempDir()
 	testkit.WriteFile(t, root, "seed.txt", "seed")
-	tr := openT(t, root, Options{noFastSync: os.Getenv("NOFAST") == "1"})
+	tr := openT(t, root, Options{})
 	if tr.Status().Mode != ModeWatching {
 		t.Skip("inotify unavailable")
 	}

@@ -209,20 +209,27 @@ func TestLostPinNotAnEntry(t *testing.T) {
 func TestLockFileReplacedByAnotherHolder(t *testing.T) {
 	dir := t.TempDir()
 	l := acquire(t, dir)
-	lockPath := filepath.Join(dir, "LOCK")
-	if err := os.Remove(lockPath); err != nil {
+	replaceLockFile(t, dir)
+	if err := l.Check(); !errors.Is(err, dirlock.ErrLost) {
+		t.Fatalf("check with LOCK replaced and held elsewhere: %v, want lost", err)
+	}
+}
+
+// replaceLockFile removes dir's lock file and makes a new one, locked by
+// an open of its own (closed when the test ends): another holder's.
+func replaceLockFile(t *testing.T, dir string) {
+	t.Helper()
+	p := filepath.Join(dir, "LOCK")
+	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		t.Fatal(err)
-	}
-	if err := l.Check(); !errors.Is(err, dirlock.ErrLost) {
-		t.Fatalf("check with LOCK replaced and held elsewhere: %v, want lost", err)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -89,18 +88,7 @@ func TestWatchedCheckSeesEveryReplacement(t *testing.T) {
 			mkdirs(t, sub)
 		}},
 		{"lock file replaced and locked by another", func(t *testing.T, ws, dir, sub string) {
-			p := filepath.Join(dir, "LOCK")
-			if err := os.Remove(p); err != nil {
-				t.Fatal(err)
-			}
-			f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { f.Close() })
-			if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-				t.Fatal(err)
-			}
+			replaceLockFile(t, dir)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
