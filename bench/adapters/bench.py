@@ -273,7 +273,10 @@ def durable(rounds: int, per: int, tmp: str, stack: List[Callable[[], None]]) ->
     setting here, so that pair's ratio is the method's own error. The share
     of cairn's one commit (client.save) is timed in a pass of its own, on a
     client that wraps the save in timers: inside the pairs the timers would
-    be part of cairn's put alone."""
+    be part of cairn's put alone. A put runs colder after the other saver's
+    than after one of its own kind, so each saver's put is also timed
+    against a second saver of its kind (a second workspace for cairn; for
+    SQLite, the error pair's FULL row)."""
     print(f"\n## Durable put, interleaved call by call: {rounds} rounds of {per} puts each")
     d = os.path.join(tmp, "durable")
     os.makedirs(os.path.join(d, "emb"))
@@ -290,6 +293,19 @@ def durable(rounds: int, per: int, tmp: str, stack: List[Callable[[], None]]) ->
     print("the method's own error: the same setting in both rows")
     meds, cpus = interleaved({name_default: Putter(default, "d"), FULL: Putter(full2, "d")}, rounds, per)
     print_interleaved(meds, cpus, 44)
+    sqlite_own = statistics.median(meds[FULL])
+    # Each put above follows the other saver's, and runs colder for it than
+    # after one of its own kind: cairn's too, against a second workspace.
+    os.makedirs(os.path.join(d, "emb2"))
+    ce2 = cairn.connect(os.path.join(d, "emb2"), embedded=True)
+    stack.append(ce2.close)
+    own = {"CairnSaver embedded": Putter(CairnSaver(ce), "own"), "CairnSaver embedded, a second workspace": Putter(CairnSaver(ce2), "d")}
+    meds, _ = interleaved(own, rounds, per)
+    cairn_own = statistics.median(meds["CairnSaver embedded"])
+    print(
+        f"each saver after a put of its own kind: CairnSaver {cairn_own:.0f} us (against a second workspace), "
+        f"SqliteSaver FULL {sqlite_own:.0f} us (the pair above): {cairn_own / sqlite_own:.2f}x"
+    )
 
     # The commit's share, alone: a put's save timed by a wrapping client.
     timed = _Timed(ce)
