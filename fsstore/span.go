@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/cairn-dev/cairn/internal/recordlog"
+	"github.com/cairn-dev/cairn/internal/scratch"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -50,12 +51,18 @@ func (fr frameReader) spanFrame(sp *span, its []item) (recordlog.Record, error) 
 	}
 	start := first.off()
 	end := start + int64(first.fsz)
+	// With a pad, spans are as large as it lends, so that a page read in
+	// spans reads into buffers it has already mapped (see scratch).
+	limit := int64(spanMax)
+	if fr.pad != nil {
+		limit = scratch.Max
+	}
 	for _, it := range its[1:] {
 		off := it.off()
 		if off >= start && off+int64(it.fsz) <= end {
 			continue // a frame already in the span
 		}
-		if off < end || off-end > spanGap || off+int64(it.fsz)-start > spanMax {
+		if off < end || off-end > spanGap || off+int64(it.fsz)-start > limit {
 			break
 		}
 		end = off + int64(it.fsz)

@@ -1,7 +1,7 @@
 // Package scratch lends a read the buffers it reads into, again and again,
 // when its caller is done with what the read returned before it asks
-// again: the C API encodes a page of messages into its answer and then has
-// no further use for the bytes the store read them from.
+// again: the C API and cairnd encode a page of messages into their answer
+// and then have no further use for the bytes the store read them from.
 //
 // A fresh buffer per read is fresh Go heap, and once the heap has grown
 // and shrunk (a session read whole, in pages of megabytes), the runtime's
@@ -11,7 +11,10 @@
 // mapped.
 package scratch
 
-import "context"
+import (
+	"context"
+	"math/bits"
+)
 
 // Max is the largest buffer a Pad lends; a larger read allocates its own,
 // so a pad holds at most Max bytes per buffer for as long as it lives.
@@ -40,7 +43,9 @@ func (p *Pad) Get(n int) []byte {
 			return b[:n]
 		}
 	}
-	b := make([]byte, n)
+	// Made to the next power of two (up to Max), so that reads of varying
+	// sizes (a page's spans) reuse it rather than replace it.
+	b := make([]byte, n, min(max(1<<bits.Len(uint(n-1)), n), Max))
 	switch {
 	case len(p.free) > 0:
 		// The free buffers are all too small: this one takes the place of

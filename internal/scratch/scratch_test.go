@@ -46,6 +46,23 @@ func TestPadFollowsGrowingReads(t *testing.T) {
 	}
 }
 
+func TestPadRoundsUpSoVaryingReadsReuse(t *testing.T) {
+	var p Pad
+	a := p.Get(600 << 10)
+	p.Reset()
+	if b := p.Get(900 << 10); !same(a, b) || len(b) != 900<<10 {
+		t.Fatal("a read a little larger than the last should reuse its buffer")
+	}
+	p.Reset()
+	if c := p.Get(Max); !same(a, c) {
+		t.Fatal("a buffer is made to the next power of two, up to Max")
+	}
+	p.Reset()
+	if d := p.Get(3); len(d) != 3 || cap(d) < 3 {
+		t.Fatal("a small read gets what it asked for")
+	}
+}
+
 func TestPadBounds(t *testing.T) {
 	var p Pad
 	for range maxBufs + 2 {
