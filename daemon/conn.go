@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/scratch"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -79,7 +81,46 @@ type answer struct {
 	// charged: len(msg) is charged to the answer budget until the answer
 	// is written or dropped.
 	charged bool
+	// buf, when set, holds msg: it goes back to answerBufs once the
+	// answer is written or dropped (end).
+	buf *bytes.Buffer
 }
+
+// answerBufs holds buffers (*bytes.Buffer) that requests encode their
+// answers into, for reuse. A page of messages is megabytes: encoded into a
+// fresh slice each time, the answers of a session read in pages grow and
+// shrink the heap by that much per page, and the runtime's collector and
+// scavenger (which hands the freed pages back to the kernel, for the next
+// answer to fault them in again) cost cairnd more than the read itself.
+var answerBufs sync.Pool
+
+// maxKeptAnswerBuf is the largest answer buffer kept for another answer
+// (a few default pages); a larger one, grown for a rare large answer, is
+// let go.
+const maxKeptAnswerBuf = 16 << 20
+
+// getAnswerBuf returns an empty buffer for an answer.
+func getAnswerBuf() *bytes.Buffer {
+	if b, _ := answerBufs.Get().(*bytes.Buffer); b != nil {
+		return b
+	}
+	return new(bytes.Buffer)
+}
+
+// putAnswerBuf hands an answer's buffer back, once nothing holds its
+// bytes.
+func putAnswerBuf(b *bytes.Buffer) {
+	if b == nil || b.Cap() > maxKeptAnswerBuf {
+		return
+	}
+	b.Reset()
+	answerBufs.Put(b)
+}
+
+// readPads holds the scratch pads (*scratch.Pad) a page of messages is
+// read into, for reuse: the page's bytes are copied into its answer, and
+// then nothing holds them.
+var readPads sync.Pool
 
 // errShed ends the reader of a connection the answer budget shed.
 var errShed = errors.New("daemon: connection shed: answer budget exhausted")
@@ -357,22 +398,39 @@ func (c *wsConn) worker(j job) {
 // in buf, handed back once the handler has returned.
 func (c *wsConn) handle(h handler, req *protocol.Request, buf *[]byte) {
 	start := time.Now()
-	res, err := h(c.ctx, c, req.Params)
+	ctx := c.ctx
+	var pad *scratch.Pad
+	if req.Method == api.Messages.Name {
+		// The page's messages may be slices of the pad's buffers until
+		// they are encoded into the answer, below.
+		pad, _ = readPads.Get().(*scratch.Pad)
+		if pad == nil {
+			pad = new(scratch.Pad)
+		}
+		ctx = scratch.With(ctx, pad)
+	}
+	res, err := h(ctx, c, req.Params)
 	req.Params = nil
 	putReadBuf(buf)
 	if c.isShed() {
 		// Nobody will read the answer: do not build it.
+		releasePad(pad)
 		c.finish(answer{counted: true})
 		return
 	}
 	var msg []byte
+	var ab *bytes.Buffer
 	if err == nil {
-		msg, err = protocol.EncodeResult(*req.ID, res)
+		ab = getAnswerBuf()
+		err = protocol.EncodeResultTo(ab, *req.ID, res)
+		msg = ab.Bytes()
 		if err == nil && int64(len(msg)) > c.s.cfg.MaxMessageSize {
 			err = session.Errorf(session.CodeTooLarge, "the answer is %d bytes, over the message size limit of %d", len(msg), c.s.cfg.MaxMessageSize)
 		}
 	}
+	releasePad(pad)
 	if err != nil {
+		putAnswerBuf(ab)
 		c.failTo(c.sendAnswer, req.ID, req.Method, err, "", true)
 		c.log.Trace("request", "method", req.Method, "code", protocol.CodeOf(err), "duration", time.Since(start))
 		return
@@ -384,7 +442,15 @@ func (c *wsConn) handle(h handler, req *protocol.Request, buf *[]byte) {
 	if c.log.IsTrace() {
 		traced = func() { c.log.Trace("request", "method", req.Method, "bytes", len(msg), "duration", time.Since(start)) }
 	}
-	c.send(answer{msg: msg, counted: true}, traced)
+	c.send(answer{msg: msg, counted: true, buf: ab}, traced)
+}
+
+// releasePad takes back what pad lent and hands it back to readPads.
+func releasePad(pad *scratch.Pad) {
+	if pad != nil {
+		pad.Reset()
+		readPads.Put(pad)
+	}
 }
 
 // fail queues an error answer. message, when set, replaces err's text.
@@ -481,6 +547,7 @@ func (c *wsConn) finish(a answer) {
 
 // end is finish without the budget (Server.shedLocked releases it itself).
 func (c *wsConn) end(a answer) {
+	putAnswerBuf(a.buf)
 	if a.counted {
 		c.s.endRequest()
 	}

@@ -256,6 +256,58 @@ type reply struct {
 	result cbor.RawMessage
 	err    *WireError
 	lost   error
+	// buf, when set, holds result (a slice of the message read into it):
+	// the call hands it back to readBufs once result is decoded.
+	buf *[]byte
+}
+
+// readBufs holds the buffers (*[]byte) the reader reads messages into, for
+// reuse: read into a fresh slice grown from 512 bytes, as
+// websocket.Conn.Read does, a page of megabytes costs its bytes copied
+// several times over and a heap that grows and shrinks by them per page,
+// which the runtime's collector and scavenger then work on.
+var readBufs sync.Pool
+
+// maxKeptReadBuf is the largest read buffer kept for another message.
+const maxKeptReadBuf = 16 << 20
+
+// putReadBuf hands a read buffer back, once nothing holds its bytes.
+func putReadBuf(bp *[]byte) {
+	if bp == nil || cap(*bp) > maxKeptReadBuf {
+		return
+	}
+	*bp = (*bp)[:0]
+	readBufs.Put(bp)
+}
+
+// readMessage reads one message into a buffer from readBufs: the message
+// is *bp, the caller's until it hands bp back (putReadBuf).
+func (cn *conn) readMessage() (websocket.MessageType, *[]byte, error) {
+	typ, r, err := cn.ws.Reader(cn.ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	bp, _ := readBufs.Get().(*[]byte)
+	if bp == nil {
+		b := make([]byte, 0, 16<<10)
+		bp = &b
+	}
+	b := (*bp)[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			*bp = b
+			if errors.Is(err, io.EOF) {
+				return typ, bp, nil
+			}
+			putReadBuf(bp)
+			return 0, nil, err
+		}
+	}
 }
 
 // conn is one WebSocket connection with its reader goroutine. Callers write
@@ -370,7 +422,7 @@ func (cn *conn) readLoop() {
 	defer cn.wg.Done()
 	defer cn.cancel()
 	for {
-		typ, msg, err := cn.ws.Read(cn.ctx)
+		typ, bp, err := cn.readMessage()
 		if err != nil {
 			if h := testHookReadFailed.Load(); h != nil {
 				(*h)(cn.dead)
@@ -379,14 +431,19 @@ func (cn *conn) readLoop() {
 			return
 		}
 		if typ != websocket.MessageBinary {
+			putReadBuf(bp)
 			continue
 		}
+		msg := *bp
 		if id, result, ok := decodeAnswer(msg); ok {
-			cn.answer(id, reply{result: result})
+			cn.answer(id, reply{result: result, buf: bp})
 			continue
 		}
+		// Unmarshal copies what it decodes: msg is not needed after it.
 		var in inbound
-		if err := Unmarshal(msg, &in); err != nil {
+		err = Unmarshal(msg, &in)
+		putReadBuf(bp)
+		if err != nil {
 			continue // a daemon bug; nothing to route it to
 		}
 		switch {
@@ -404,13 +461,15 @@ func (cn *conn) answer(id uint64, r reply) {
 	ch, ok := cn.pending[id]
 	delete(cn.pending, id)
 	cn.mu.Unlock()
-	if ok {
-		ch <- r
-		// The caller is now next to run on this thread; let it run
-		// before this goroutine reads again (a read that finds
-		// nothing and parks is on the answer's critical path).
-		runtime.Gosched()
+	if !ok {
+		putReadBuf(r.buf) // nobody waits for it any more
+		return
 	}
+	ch <- r
+	// The caller is now next to run on this thread; let it run before
+	// this goroutine reads again (a read that finds nothing and parks is
+	// on the answer's critical path).
+	runtime.Gosched()
 }
 
 func (cn *conn) forget(id uint64) {
@@ -459,6 +518,7 @@ func (cn *conn) call(ctx context.Context, method string, params, result any) err
 	}
 	select {
 	case r := <-ch:
+		defer putReadBuf(r.buf)
 		switch {
 		case r.lost != nil:
 			return r.lost

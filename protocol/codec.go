@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +21,7 @@ var encMode = mustEncMode()
 // limits.go.
 var decMode = mustDecMode()
 
-func mustEncMode() cbor.EncMode {
+func mustEncMode() cbor.UserBufferEncMode {
 	em, err := cbor.EncOptions{
 		Time:          cbor.TimeRFC3339Nano,
 		TimeTag:       cbor.EncTagNone,
@@ -28,7 +29,7 @@ func mustEncMode() cbor.EncMode {
 		NilContainers: cbor.NilContainerAsEmpty,
 		OmitEmpty:     cbor.OmitEmptyGoValue,
 		Sort:          cbor.SortNone,
-	}.EncMode()
+	}.UserBufferEncMode()
 	if err != nil {
 		panic("protocol: cbor encoder options: " + err.Error())
 	}
@@ -244,6 +245,22 @@ func EncodeResult(id uint64, result any) ([]byte, error) {
 		return appendCheckpointResult(appendSuccess(make([]byte, 0, 48), id), &r), nil
 	}
 	return Marshal(successMsg{ID: id, Result: result})
+}
+
+// EncodeResultTo is EncodeResult writing into buf (reset first), whose
+// bytes then hold the message: a server that reuses buf for its answers
+// encodes a page of megabytes into memory it already has, where
+// EncodeResult copies it out into a fresh slice.
+func EncodeResultTo(buf *bytes.Buffer, id uint64, result any) error {
+	buf.Reset()
+	if r, ok := result.(api.CheckpointResult); ok {
+		buf.Write(appendCheckpointResult(appendSuccess(buf.AvailableBuffer(), id), &r))
+		return nil
+	}
+	if err := encMode.MarshalToBuffer(successMsg{ID: id, Result: result}, buf); err != nil {
+		return fmt.Errorf("protocol.Marshal: %w", err)
+	}
+	return nil
 }
 
 // EncodeError encodes the failure response to request id (nil: unknown).
