@@ -136,10 +136,10 @@ test-diskuse:
 	CAIRN_DISKUSE_SESSIONS=100000 $(GO) test -v -count=1 -timeout 15m -run '^TestDiskUseManySessions$$' ./fsstore/
 
 # Allocation bounds without -race (a session read in pages through cairnd,
-# an embedded host's calls): under the race detector sync.Pool drops a
+# in process and through the C API, an embedded host's calls): under the race detector sync.Pool drops a
 # quarter of what it is given back, so those tests skip in test-go.
 test-allocs:
-	$(GO) test -v -count=1 -timeout 5m -run '^(TestPagedReadAllocations|TestEmbeddedCallAllocations)$$' ./daemon/ ./capi/
+	$(GO) test -v -count=1 -timeout 5m -run '^(TestPagedReadAllocations|TestEmbeddedCallAllocations|TestForwardMessagesPageAllocations)$$' ./daemon/ ./capi/
 
 # cairnd serving 8 concurrent clients (saves and run checkpoints) is killed
 # with SIGKILL 200 times; after each kill every acknowledged commit is there

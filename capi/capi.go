@@ -203,12 +203,20 @@ func callInto(h uint64, method string, req, buf []byte) (unsafe.Pointer, int, er
 		return nil, 0, err
 	}
 	ctx := context.Background()
-	if method == api.Messages.Name && in.eng != nil && in.padMu.TryLock() {
+	switch {
+	case method != api.Messages.Name:
+	case in.eng != nil && in.padMu.TryLock():
 		// The page is encoded into C memory below, and then nothing holds
 		// the bytes the store read it from: they can be read into again.
 		defer in.padMu.Unlock()
 		defer in.pad.Reset()
 		ctx = scratch.With(ctx, &in.pad)
+	case in.client != nil:
+		// The same in daemon mode: the page's messages are slices of the
+		// answer as the client read it, not copies, until it is encoded.
+		var loan protocol.Loan
+		defer loan.Release()
+		ctx = protocol.WithLoan(ctx, &loan)
 	}
 	res, err := in.invoke(ctx, method, req)
 	if err != nil {

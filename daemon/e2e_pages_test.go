@@ -163,6 +163,39 @@ func TestE2EPagedReadsKeepTheirBytes(t *testing.T) {
 	}
 }
 
+// TestClientLoanKeepsPagesUntilRelease: a page read under a
+// protocol.Loan holds slices of the answer as the client read it, and the
+// client reads nothing into that buffer until the loan is released. Each
+// round reads a page under a loan, then another page without one (read
+// into whatever buffer the client has back), and only then checks the
+// first page: a buffer handed back before Release would hold the second
+// page's bytes by then.
+func TestClientLoanKeepsPagesUntilRelease(t *testing.T) {
+	const sessions, msgs = 2, 60
+	p := startCairnd(t, workspace(t), "--log-level", "warn", "--no-track-files")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := p.dial(t)
+	savePages(t, ctx, c, sessions, msgs)
+	for round := range 200 {
+		from := int64(round % 40)
+		var loan protocol.Loan
+		a, err := c.Messages(protocol.WithLoan(ctx, &loan), api.MessagesRequest{SessionID: "p0", From: from, Limit: 12})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Messages(ctx, api.MessagesRequest{SessionID: "p1", From: from, Limit: 12}); err != nil {
+			t.Fatal(err)
+		}
+		for k, m := range a.Messages {
+			if want := pageMsg(0, int(from)+k); string(m) != string(want) {
+				t.Fatalf("round %d: message %d of the page read under the loan is now %.50q..., want %.50q...", round, int(from)+k, m, want)
+			}
+		}
+		loan.Release()
+	}
+}
+
 // TestPagedReadAllocations: a session read in pages through cairnd (in
 // process, over the file store, with the Go client) allocates about what
 // the client keeps, each page's messages once. Before the answers,

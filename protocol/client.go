@@ -280,6 +280,34 @@ func putReadBuf(bp *[]byte) {
 	readBufs.Put(bp)
 }
 
+// Loan keeps the read buffers that results decoded under it borrow from:
+// a page of messages (api.MessagesResult) decoded with its messages as
+// slices of the answer's bytes rather than copies of them. A caller that
+// is done with such a result before it calls again (the C API encodes the
+// page into the memory it answers in) makes the call with a context from
+// WithLoan and releases the loan once done; other results, and every
+// call made without a loan, are decoded into copies. A Loan is for one
+// goroutine's calls; its zero value is ready.
+type Loan struct{ bufs []*[]byte }
+
+type loanKey struct{}
+
+// WithLoan returns ctx carrying l: results decoded under it may borrow
+// from buffers l keeps until l.Release.
+func WithLoan(ctx context.Context, l *Loan) context.Context {
+	return context.WithValue(ctx, loanKey{}, l)
+}
+
+// Release hands back the buffers l kept: no result decoded under l may be
+// used after it.
+func (l *Loan) Release() {
+	for _, bp := range l.bufs {
+		putReadBuf(bp)
+	}
+	clear(l.bufs)
+	l.bufs = l.bufs[:0]
+}
+
 // readMessage reads one message into a buffer from readBufs: the message
 // is *bp, the caller's until it hands bp back (putReadBuf).
 func (cn *conn) readMessage() (websocket.MessageType, *[]byte, error) {
@@ -518,17 +546,26 @@ func (cn *conn) call(ctx context.Context, method string, params, result any) err
 	}
 	select {
 	case r := <-ch:
-		defer putReadBuf(r.buf)
 		switch {
 		case r.lost != nil:
 			return r.lost
 		case r.err != nil:
 			return &RemoteError{Method: method, Code: session.Code(r.err.Code), Message: r.err.Message, Data: r.err.Data}
 		case result != nil:
-			if err := decodeResult(r.result, result); err != nil {
+			if page, ok := result.(*api.MessagesResult); ok && r.buf != nil {
+				if l, _ := ctx.Value(loanKey{}).(*Loan); l != nil && decodeMessagesBorrowed(r.result, page) {
+					l.bufs = append(l.bufs, r.buf)
+					return nil
+				}
+			}
+			err := decodeResult(r.result, result)
+			putReadBuf(r.buf)
+			if err != nil {
 				return fmt.Errorf("protocol.Call %s: decode result: %w", method, err)
 			}
+			return nil
 		}
+		putReadBuf(r.buf)
 		return nil
 	case <-ctx.Done():
 		cn.forget(id)

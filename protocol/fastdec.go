@@ -245,6 +245,61 @@ func decodeCheckpointResult(b []byte, r *api.CheckpointResult) bool {
 	return true
 }
 
+// decodeMessagesBorrowed decodes a page of messages laid out as cairnd
+// encodes api.MessagesResult (its fields in order, definite lengths, each
+// message a byte string) with the messages as slices of b, not copies. It
+// reports false, leaving r unspecified, for anything else: the caller then
+// decodes it with DecodeParams, which decides. Whatever it accepts,
+// DecodeParams decodes to the same value (the test holds it to that).
+func decodeMessagesBorrowed(b []byte, r *api.MessagesResult) bool {
+	d := fastDec{b: b}
+	if n, ok := d.head(5); !ok || n != 7 || !d.key("session_id") {
+		return false
+	}
+	sid, ok := d.text()
+	if !ok || !d.key("generation") {
+		return false
+	}
+	gen, ok := d.head(0)
+	if !ok {
+		return false
+	}
+	var ints [3]int64
+	for i, name := range []string{"total", "from", "next"} {
+		if !d.key(name) {
+			return false
+		}
+		if ints[i], ok = d.int(); !ok {
+			return false
+		}
+	}
+	if !d.key("more") || d.off >= len(d.b) || d.b[d.off]&^1 != 0xf4 {
+		return false
+	}
+	more := d.b[d.off] == 0xf5
+	d.off++
+	if !d.key("messages") {
+		return false
+	}
+	k, ok := d.head(4)
+	if !ok || k > MaxArrayElements || k > uint64(len(d.b)-d.off) {
+		return false
+	}
+	msgs := make([]session.Value, k)
+	for i := range msgs {
+		m, ok := d.str(2)
+		if !ok {
+			return false
+		}
+		msgs[i] = m
+	}
+	if d.off != len(d.b) {
+		return false
+	}
+	*r = api.MessagesResult{SessionID: sid, Generation: gen, Total: ints[0], From: ints[1], Next: ints[2], More: more, Messages: msgs}
+	return true
+}
+
 // decodeResult decodes a call's result into v: a checkpoint's without
 // reflection when it can (decodeCheckpointResult), anything else with
 // DecodeParams.
