@@ -22,10 +22,9 @@ func pageMessage(s, i int) string {
 	return fmt.Sprintf(`{"s":%d,"i":%d,"t":%q}`, s, i, strings.Repeat(string(rune('a'+(s*5+i)%26)), size))
 }
 
-// pagedDaemon opens a handle in daemon mode (a cairnd built for the test)
-// on sessions p0..p(sessions-1) of msgs messages each (pageMessage), saved
-// eight to a commit, and returns it.
-func pagedDaemon(t *testing.T, sessions, msgs int) uint64 {
+// daemonHandle opens a handle in daemon mode on a new workspace, with a
+// cairnd built for the test, closed and stopped at cleanup.
+func daemonHandle(t *testing.T) uint64 {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and starts cairnd")
@@ -45,6 +44,15 @@ func pagedDaemon(t *testing.T, sessions, msgs int) uint64 {
 	}
 	pid := in.client.Hello().PID
 	t.Cleanup(func() { _ = closeHandle(h); stopProcess(t, pid) })
+	return h
+}
+
+// pagedDaemon opens a handle in daemon mode (a cairnd built for the test)
+// on sessions p0..p(sessions-1) of msgs messages each (pageMessage), saved
+// eight to a commit, and returns it.
+func pagedDaemon(t *testing.T, sessions, msgs int) uint64 {
+	t.Helper()
+	h := daemonHandle(t)
 	for s := range sessions {
 		for i := 0; i < msgs; i += 8 {
 			var batch []string

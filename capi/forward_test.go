@@ -5,7 +5,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -16,24 +15,7 @@ import (
 // returns; overwriting the request afterwards changes nothing stored, and a
 // request the fast decoder refuses still fails as invalid_argument.
 func TestForwardCheckpointBorrowsRequest(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and starts cairnd")
-	}
-	dir := t.TempDir()
-	daemon := filepath.Join(dir, "cairnd")
-	run(t, "go", "build", "-o", daemon, "../cmd/cairnd")
-	ws := filepath.Join(dir, "ws")
-	run(t, "mkdir", ws)
-	h, err := openHandle(fmt.Sprintf(`{"workspace":%q,"daemon":%q}`, ws, daemon))
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := lookup(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid := in.client.Hello().PID
-	t.Cleanup(func() { _ = closeHandle(h); stopProcess(t, pid) })
+	h := daemonHandle(t)
 	if _, err := call(h, "save", []byte(`{"session_id":"s","change":{"append_messages":[{"role":"system","content":"sys"}]}}`)); err != nil {
 		t.Fatal(err)
 	}

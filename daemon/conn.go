@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync"
@@ -240,18 +239,12 @@ func (c *wsConn) readLoop() error {
 // connections do not hold what their largest messages needed.
 const maxKeptReadBuf = 64 << 10
 
-// readBufs holds read buffers (*[]byte) for reuse, shared by connections.
-var readBufs sync.Pool
+// readBufs holds read buffers for reuse, shared by connections.
+var readBufs = protocol.MessageBufs{Max: maxKeptReadBuf}
 
 // putReadBuf hands a read buffer back for another message, unless it grew
 // past maxKeptReadBuf.
-func putReadBuf(bp *[]byte) {
-	if bp == nil || cap(*bp) > maxKeptReadBuf {
-		return
-	}
-	*bp = (*bp)[:0]
-	readBufs.Put(bp)
-}
+func putReadBuf(bp *[]byte) { readBufs.Put(bp) }
 
 // readMessage reads one message, as websocket.Conn.Read does, but into a
 // reused buffer (readBufs) rather than a new one grown from 512 bytes per
@@ -261,31 +254,7 @@ func putReadBuf(bp *[]byte) {
 // only once its handler has returned; everything the handler decoded from
 // the params is a copy (the CBOR decoder copies byte and text strings).
 func (c *wsConn) readMessage() (websocket.MessageType, *[]byte, error) {
-	typ, r, err := c.ws.Reader(c.ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	bp, _ := readBufs.Get().(*[]byte)
-	if bp == nil {
-		b := make([]byte, 0, 16<<10)
-		bp = &b
-	}
-	b := (*bp)[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err != nil {
-			*bp = b
-			if errors.Is(err, io.EOF) {
-				return typ, bp, nil
-			}
-			putReadBuf(bp)
-			return 0, nil, err
-		}
-	}
+	return readBufs.Read(c.ctx, c.ws)
 }
 
 // isShed reports whether the answer budget shed the connection.

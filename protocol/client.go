@@ -261,24 +261,12 @@ type reply struct {
 	buf *[]byte
 }
 
-// readBufs holds the buffers (*[]byte) the reader reads messages into, for
-// reuse: read into a fresh slice grown from 512 bytes, as
-// websocket.Conn.Read does, a page of megabytes costs its bytes copied
-// several times over and a heap that grows and shrinks by them per page,
-// which the runtime's collector and scavenger then work on.
-var readBufs sync.Pool
-
-// maxKeptReadBuf is the largest read buffer kept for another message.
-const maxKeptReadBuf = 16 << 20
+// readBufs holds the buffers the reader reads messages into (kept up to
+// 16 MiB, a few pages of messages).
+var readBufs = MessageBufs{Max: 16 << 20}
 
 // putReadBuf hands a read buffer back, once nothing holds its bytes.
-func putReadBuf(bp *[]byte) {
-	if bp == nil || cap(*bp) > maxKeptReadBuf {
-		return
-	}
-	*bp = (*bp)[:0]
-	readBufs.Put(bp)
-}
+func putReadBuf(bp *[]byte) { readBufs.Put(bp) }
 
 // Loan keeps the read buffers that results decoded under it borrow from:
 // a page of messages (api.MessagesResult) decoded with its messages as
@@ -306,36 +294,6 @@ func (l *Loan) Release() {
 	}
 	clear(l.bufs)
 	l.bufs = l.bufs[:0]
-}
-
-// readMessage reads one message into a buffer from readBufs: the message
-// is *bp, the caller's until it hands bp back (putReadBuf).
-func (cn *conn) readMessage() (websocket.MessageType, *[]byte, error) {
-	typ, r, err := cn.ws.Reader(cn.ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	bp, _ := readBufs.Get().(*[]byte)
-	if bp == nil {
-		b := make([]byte, 0, 16<<10)
-		bp = &b
-	}
-	b := (*bp)[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err != nil {
-			*bp = b
-			if errors.Is(err, io.EOF) {
-				return typ, bp, nil
-			}
-			putReadBuf(bp)
-			return 0, nil, err
-		}
-	}
 }
 
 // conn is one WebSocket connection with its reader goroutine. Callers write
@@ -450,7 +408,7 @@ func (cn *conn) readLoop() {
 	defer cn.wg.Done()
 	defer cn.cancel()
 	for {
-		typ, bp, err := cn.readMessage()
+		typ, bp, err := readBufs.Read(cn.ctx, cn.ws)
 		if err != nil {
 			if h := testHookReadFailed.Load(); h != nil {
 				(*h)(cn.dead)
