@@ -198,11 +198,12 @@ func TestClientLoanKeepsPagesUntilRelease(t *testing.T) {
 
 // TestPagedReadAllocations: a session read in pages through cairnd (in
 // process, over the file store, with the Go client) allocates about what
-// the client keeps, each page's messages once. Before the answers,
-// the pages' reads and the client's reads went through reused buffers, a
-// page of a mebibyte allocated five or more: its log spans, its answer,
-// the client's read grown from 512 bytes, and the messages decoded. The
-// collector and its scavenger then cost cairnd more than the read itself
+// the client keeps, each page's messages once. Before cairnd's answers,
+// its reads of a page and the client's reads went through reused buffers,
+// a page of a mebibyte allocated five mebibytes or more: its log spans,
+// its answer, the client's read grown from 512 bytes, and the messages
+// decoded. The collector and its scavenger then cost cairnd more than the
+// read itself
 // (docs/PERFORMANCE.md, "Reads through cairnd without a heap that grows
 // and shrinks per page").
 //
