@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -82,39 +81,17 @@ type answer struct {
 	charged bool
 	// buf, when set, holds msg: it goes back to answerBufs once the
 	// answer is written or dropped (end).
-	buf *bytes.Buffer
+	buf *[]byte
 }
 
-// answerBufs holds buffers (*bytes.Buffer) that requests encode their
-// answers into, for reuse. A page of messages is megabytes: encoded into a
-// fresh slice each time, the answers of a session read in pages grow and
-// shrink the heap by that much per page, and the runtime's collector and
-// scavenger (which hands the freed pages back to the kernel, for the next
-// answer to fault them in again) cost cairnd more than the read itself.
-var answerBufs sync.Pool
-
-// maxKeptAnswerBuf is the largest answer buffer kept for another answer
-// (a few default pages); a larger one, grown for a rare large answer, is
-// let go.
-const maxKeptAnswerBuf = 16 << 20
-
-// getAnswerBuf returns an empty buffer for an answer.
-func getAnswerBuf() *bytes.Buffer {
-	if b, _ := answerBufs.Get().(*bytes.Buffer); b != nil {
-		return b
-	}
-	return new(bytes.Buffer)
-}
-
-// putAnswerBuf hands an answer's buffer back, once nothing holds its
-// bytes.
-func putAnswerBuf(b *bytes.Buffer) {
-	if b == nil || b.Cap() > maxKeptAnswerBuf {
-		return
-	}
-	b.Reset()
-	answerBufs.Put(b)
-}
+// answerBufs holds the buffers requests encode their answers into, for
+// reuse (kept up to 16 MiB, a few pages of messages). A page of messages
+// is megabytes: encoded into a fresh slice each time, the answers of a
+// session read in pages grow and shrink the heap by that much per page,
+// and the runtime's collector and scavenger (which hands the freed pages
+// back to the kernel, for the next answer to fault them in again) cost
+// cairnd more than the read itself.
+var answerBufs = protocol.MessageBufs{Max: 16 << 20}
 
 // readPads holds the scratch pads (*scratch.Pad) a page of messages is
 // read into, for reuse: the page's bytes are copied into its answer, and
@@ -215,7 +192,7 @@ func (c *wsConn) readLoop() error {
 		}
 		typ, buf, err := c.readMessage()
 		if err == nil && c.isShed() {
-			putReadBuf(buf)
+			readBufs.Put(buf)
 			err = errShed // what a shed connection sends no longer matters
 		}
 		if err != nil {
@@ -242,15 +219,11 @@ const maxKeptReadBuf = 64 << 10
 // readBufs holds read buffers for reuse, shared by connections.
 var readBufs = protocol.MessageBufs{Max: maxKeptReadBuf}
 
-// putReadBuf hands a read buffer back for another message, unless it grew
-// past maxKeptReadBuf.
-func putReadBuf(bp *[]byte) { readBufs.Put(bp) }
-
 // readMessage reads one message, as websocket.Conn.Read does, but into a
 // reused buffer (readBufs) rather than a new one grown from 512 bytes per
 // message. The message is *buf. The buffer is the caller's: a request
 // decodes its params in place (protocol.DecodeRequestBorrowed, no copy of
-// a checkpoint's KiBs), so its buffer goes back to readBufs (putReadBuf)
+// a checkpoint's KiBs), so its buffer goes back to readBufs (Put)
 // only once its handler has returned; everything the handler decoded from
 // the params is a copy (the CBOR decoder copies byte and text strings).
 func (c *wsConn) readMessage() (websocket.MessageType, *[]byte, error) {
@@ -305,7 +278,7 @@ func (c *wsConn) dispatch(typ websocket.MessageType, buf *[]byte) {
 	started := false
 	defer func() {
 		if !started {
-			putReadBuf(buf)
+			readBufs.Put(buf)
 		}
 	}()
 	if typ != websocket.MessageBinary {
@@ -380,7 +353,7 @@ func (c *wsConn) handle(h handler, req *protocol.Request, buf *[]byte) {
 	}
 	res, err := h(ctx, c, req.Params)
 	req.Params = nil
-	putReadBuf(buf)
+	readBufs.Put(buf)
 	if c.isShed() {
 		// Nobody will read the answer: do not build it.
 		releasePad(pad)
@@ -388,18 +361,18 @@ func (c *wsConn) handle(h handler, req *protocol.Request, buf *[]byte) {
 		return
 	}
 	var msg []byte
-	var ab *bytes.Buffer
+	var ab *[]byte
 	if err == nil {
-		ab = getAnswerBuf()
-		err = protocol.EncodeResultTo(ab, *req.ID, res)
-		msg = ab.Bytes()
+		ab = answerBufs.Get()
+		*ab, err = protocol.AppendResult((*ab)[:0], *req.ID, res)
+		msg = *ab
 		if err == nil && int64(len(msg)) > c.s.cfg.MaxMessageSize {
 			err = session.Errorf(session.CodeTooLarge, "the answer is %d bytes, over the message size limit of %d", len(msg), c.s.cfg.MaxMessageSize)
 		}
 	}
 	releasePad(pad)
 	if err != nil {
-		putAnswerBuf(ab)
+		answerBufs.Put(ab)
 		c.failTo(c.sendAnswer, req.ID, req.Method, err, "", true)
 		c.log.Trace("request", "method", req.Method, "code", protocol.CodeOf(err), "duration", time.Since(start))
 		return
@@ -516,7 +489,7 @@ func (c *wsConn) finish(a answer) {
 
 // end is finish without the budget (Server.shedLocked releases it itself).
 func (c *wsConn) end(a answer) {
-	putAnswerBuf(a.buf)
+	answerBufs.Put(a.buf)
 	if a.counted {
 		c.s.endRequest()
 	}

@@ -265,9 +265,6 @@ type reply struct {
 // 16 MiB, a few pages of messages).
 var readBufs = MessageBufs{Max: 16 << 20}
 
-// putReadBuf hands a read buffer back, once nothing holds its bytes.
-func putReadBuf(bp *[]byte) { readBufs.Put(bp) }
-
 // Loan keeps the read buffers that results decoded under it borrow from:
 // a page of messages (api.MessagesResult) decoded with its messages as
 // slices of the answer's bytes rather than copies of them. A caller that
@@ -290,7 +287,7 @@ func WithLoan(ctx context.Context, l *Loan) context.Context {
 // used after it.
 func (l *Loan) Release() {
 	for _, bp := range l.bufs {
-		putReadBuf(bp)
+		readBufs.Put(bp)
 	}
 	clear(l.bufs)
 	l.bufs = l.bufs[:0]
@@ -417,7 +414,7 @@ func (cn *conn) readLoop() {
 			return
 		}
 		if typ != websocket.MessageBinary {
-			putReadBuf(bp)
+			readBufs.Put(bp)
 			continue
 		}
 		msg := *bp
@@ -428,7 +425,7 @@ func (cn *conn) readLoop() {
 		// Unmarshal copies what it decodes: msg is not needed after it.
 		var in inbound
 		err = Unmarshal(msg, &in)
-		putReadBuf(bp)
+		readBufs.Put(bp)
 		if err != nil {
 			continue // a daemon bug; nothing to route it to
 		}
@@ -448,7 +445,7 @@ func (cn *conn) answer(id uint64, r reply) {
 	delete(cn.pending, id)
 	cn.mu.Unlock()
 	if !ok {
-		putReadBuf(r.buf) // nobody waits for it any more
+		readBufs.Put(r.buf) // nobody waits for it any more
 		return
 	}
 	ch <- r
@@ -510,20 +507,19 @@ func (cn *conn) call(ctx context.Context, method string, params, result any) err
 		case r.err != nil:
 			return &RemoteError{Method: method, Code: session.Code(r.err.Code), Message: r.err.Message, Data: r.err.Data}
 		case result != nil:
-			if page, ok := result.(*api.MessagesResult); ok && r.buf != nil {
-				if l, _ := ctx.Value(loanKey{}).(*Loan); l != nil && decodeMessagesBorrowed(r.result, page) {
-					l.bufs = append(l.bufs, r.buf)
-					return nil
-				}
+			loan, _ := ctx.Value(loanKey{}).(*Loan)
+			borrowed, err := decodeResult(r.result, result, loan != nil && r.buf != nil)
+			if borrowed {
+				loan.bufs = append(loan.bufs, r.buf)
+				return nil
 			}
-			err := decodeResult(r.result, result)
-			putReadBuf(r.buf)
+			readBufs.Put(r.buf)
 			if err != nil {
 				return fmt.Errorf("protocol.Call %s: decode result: %w", method, err)
 			}
 			return nil
 		}
-		putReadBuf(r.buf)
+		readBufs.Put(r.buf)
 		return nil
 	case <-ctx.Done():
 		cn.forget(id)

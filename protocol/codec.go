@@ -241,26 +241,25 @@ func DecodeParams(params cbor.RawMessage, v any) error {
 // encoded without the encoder's reflection, byte for byte as the encoder
 // writes it.
 func EncodeResult(id uint64, result any) ([]byte, error) {
-	if r, ok := result.(api.CheckpointResult); ok {
-		return appendCheckpointResult(appendSuccess(make([]byte, 0, 48), id), &r), nil
+	if _, ok := result.(api.CheckpointResult); ok {
+		return AppendResult(make([]byte, 0, 48), id, result)
 	}
 	return Marshal(successMsg{ID: id, Result: result})
 }
 
-// EncodeResultTo is EncodeResult writing into buf (reset first), whose
-// bytes then hold the message: a server that reuses buf for its answers
-// encodes a page of megabytes into memory it already has, where
-// EncodeResult copies it out into a fresh slice.
-func EncodeResultTo(buf *bytes.Buffer, id uint64, result any) error {
-	buf.Reset()
+// AppendResult appends the success response to request id to dst, as
+// EncodeResult encodes it: a server that reuses dst for its answers
+// (MessageBufs) encodes a page of megabytes into memory it already has,
+// where EncodeResult copies it out into a fresh slice.
+func AppendResult(dst []byte, id uint64, result any) ([]byte, error) {
 	if r, ok := result.(api.CheckpointResult); ok {
-		buf.Write(appendCheckpointResult(appendSuccess(buf.AvailableBuffer(), id), &r))
-		return nil
+		return appendCheckpointResult(appendSuccess(dst, id), &r), nil
 	}
+	buf := bytes.NewBuffer(dst)
 	if err := encMode.MarshalToBuffer(successMsg{ID: id, Result: result}, buf); err != nil {
-		return fmt.Errorf("protocol.Marshal: %w", err)
+		return dst, fmt.Errorf("protocol.Marshal: %w", err)
 	}
-	return nil
+	return buf.Bytes(), nil
 }
 
 // EncodeError encodes the failure response to request id (nil: unknown).

@@ -105,7 +105,7 @@ func checkAnswer(t *testing.T, msg []byte) {
 		t.Fatalf("%x: id %d, generic %d", msg, id, gid)
 	}
 	var res api.CheckpointResult
-	err := decodeResult(result, &res)
+	_, err := decodeResult(result, &res, false)
 	if (err == nil) != (gerr == nil) {
 		t.Fatalf("%x: result error %v, generic %v", msg, err, gerr)
 	}

@@ -301,11 +301,20 @@ func decodeMessagesBorrowed(b []byte, r *api.MessagesResult) bool {
 }
 
 // decodeResult decodes a call's result into v: a checkpoint's without
-// reflection when it can (decodeCheckpointResult), anything else with
-// DecodeParams.
-func decodeResult(b []byte, v any) error {
-	if r, ok := v.(*api.CheckpointResult); ok && r != nil && decodeCheckpointResult(b, r) {
-		return nil
+// reflection when it can (decodeCheckpointResult), with borrow a page of
+// messages with its messages as slices of b (decodeMessagesBorrowed),
+// anything else with DecodeParams, into copies. borrowed reports that v
+// holds slices of b.
+func decodeResult(b []byte, v any, borrow bool) (borrowed bool, err error) {
+	switch r := v.(type) {
+	case *api.CheckpointResult:
+		if r != nil && decodeCheckpointResult(b, r) {
+			return false, nil
+		}
+	case *api.MessagesResult:
+		if borrow && r != nil && decodeMessagesBorrowed(b, r) {
+			return true, nil
+		}
 	}
-	return DecodeParams(b, v)
+	return false, DecodeParams(b, v)
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/coder/websocket"
 )
 
-// MessageBufs keeps the buffers WebSocket messages are read into, for
-// reuse: websocket.Conn.Read reads each message into a fresh slice grown
+// MessageBufs keeps the buffers WebSocket messages are read into (or
+// encoded into: a server's answers), for reuse: websocket.Conn.Read reads each message into a fresh slice grown
 // from 512 bytes, so a page of megabytes costs its bytes copied several
 // times over and a heap that grows and shrinks by them per message, which
 // the runtime's collector and scavenger then work on. A buffer grown past
@@ -27,12 +27,8 @@ func (b *MessageBufs) Read(ctx context.Context, ws *websocket.Conn) (websocket.M
 	if err != nil {
 		return 0, nil, err
 	}
-	bp, _ := b.pool.Get().(*[]byte)
-	if bp == nil {
-		s := make([]byte, 0, 16<<10)
-		bp = &s
-	}
-	m := (*bp)[:0]
+	bp := b.Get()
+	m := *bp
 	for {
 		if len(m) == cap(m) {
 			m = append(m, 0)[:len(m)]
@@ -48,6 +44,15 @@ func (b *MessageBufs) Read(ctx context.Context, ws *websocket.Conn) (websocket.M
 			return 0, nil, err
 		}
 	}
+}
+
+// Get returns an empty buffer, the caller's until it hands it back (Put).
+func (b *MessageBufs) Get() *[]byte {
+	if bp, _ := b.pool.Get().(*[]byte); bp != nil {
+		return bp
+	}
+	s := make([]byte, 0, 16<<10)
+	return &s
 }
 
 // Put hands bp back for another message, once nothing holds its bytes
