@@ -28,13 +28,19 @@ type frameReader struct {
 	pad *scratch.Pad
 }
 
+// frame reads the checked frame of it; with a pad, into a buffer the pad
+// lends.
 func (fr frameReader) frame(it item) (recordlog.Record, error) {
 	for i := range fr.pre {
 		if rec, ok, err := fr.pre[i].frameIn(fr, it); ok {
 			return rec, err
 		}
 	}
-	rec, err := recordlog.ReadFrame(fr.r, fr.path, it.off(), int(it.fsz))
+	buf := fr.pad.Get(int(it.fsz))
+	if n, err := fr.r.ReadAt(buf, it.off()); n != len(buf) {
+		return recordlog.Record{}, session.Wrap(session.CodeInternal, err, "read session log %s at %d: %d of %d bytes", fr.path, it.off(), n, len(buf))
+	}
+	rec, err := recordlog.CheckFrame(buf, fr.path, it.off())
 	return rec, fr.wrapFrameErr(err)
 }
 
@@ -96,7 +102,13 @@ func elements(p []byte, bytes bool) ([][]byte, error) {
 // reads and writes a bounded amount at a time, flushing fb through write,
 // so it costs what the session holds on disk and little memory.
 func writeLive(fb *frameBuf, write func([]byte) error, fr frameReader, t *tracker, id string, created time.Time, withCheckpoints bool) error {
+	// Every frame is read into a buffer the pad lends and copied into fb
+	// before the next is read: the copy of a session of any size reads
+	// into the same few buffers (see flush).
+	pad := new(scratch.Pad)
+	fr.pad = pad
 	flush := func() {
+		pad.Reset()
 		if len(fb.buf) >= flushAt {
 			fb.flush(write)
 		}
@@ -186,8 +198,12 @@ func writeLive(fb *frameBuf, write func([]byte) error, fr frameReader, t *tracke
 }
 
 // rechunk copies the items of an array list into new records of at most
-// messageChunk bytes each, in order.
+// messageChunk bytes each, in order. Each record's elements are the bytes
+// fr read them into, encoded into fb before flush (which resets fr's pad)
+// lets the next chunk's reads reuse them.
 func rechunk(fb *frameBuf, fr frameReader, its []item, kind byte, bytes bool, flush func()) error {
+	var vals []session.Value
+	var raws []cbor.RawMessage
 	for start := 0; start < len(its); {
 		end, n := start, 0
 		for end < len(its) && (end == start || n+int(its[end].size) <= messageChunk) {
@@ -196,19 +212,19 @@ func rechunk(fb *frameBuf, fr frameReader, its []item, kind byte, bytes bool, fl
 		}
 		var err error
 		if bytes {
-			chunk := make([]session.Value, end-start)
+			vals = slices.Grow(vals[:0], end-start)[:end-start]
 			err = fr.elems(its[start:end], true, func(i int, raw []byte) error {
-				chunk[i] = slices.Clone(raw)
+				vals[i] = raw
 				return nil
 			})
-			fb.add(kind, chunk)
+			fb.add(kind, vals)
 		} else {
-			chunk := make([]cbor.RawMessage, end-start)
+			raws = slices.Grow(raws[:0], end-start)[:end-start]
 			err = fr.elems(its[start:end], false, func(i int, raw []byte) error {
-				chunk[i] = slices.Clone(raw)
+				raws[i] = raw
 				return nil
 			})
-			fb.add(kind, chunk)
+			fb.add(kind, raws)
 		}
 		if err != nil {
 			return err
@@ -216,5 +232,7 @@ func rechunk(fb *frameBuf, fr frameReader, its []item, kind byte, bytes bool, fl
 		flush()
 		start = end
 	}
+	clear(vals)
+	clear(raws)
 	return fb.err
 }

@@ -67,7 +67,7 @@ func (fr frameReader) spanFrame(sp *span, its []item) (recordlog.Record, error) 
 		}
 		end = off + int64(it.fsz)
 	}
-	if end-start == int64(first.fsz) {
+	if end-start == int64(first.fsz) && fr.pad == nil {
 		sp.buf = nil
 		return fr.frame(first)
 	}

@@ -434,9 +434,21 @@ const walkChunk = 1 << 20
 // past and handed over with a nil Payload. It returns the end of the valid
 // data and any read error.
 func Walk(r io.ReaderAt, off, end int64, keep func(kind byte) bool, fn func(Record) bool) (int64, error) {
+	return walk(r, off, end, keep, fn, false)
+}
+
+// WalkReusing is Walk for a caller that is done with each payload when fn
+// returns: every kept payload is read into one buffer, grown as needed and
+// reused for the next, so walking a log of any size allocates about as
+// much as its largest kept frame.
+func WalkReusing(r io.ReaderAt, off, end int64, keep func(kind byte) bool, fn func(Record) bool) (int64, error) {
+	return walk(r, off, end, keep, fn, true)
+}
+
+func walk(r io.ReaderAt, off, end int64, keep func(kind byte) bool, fn func(Record) bool, reuse bool) (int64, error) {
 	valid := off
 	var hdr [HeaderSize]byte
-	var chunk []byte
+	var chunk, payload []byte
 	for end-off >= HeaderSize {
 		if _, err := r.ReadAt(hdr[:], off); err != nil {
 			return valid, err
@@ -447,7 +459,14 @@ func Walk(r io.ReaderAt, off, end int64, keep func(kind byte) bool, fn func(Reco
 		}
 		rec := Record{Kind: kind, Size: HeaderSize + n, End: off + HeaderSize + n}
 		if keep(kind) {
-			rec.Payload = make([]byte, n)
+			if reuse {
+				if int64(cap(payload)) < n {
+					payload = make([]byte, n)
+				}
+				rec.Payload = payload[:n]
+			} else {
+				rec.Payload = make([]byte, n)
+			}
 			if _, err := r.ReadAt(rec.Payload, off+HeaderSize); err != nil {
 				return valid, err
 			}
