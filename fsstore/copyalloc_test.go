@@ -1,8 +1,11 @@
 package fsstore_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -61,5 +64,73 @@ func TestCopyAllocation(t *testing.T) {
 	}
 	if want := `{"n":255,"text":"` + text + `"}`; page.Total != 16*256 || len(page.Items) != 1 || string(page.Items[0]) != want {
 		t.Fatalf("the fork holds %d messages, the last %.40q", page.Total, page.Items)
+	}
+}
+
+// TestCopyStreamsLargeFrames checks that a copy streams a frame larger
+// than a scratch pad lends (an artifact's data) instead of holding it
+// whole, once read and once more in the write buffer, and that it checks
+// the frame's checksum as it streams: a copy of a frame damaged after
+// Open fails as corrupt and leaves no session behind.
+func TestCopyStreamsLargeFrames(t *testing.T) {
+	dir := t.TempDir()
+	s, err := fsstore.Open(dir, fsstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	data := make([]byte, 32<<20)
+	rand.Read(data)
+	change := &session.Change{
+		AppendMessages:  []session.Value{session.Value(`{"role":"user"}`)},
+		AppendArtifacts: []session.Artifact{{ID: "big", Name: "big.bin", Data: data}},
+	}
+	if _, err := s.Commit(ctx, "k", change, session.CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	if _, err := s.Copy(ctx, "k", "fork", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&b)
+	alloc := b.TotalAlloc - a.TotalAlloc
+	t.Logf("a copy of a 32 MiB artifact allocated %d KiB", alloc>>10)
+	if alloc > 8<<20 {
+		t.Fatalf("a copy of a 32 MiB artifact allocated %d MiB, want at most 8", alloc>>20)
+	}
+	page, err := s.Artifacts(ctx, "fork", []string{"big"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 1 || !bytes.Equal(page.Items[0].Data, data) {
+		t.Fatalf("the fork's artifact does not read back as written")
+	}
+
+	// One bit of the artifact's data flipped on disk, mid-frame.
+	log := filepath.Join(dir, ".cairn", "sessions", "s-k.log")
+	raw, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(raw, data[:64])
+	if at < 0 {
+		t.Fatal("the artifact's data is not in the log")
+	}
+	f, err := os.OpenFile(log, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{data[20<<20] ^ 1}, int64(at+20<<20)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := s.Copy(ctx, "k", "fork2", 0, nil); session.CodeOf(err) != session.CodeCorrupt {
+		t.Fatalf("copy of a damaged frame: %v, want code corrupt", err)
+	}
+	if _, err := s.Load(ctx, "fork2", 0); session.CodeOf(err) != session.CodeNotFound {
+		t.Fatalf("load of the failed copy: %v, want not found", err)
 	}
 }

@@ -114,6 +114,12 @@ func writeLive(fb *frameBuf, write func([]byte) error, fr frameReader, t *tracke
 		}
 	}
 	verbatim := func(it item) error {
+		if int(it.fsz) > scratch.Max && !fb.indexing {
+			// Larger than a pad lends (an artifact's data): streamed.
+			err := fb.copyFrame(write, fr, it, pad.Get(scratch.Max))
+			flush()
+			return err
+		}
 		rec, err := fr.frame(it)
 		if err != nil {
 			return err
@@ -194,6 +200,33 @@ func writeLive(fb *frameBuf, write func([]byte) error, fr frameReader, t *tracke
 		}
 	}
 	fb.add(kindGens, gens)
+	return fb.err
+}
+
+// copyFrame appends the frame of it, as it is, to what fb has written:
+// fb's bytes are flushed through write first, then the frame is streamed
+// through write a part at a time, read into buf (recordlog.CopyFrame), so
+// a frame of any size is copied without being held whole, in memory or in
+// fb. fb must not be indexing: the frame's payload never passes through
+// it.
+func (fb *frameBuf) copyFrame(write func([]byte) error, fr frameReader, it item, buf []byte) error {
+	if fb.flush(write); fb.err != nil {
+		return fb.err
+	}
+	var werr error
+	err := recordlog.CopyFrame(fr.r, fr.path, it.off(), int(it.fsz), buf, func(p []byte) error {
+		werr = write(p)
+		return werr
+	})
+	switch {
+	case werr != nil:
+		fb.err = werr
+	case err != nil:
+		fb.err = fr.wrapFrameErr(err)
+	default:
+		fb.mark -= int(it.fsz) // the open commit counts the frame's bytes
+		fb.recs++
+	}
 	return fb.err
 }
 

@@ -425,6 +425,45 @@ func CheckFrame(buf []byte, path string, off int64) (Record, error) {
 	return Record{Kind: kind, Payload: buf[HeaderSize:], Size: int64(len(buf)), End: off + int64(len(buf))}, nil
 }
 
+// CopyFrame hands the frame of size bytes at off (below the committed
+// size) to write as it is, read into buf a part at a time: a frame of any
+// size (an artifact's data) is copied without being held whole. Its
+// checksum is checked as it streams past, so a frame that fails it has
+// been partly written when CopyFrame reports ErrDamaged: the caller writes
+// to a file it drops on error.
+func CopyFrame(r io.ReaderAt, path string, off int64, size int, buf []byte, write func([]byte) error) error {
+	if len(buf) < HeaderSize {
+		return fmt.Errorf("recordlog.CopyFrame: a buffer of %d bytes cannot hold a frame header", len(buf))
+	}
+	if size < HeaderSize {
+		return fmt.Errorf("%s at offset %d: %w", path, off, ErrDamaged)
+	}
+	var crc, sum uint32
+	for done := 0; done < size; {
+		part := buf[:min(len(buf), size-done)]
+		if n, err := r.ReadAt(part, off+int64(done)); n != len(part) {
+			return fmt.Errorf("read %s at %d: %d of %d bytes: %w", path, off+int64(done), n, len(part), err)
+		}
+		payload := part
+		if done == 0 {
+			n, c, kind := header(part)
+			if n != int64(size-HeaderSize) {
+				return fmt.Errorf("%s at offset %d: %w", path, off, ErrDamaged)
+			}
+			crc, sum, payload = c, kindSums[kind], part[HeaderSize:]
+		}
+		sum = crc32.Update(sum, castagnoli, payload)
+		if done+len(part) == size && sum != crc {
+			return fmt.Errorf("%s at offset %d: %w", path, off, ErrDamaged)
+		}
+		if err := write(part); err != nil {
+			return err
+		}
+		done += len(part)
+	}
+	return nil
+}
+
 // walkChunk is how much Walk reads at a time.
 const walkChunk = 1 << 20
 
