@@ -12,8 +12,8 @@ import (
 
 // A read of many elements (a page of messages, a session's tail) takes the
 // frames holding them in spans: one pread for a run of frames that lie
-// close together in the log, each frame then checked on its own as
-// ReadFrame checks it. The lockstep commits of an agent put a small
+// close together in the log, each frame then checked on its own
+// (recordlog.CheckFrame). The lockstep commits of an agent put a small
 // checkpoint record between two message frames; a span reads those few
 // bytes along rather than paying a system call and an allocation per
 // frame.

@@ -401,19 +401,9 @@ func OpenAtFS(fsys vfs.FS, path string, size int64) (*File, error) {
 // valid one was expected.
 var ErrDamaged = errors.New("damaged record")
 
-// ReadFrame reads and checks the frame of size bytes at off (below the
-// committed size), returning its record.
-func ReadFrame(r io.ReaderAt, path string, off int64, size int) (Record, error) {
-	buf := make([]byte, size)
-	if n, err := r.ReadAt(buf, off); n != size {
-		return Record{}, fmt.Errorf("read %s at %d: %d of %d bytes: %w", path, off, n, size, err)
-	}
-	return CheckFrame(buf, path, off)
-}
-
 // CheckFrame checks that buf, read from path at off, is exactly one frame,
-// and returns its record, whose Payload shares buf. It is ReadFrame for a
-// frame read as part of a larger span.
+// and returns its record, whose Payload shares buf: a frame read alone or
+// as part of a larger span.
 func CheckFrame(buf []byte, path string, off int64) (Record, error) {
 	if len(buf) < HeaderSize {
 		return Record{}, fmt.Errorf("%s at offset %d: %w", path, off, ErrDamaged)
