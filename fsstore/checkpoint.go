@@ -407,7 +407,7 @@ func (s *Store) indexLog(l io.ReaderAt, path string, size int64) (t *tracker, as
 			t, at, err = decodeIdx(data, l, size)
 			if err == nil {
 				asm = &assembler{valid: at, lastGen: t.gen, parse: true, onGroup: func(g commitGroup) error { return t.observe(g, 0) }}
-				if _, err = recordlog.WalkReusing(l, at, size, func(kind byte) bool { return kind != kindBlob }, asm.add); err != nil {
+				if _, err = recordlog.Walk(l, at, size, func(kind byte) bool { return kind != kindBlob }, asm.add); err != nil {
 					return nil, nil, 0, err
 				}
 				return t, asm, at, nil

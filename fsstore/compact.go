@@ -237,9 +237,9 @@ func writeLog(tmp *atomicfile.Temp, fr frameReader, t *tracker, id string, withC
 func walkIndex(r io.ReaderAt, size int64) (*tracker, *assembler, error) {
 	t := newTracker()
 	asm := &assembler{valid: int64(len(logMagic)), parse: true, onGroup: func(g commitGroup) error { return t.observe(g, 0) }}
-	// A parsing assembler keeps nothing of a payload (parseRecord decodes
-	// copies), so every frame is read into the same buffer.
-	_, err := recordlog.WalkReusing(r, int64(len(logMagic)), size, func(kind byte) bool { return kind != kindBlob }, asm.add)
+	// parse: the assembler keeps nothing of a payload (parseRecord decodes
+	// copies), as Walk, which reads every payload into one buffer, needs.
+	_, err := recordlog.Walk(r, int64(len(logMagic)), size, func(kind byte) bool { return kind != kindBlob }, asm.add)
 	return t, asm, err
 }
 

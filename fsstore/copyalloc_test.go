@@ -15,6 +15,20 @@ import (
 	"github.com/cairn-dev/cairn/session"
 )
 
+// copyAllocation copies src to dst and returns the bytes the copy
+// allocated.
+func copyAllocation(t *testing.T, s *fsstore.Store, src, dst string) uint64 {
+	t.Helper()
+	runtime.GC()
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	if _, err := s.Copy(context.Background(), src, dst, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
+}
+
 // TestCopyAllocation checks that copying a session (a fork) allocates a
 // small fraction of the bytes it copies: each frame is read into a buffer
 // lent again once its bytes are in the new log, and the new log is
@@ -23,11 +37,7 @@ import (
 // daemon's peak RSS during it rose with how far the collector lagged (by
 // 64 MiB in a CI run of TestE2EScale).
 func TestCopyAllocation(t *testing.T) {
-	s, err := fsstore.Open(t.TempDir(), fsstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openT(t, t.TempDir(), fsstore.Options{})
 	ctx := context.Background()
 	text := strings.Repeat("m", 8<<10)
 	var live int64
@@ -45,14 +55,7 @@ func TestCopyAllocation(t *testing.T) {
 		}
 		live += res.BytesWritten
 	}
-	runtime.GC()
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	if _, err := s.Copy(ctx, "big", "fork", 0, nil); err != nil {
-		t.Fatal(err)
-	}
-	runtime.ReadMemStats(&b)
-	alloc := int64(b.TotalAlloc - a.TotalAlloc)
+	alloc := int64(copyAllocation(t, s, "big", "fork"))
 	t.Logf("a copy of %d MiB allocated %d MiB", live>>20, alloc>>20)
 	if alloc > live/2 {
 		t.Fatalf("a copy of %d MiB allocated %d MiB, want at most half", live>>20, alloc>>20)
@@ -74,11 +77,7 @@ func TestCopyAllocation(t *testing.T) {
 // Open fails as corrupt and leaves no session behind.
 func TestCopyStreamsLargeFrames(t *testing.T) {
 	dir := t.TempDir()
-	s, err := fsstore.Open(dir, fsstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openT(t, dir, fsstore.Options{})
 	ctx := context.Background()
 	data := make([]byte, 32<<20)
 	rand.Read(data)
@@ -89,14 +88,7 @@ func TestCopyStreamsLargeFrames(t *testing.T) {
 	if _, err := s.Commit(ctx, "k", change, session.CommitOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	runtime.GC()
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	if _, err := s.Copy(ctx, "k", "fork", 0, nil); err != nil {
-		t.Fatal(err)
-	}
-	runtime.ReadMemStats(&b)
-	alloc := b.TotalAlloc - a.TotalAlloc
+	alloc := copyAllocation(t, s, "k", "fork")
 	t.Logf("a copy of a 32 MiB artifact allocated %d KiB", alloc>>10)
 	if alloc > 8<<20 {
 		t.Fatalf("a copy of a 32 MiB artifact allocated %d MiB, want at most 8", alloc>>20)

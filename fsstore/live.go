@@ -37,8 +37,8 @@ func (fr frameReader) frame(it item) (recordlog.Record, error) {
 		}
 	}
 	buf := fr.pad.Get(int(it.fsz))
-	if n, err := fr.r.ReadAt(buf, it.off()); n != len(buf) {
-		return recordlog.Record{}, session.Wrap(session.CodeInternal, err, "read session log %s at %d: %d of %d bytes", fr.path, it.off(), n, len(buf))
+	if err := fr.readAt(buf, it.off()); err != nil {
+		return recordlog.Record{}, err
 	}
 	rec, err := recordlog.CheckFrame(buf, fr.path, it.off())
 	return rec, fr.wrapFrameErr(err)

@@ -67,17 +67,25 @@ func (fr frameReader) spanFrame(sp *span, its []item) (recordlog.Record, error) 
 		}
 		end = off + int64(it.fsz)
 	}
-	if end-start == int64(first.fsz) && fr.pad == nil {
+	if end-start == int64(first.fsz) {
 		sp.buf = nil
 		return fr.frame(first)
 	}
 	buf := fr.pad.Get(int(end - start))
-	if n, err := fr.r.ReadAt(buf, start); n != len(buf) {
-		return recordlog.Record{}, session.Wrap(session.CodeInternal, err, "read session log %s at %d: %d of %d bytes", fr.path, start, n, len(buf))
+	if err := fr.readAt(buf, start); err != nil {
+		return recordlog.Record{}, err
 	}
 	sp.off, sp.buf = start, buf
 	rec, _, err := sp.frameIn(fr, first)
 	return rec, err
+}
+
+// readAt fills buf from the log at off.
+func (fr frameReader) readAt(buf []byte, off int64) error {
+	if n, err := fr.r.ReadAt(buf, off); n != len(buf) {
+		return session.Wrap(session.CodeInternal, err, "read session log %s at %d: %d of %d bytes", fr.path, off, n, len(buf))
+	}
+	return nil
 }
 
 // wrapFrameErr gives a frame read's error its code.
@@ -124,8 +132,8 @@ func (fr frameReader) prefetch(its []item) (frameReader, error) {
 		}
 		if frames > 1 {
 			buf := make([]byte, end-start)
-			if n, err := fr.r.ReadAt(buf, start); n != len(buf) {
-				return fr, session.Wrap(session.CodeInternal, err, "read session log %s at %d: %d of %d bytes", fr.path, start, n, len(buf))
+			if err := fr.readAt(buf, start); err != nil {
+				return fr, err
 			}
 			spans = append(spans, span{off: start, buf: buf})
 		}

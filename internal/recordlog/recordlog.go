@@ -416,42 +416,61 @@ func CheckFrame(buf []byte, path string, off int64) (Record, error) {
 }
 
 // CopyFrame hands the frame of size bytes at off (below the committed
-// size) to write as it is, read into buf a part at a time: a frame of any
-// size (an artifact's data) is copied without being held whole. Its
-// checksum is checked as it streams past, so a frame that fails it has
-// been partly written when CopyFrame reports ErrDamaged: the caller writes
+// size) to write as it is, its payload read into buf a part at a time: a
+// frame of any size (an artifact's data) is copied without being held
+// whole. Its checksum is checked as it streams past, so a frame that fails
+// it has been written when CopyFrame reports ErrDamaged: the caller writes
 // to a file it drops on error.
 func CopyFrame(r io.ReaderAt, path string, off int64, size int, buf []byte, write func([]byte) error) error {
-	if len(buf) < HeaderSize {
-		return fmt.Errorf("recordlog.CopyFrame: a buffer of %d bytes cannot hold a frame header", len(buf))
+	var hdr [HeaderSize]byte
+	if len(buf) == 0 {
+		return errors.New("recordlog.CopyFrame: an empty buffer")
 	}
 	if size < HeaderSize {
 		return fmt.Errorf("%s at offset %d: %w", path, off, ErrDamaged)
 	}
-	var crc, sum uint32
-	for done := 0; done < size; {
-		part := buf[:min(len(buf), size-done)]
-		if n, err := r.ReadAt(part, off+int64(done)); n != len(part) {
-			return fmt.Errorf("read %s at %d: %d of %d bytes: %w", path, off+int64(done), n, len(part), err)
-		}
-		payload := part
-		if done == 0 {
-			n, c, kind := header(part)
-			if n != int64(size-HeaderSize) {
-				return fmt.Errorf("%s at offset %d: %w", path, off, ErrDamaged)
-			}
-			crc, sum, payload = c, kindSums[kind], part[HeaderSize:]
-		}
-		sum = crc32.Update(sum, castagnoli, payload)
-		if done+len(part) == size && sum != crc {
-			return fmt.Errorf("%s at offset %d: %w", path, off, ErrDamaged)
-		}
-		if err := write(part); err != nil {
-			return err
-		}
-		done += len(part)
+	if n, err := r.ReadAt(hdr[:], off); n != HeaderSize {
+		return fmt.Errorf("read %s at %d: %d of %d bytes: %w", path, off, n, HeaderSize, err)
+	}
+	n, crc, kind := header(hdr[:])
+	if n != int64(size-HeaderSize) {
+		return fmt.Errorf("%s at offset %d: %w", path, off, ErrDamaged)
+	}
+	if err := write(hdr[:]); err != nil {
+		return err
+	}
+	sum, err := streamPayload(r, off+HeaderSize, n, kind, buf, write)
+	switch {
+	case err != nil:
+		return fmt.Errorf("copy %s at %d: %w", path, off, err)
+	case sum != crc:
+		return fmt.Errorf("%s at offset %d: %w", path, off, ErrDamaged)
 	}
 	return nil
+}
+
+// streamPayload reads the n payload bytes at off of a frame of kind into
+// buf a part at a time, hands each part to fn (when not nil) and returns
+// the frame's checksum over them.
+func streamPayload(r io.ReaderAt, off, n int64, kind byte, buf []byte, fn func([]byte) error) (uint32, error) {
+	sum := kindSums[kind]
+	for done := int64(0); done < n; {
+		part := buf[:min(int64(len(buf)), n-done)]
+		if got, err := r.ReadAt(part, off+done); got != len(part) {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		sum = crc32.Update(sum, castagnoli, part)
+		if fn != nil {
+			if err := fn(part); err != nil {
+				return 0, err
+			}
+		}
+		done += int64(len(part))
+	}
+	return sum, nil
 }
 
 // walkChunk is how much Walk reads at a time.
@@ -459,22 +478,12 @@ const walkChunk = 1 << 20
 
 // Walk is Scan over the bytes off..end of r, read in bounded chunks rather
 // than all at once. Payloads of frames whose kind keep accepts are handed
-// to fn in buffers of their own; the others are checksummed as they stream
-// past and handed over with a nil Payload. It returns the end of the valid
-// data and any read error.
+// to fn in one buffer, grown as needed and read into again for the next
+// frame: a payload is fn's only until fn returns, so walking a log of any
+// size allocates about as much as its largest kept frame. The others are
+// checksummed as they stream past and handed over with a nil Payload. It
+// returns the end of the valid data and any read error.
 func Walk(r io.ReaderAt, off, end int64, keep func(kind byte) bool, fn func(Record) bool) (int64, error) {
-	return walk(r, off, end, keep, fn, false)
-}
-
-// WalkReusing is Walk for a caller that is done with each payload when fn
-// returns: every kept payload is read into one buffer, grown as needed and
-// reused for the next, so walking a log of any size allocates about as
-// much as its largest kept frame.
-func WalkReusing(r io.ReaderAt, off, end int64, keep func(kind byte) bool, fn func(Record) bool) (int64, error) {
-	return walk(r, off, end, keep, fn, true)
-}
-
-func walk(r io.ReaderAt, off, end int64, keep func(kind byte) bool, fn func(Record) bool, reuse bool) (int64, error) {
 	valid := off
 	var hdr [HeaderSize]byte
 	var chunk, payload []byte
@@ -488,14 +497,10 @@ func walk(r io.ReaderAt, off, end int64, keep func(kind byte) bool, fn func(Reco
 		}
 		rec := Record{Kind: kind, Size: HeaderSize + n, End: off + HeaderSize + n}
 		if keep(kind) {
-			if reuse {
-				if int64(cap(payload)) < n {
-					payload = make([]byte, n)
-				}
-				rec.Payload = payload[:n]
-			} else {
-				rec.Payload = make([]byte, n)
+			if int64(cap(payload)) < n {
+				payload = make([]byte, n)
 			}
+			rec.Payload = payload[:n]
 			if _, err := r.ReadAt(rec.Payload, off+HeaderSize); err != nil {
 				return valid, err
 			}
@@ -506,14 +511,9 @@ func walk(r io.ReaderAt, off, end int64, keep func(kind byte) bool, fn func(Reco
 			if chunk == nil {
 				chunk = make([]byte, walkChunk)
 			}
-			sum := kindSums[kind]
-			for done := int64(0); done < n; {
-				part := chunk[:min(int64(len(chunk)), n-done)]
-				if _, err := r.ReadAt(part, off+HeaderSize+done); err != nil {
-					return valid, err
-				}
-				sum = crc32.Update(sum, castagnoli, part)
-				done += int64(len(part))
+			sum, err := streamPayload(r, off+HeaderSize, n, kind, chunk, nil)
+			if err != nil {
+				return valid, err
 			}
 			if sum != crc {
 				break
