@@ -24,10 +24,12 @@ var connIDs atomic.Uint64
 
 // wsConn is one protocol connection, shaped like a ttrpc server
 // connection: the goroutine running serve reads every message, each
-// request runs on a worker goroutine (see worker) and writes its answer itself
-// (send), and one writer goroutine writes the queued events and the
-// answers the reader makes (refusals of what it could not start). Only the
-// reader reads the socket; writes are serialized by wmu. Writing the answer
+// request runs on a worker goroutine (see worker), or on the reader itself
+// when the client waits for each answer (see runsInline), and writes its
+// answer itself (send), and one writer goroutine writes the queued events
+// and the answers the reader makes (refusals of what it could not start).
+// Only the reader reads the socket (a relay takes over from a reader held
+// up by a request it runs); writes are serialized by wmu. Writing the answer
 // on the request's goroutine saves a hand-off to the writer, a thread
 // wake-up per request. Neither Read nor Write ever gets a request's
 // context (coder/websocket closes a connection whose Read or Write context
@@ -64,6 +66,19 @@ type wsConn struct {
 	done       chan struct{}  // closed when serve returns
 	shed       chan struct{}  // closed when the answer budget sheds the connection
 	wmu        sync.Mutex     // held across a write, and the shed check before it
+
+	// Requests run on the reader (runInline). read counts the messages
+	// read; only the goroutine reading touches it. inline is when the
+	// request running on the reader started (Server.sinceStart), 0 when
+	// none runs, readingHandedOff once the watchdog has given the reading
+	// to a relay (Server.handOffInline). readErr takes the error the last
+	// of the relays stopped reading on.
+	read    uint64
+	inline  atomic.Int64
+	readErr chan error
+	// running counts the connection's requests whose handler has not
+	// returned yet.
+	running atomic.Int32
 
 	// Guarded by s.budgetMu.
 	unsent   int64 // bytes of this connection's answers queued or being written
@@ -118,6 +133,7 @@ func newWSConn(s *Server, ws *websocket.Conn, fc *frameConn) *wsConn {
 		done:       make(chan struct{}),
 		shed:       make(chan struct{}),
 		work:       make(chan job),
+		readErr:    make(chan error, 1),
 	}
 }
 
@@ -180,15 +196,36 @@ func (c *wsConn) serve() {
 }
 
 // readLoop reads messages until the connection fails, closes or is shed,
-// and returns why. Each request goes to a goroutine of its own.
+// and returns why. Each request runs on a worker goroutine, or on the
+// reader itself (runInline); a request that runs there too long has the
+// reading taken over by a relay, and then readLoop waits for the last
+// relay's reason to stop.
 func (c *wsConn) readLoop() error {
+	if handedOff, err := c.readMessages(); !handedOff {
+		return err
+	}
+	return <-c.readErr
+}
+
+// relay is a reader started by the watchdog (Server.handOffInline) while
+// the previous one runs a request. The relay that stops reading for
+// another reason than a hand-off reports it to readLoop.
+func (c *wsConn) relay() {
+	if handedOff, err := c.readMessages(); !handedOff {
+		c.readErr <- err
+	}
+}
+
+// readMessages is the reading loop. It returns why it stopped: handedOff
+// when the reading went to a relay during a request it ran.
+func (c *wsConn) readMessages() (handedOff bool, err error) {
 	for {
 		select {
 		case c.tokens <- struct{}{}:
 		case <-c.shed:
-			return errShed
+			return false, errShed
 		case <-c.ctx.Done():
-			return c.ctx.Err()
+			return false, c.ctx.Err()
 		}
 		typ, buf, err := c.readMessage()
 		if err == nil && c.isShed() {
@@ -199,15 +236,18 @@ func (c *wsConn) readLoop() error {
 			<-c.tokens
 			switch {
 			case c.isShed():
-				return errShed
+				return false, errShed
 			case errors.Is(err, websocket.ErrMessageTooBig), c.fc != nil && c.fc.isTooBig():
 				c.log.Warn("closed connection: message over the size limit", "limit", c.s.cfg.MaxMessageSize)
 			case c.fc != nil && c.fc.isStalled():
 				c.log.Warn("closing connection: a frame stalled", "frame_timeout", c.s.cfg.FrameTimeout)
 			}
-			return err
+			return false, err
 		}
-		c.dispatch(typ, buf)
+		c.read++
+		if c.dispatch(typ, buf) {
+			return true, nil
+		}
 	}
 }
 
@@ -273,8 +313,9 @@ func (c *wsConn) closeWith(code websocket.StatusCode, reason string) {
 
 // dispatch starts the request in *buf, or queues the error answer for it.
 // The request takes buf (see readMessage); dispatch hands it back when no
-// request starts.
-func (c *wsConn) dispatch(typ websocket.MessageType, buf *[]byte) {
+// request starts. It reports whether the request ran on the reader and the
+// reading was handed to a relay meanwhile (runInline).
+func (c *wsConn) dispatch(typ websocket.MessageType, buf *[]byte) (handedOff bool) {
 	started := false
 	defer func() {
 		if !started {
@@ -306,12 +347,54 @@ func (c *wsConn) dispatch(typ websocket.MessageType, buf *[]byte) {
 		return
 	}
 	started = true
+	inline := c.runsInline(req.Method)
+	c.running.Add(1)
+	if inline {
+		return c.runInline(h, req, buf)
+	}
 	select {
 	case c.work <- job{h, req, buf}:
 	default:
 		c.requests.Add(1)
 		go c.worker(job{h, req, buf})
 	}
+	return false
+}
+
+// runsInline reports whether a request for method, just read, runs on the
+// reader: a method of an agent's turn or a framework's step (inlineMethods),
+// with no other request of the connection running and nothing more of the
+// client's buffered (frameConn.pending). A client that waits for each
+// answer before its next request gets its answers without a hand-off to a
+// worker: one thread wake-up fewer per request, the reader's thread
+// running the request it has just read. A client with requests in flight
+// side by side keeps them concurrent.
+func (c *wsConn) runsInline(method string) bool {
+	return inlineMethods[method] && c.fc != nil && c.running.Load() == 0 && !c.fc.pending(c.read)
+}
+
+// inlineMethods are the methods a request of which may run on the reader:
+// those an agent or a framework adapter calls at every turn or step.
+var inlineMethods = map[string]bool{
+	api.Save.Name: true, api.Checkpoint.Name: true, api.BeginRun.Name: true,
+	api.CompleteRun.Name: true, api.CompleteStep.Name: true, api.Summary.Name: true,
+	api.Run.Name: true, api.Messages.Name: true, api.Artifact.Name: true,
+	api.ArtifactsByID.Name: true,
+}
+
+// runInline runs the request on the reader. Meanwhile nothing of the
+// connection is read: a request sent now waits for it, at most about two
+// inlineSlice, as after that the watchdog (Server.handOffInline) hands the
+// reading to a relay. It reports whether that happened; the relay reads
+// on, and this goroutine stops reading once the request is answered.
+func (c *wsConn) runInline(h handler, req *protocol.Request, buf *[]byte) (handedOff bool) {
+	t := c.s.sinceStart()
+	c.inline.Store(t)
+	c.s.inlineStarted()
+	c.requests.Add(1)
+	c.handle(h, req, buf)
+	c.requests.Done()
+	return !c.inline.CompareAndSwap(t, 0)
 }
 
 // worker runs j, then, while fewer than maxIdleWorkers wait, waits for the
@@ -352,6 +435,7 @@ func (c *wsConn) handle(h handler, req *protocol.Request, buf *[]byte) {
 		ctx = scratch.With(ctx, pad)
 	}
 	res, err := h(ctx, c, req.Params)
+	c.running.Add(-1)
 	req.Params = nil
 	readBufs.Put(buf)
 	if c.isShed() {

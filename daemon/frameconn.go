@@ -128,6 +128,14 @@ func (f *frameConn) shutReads() {
 	_ = f.Conn.SetReadDeadline(time.Unix(1, 0))
 }
 
+// pending reports whether the library has more of the client's bytes
+// buffered than the read messages: a frame begun, or a whole message not
+// read yet. Bytes still in the socket are not looked for. Only the reader
+// calls it, as only the reader's reads move the cursor.
+func (f *frameConn) pending(read uint64) bool {
+	return f.cur.inFrame() || f.cur.msgs > read
+}
+
 // isTooBig reports whether a frame header declared a message over the limit.
 func (f *frameConn) isTooBig() bool {
 	f.mu.Lock()
@@ -159,6 +167,11 @@ type frameCursor struct {
 	limit uint64 // the largest message; 0: none
 	msg   uint64 // payload declared by the current data message's frames
 	over  bool   // a header took a message over limit; the cursor stopped
+	fin   bool   // the current frame's FIN bit
+	// msgs counts the data messages whose last frame has been handed on
+	// whole: the reader has read all of them once it has read as many
+	// messages (see frameConn.pending).
+	msgs uint64
 }
 
 // inFrame reports whether a frame has started and not ended.
@@ -174,6 +187,9 @@ func (c *frameCursor) advance(b []byte) int {
 			k := min(uint64(len(b)-n), c.left)
 			c.left -= k
 			n += int(k)
+			if c.left == 0 {
+				c.ended()
+			}
 			continue
 		}
 		x := b[n]
@@ -181,7 +197,7 @@ func (c *frameCursor) advance(b []byte) int {
 		c.have++
 		switch {
 		case c.have == 1: // FIN, RSV and opcode: no length in it
-			c.op = x & 0x0f
+			c.op, c.fin = x&0x0f, x&0x80 != 0
 		case c.have == 2:
 			c.ext, c.plen = 0, uint64(x&0x7f)
 			switch c.plen {
@@ -200,9 +216,19 @@ func (c *frameCursor) advance(b []byte) int {
 		if c.have >= 2 && c.have == c.hlen {
 			c.count()
 			c.left, c.have, c.ext, c.hlen, c.plen = c.plen, 0, 0, 0, 0
+			if c.left == 0 && !c.over {
+				c.ended()
+			}
 		}
 	}
 	return n
+}
+
+// ended notes that the current frame has been handed on whole.
+func (c *frameCursor) ended() {
+	if c.fin && c.op <= 0x2 { // the last frame of a data message
+		c.msgs++
+	}
 }
 
 // count adds a complete header's payload length to its message's.

@@ -136,6 +136,50 @@ func TestFrameCursorLimit(t *testing.T) {
 	}
 }
 
+// TestFrameCursorMessages: the cursor counts a data message once its last
+// frame has been handed on whole, and only then: a fragmented message at
+// its final fragment, a control frame between fragments never, an empty
+// message at its header; byte by byte, so every split is seen.
+func TestFrameCursorMessages(t *testing.T) {
+	frame := func(fin bool, op byte, n int) []byte {
+		b := wsFrame(n, true)
+		b[0] = op
+		if fin {
+			b[0] |= 0x80
+		}
+		return b
+	}
+	var stream []byte
+	ends := map[int]bool{} // stream lengths at which a message is complete
+	for _, f := range []struct {
+		b   []byte
+		msg bool
+	}{
+		{frame(false, 2, 300), false},
+		{frame(true, 9, 4), false},
+		{frame(false, 0, 0), false},
+		{frame(true, 0, 200), true},
+		{frame(true, 1, 0), true},
+		{frame(true, 10, 0), false},
+		{frame(true, 2, 70000), true},
+		{frame(true, 8, 2), false},
+	} {
+		stream = append(stream, f.b...)
+		ends[len(stream)] = f.msg
+	}
+	var c frameCursor
+	var want uint64
+	for i := range stream {
+		c.advance(stream[i : i+1])
+		if ends[i+1] {
+			want++
+		}
+		if c.msgs != want {
+			t.Fatalf("after %d bytes: %d messages, want %d", i+1, c.msgs, want)
+		}
+	}
+}
+
 // TestBiggerReader: the reader the WebSocket library gets after the hijack
 // has hijackReadBuf bytes of buffer and yields the bytes the HTTP server
 // had buffered past the upgrade request before the connection's, also once

@@ -95,6 +95,17 @@ type Server struct {
 
 	requests atomic.Uint64
 
+	// The watchdog of requests run on their connection's reader
+	// (watchInline). inlineSeen: a request started on a reader since the
+	// watchdog last looked; inlineAsleep: the watchdog waits on inlineWake
+	// for the next one. inlineRuns and inlineHandOffs count the requests
+	// run on a reader and the readings handed to a relay (InlineStats).
+	inlineSeen     atomic.Bool
+	inlineAsleep   atomic.Bool
+	inlineWake     chan struct{}
+	inlineRuns     atomic.Uint64
+	inlineHandOffs atomic.Uint64
+
 	budgetMu sync.Mutex // guards unsent and every wsConn's unsent and shedding; taken before mu
 	unsent   int64      // bytes of answers queued or being written, all connections
 
@@ -152,7 +163,10 @@ func NewServer(cfg Config) (*Server, error) {
 		conns:   map[*wsConn]struct{}{},
 		drained: make(chan struct{}),
 		stopped: make(chan struct{}),
+
+		inlineWake: make(chan struct{}, 1),
 	}
+	s.inlineAsleep.Store(true)
 	s.httpSrv = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: protocol.HandshakeTimeout,
@@ -209,6 +223,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}()
 
+	inlineDone := make(chan struct{})
+	go s.watchInline(inlineDone)
+
 	err := s.httpSrv.Serve(&peerListener{Listener: ln, log: s.log})
 	if errors.Is(err, http.ErrServerClosed) {
 		<-s.stopped
@@ -219,6 +236,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		err = fmt.Errorf("daemon.Serve: %w", err)
 	}
 	<-watchDone
+	<-inlineDone
 	select {
 	case <-selfStop:
 		return nil
@@ -226,6 +244,94 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 }
+
+// inlineSlice is how often the watchdog looks at the requests running on
+// their connection's reader, and how long one may run there before it
+// hands the reading to a relay: a request sent on a connection while
+// another runs on its reader waits at most about twice this.
+const inlineSlice = 20 * time.Millisecond
+
+// watchInline is the watchdog of requests run on their connection's reader
+// (wsConn.runInline). While such requests start, it looks every
+// inlineSlice and hands the reading of a connection whose request has run
+// that long to a relay. When it has seen none running and none started
+// for a whole slice it sleeps until the next one starts (inlineStarted),
+// so an idle daemon has no timer ticking, and a busy one a tick per slice,
+// not a timer per request. It returns, closing done, when the server
+// stops.
+func (s *Server) watchInline(done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTimer(inlineSlice)
+	t.Stop()
+	for {
+		select {
+		case <-s.inlineWake:
+		case <-s.baseCtx.Done():
+			return
+		}
+		s.inlineAsleep.Store(false)
+		for {
+			t.Reset(inlineSlice)
+			select {
+			case <-t.C:
+			case <-s.baseCtx.Done():
+				t.Stop()
+				return
+			}
+			if s.handOffInline() || s.inlineSeen.Swap(false) {
+				continue
+			}
+			// Asleep first, then a last look: a request starting now
+			// either is seen here or sees the watchdog asleep and wakes it.
+			s.inlineAsleep.Store(true)
+			if !s.inlineSeen.Swap(false) {
+				break
+			}
+			s.inlineAsleep.Store(false)
+		}
+	}
+}
+
+// inlineStarted tells the watchdog that a request started on a reader.
+func (s *Server) inlineStarted() {
+	s.inlineRuns.Add(1)
+	s.inlineSeen.Store(true)
+	if s.inlineAsleep.Load() {
+		select {
+		case s.inlineWake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// handOffInline hands the reading of every connection whose request has
+// run on its reader for inlineSlice or longer to a relay (wsConn.relay),
+// and reports whether any request runs on a reader.
+func (s *Server) handOffInline() (running bool) {
+	now := s.sinceStart()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		t := c.inline.Load()
+		if t <= 0 {
+			continue
+		}
+		running = true
+		if now-t >= int64(inlineSlice) && c.inline.CompareAndSwap(t, readingHandedOff) {
+			s.inlineHandOffs.Add(1)
+			go c.relay()
+		}
+	}
+	return running
+}
+
+// readingHandedOff marks, in wsConn.inline, a connection whose reading
+// went to a relay while the reader ran a request.
+const readingHandedOff = -1
+
+// sinceStart is the time since the server was made, in ns on the monotonic
+// clock: 1 or more.
+func (s *Server) sinceStart() int64 { return int64(time.Since(s.started)) + 1 }
 
 // idleC returns the idle timer's channel, or nil without an idle timeout.
 func (s *Server) idleC() <-chan time.Time {

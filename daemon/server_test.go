@@ -1,9 +1,12 @@
 package daemon_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"path/filepath"
 	"strings"
@@ -292,10 +295,116 @@ func TestRequestsRunConcurrently(t *testing.T) {
 		t.Fatalf("the blocked save returned before its release: %v", err)
 	default:
 	}
+	// The save, alone in flight when it was read, ran on the reader; the
+	// watchdog gave the reading to a relay, which read the calls above.
+	if _, handOffs := daemon.InlineStats(ip.srv); handOffs != 1 {
+		t.Errorf("%d readings handed to a relay, want 1", handOffs)
+	}
 	close(ip.be.release)
 	if err := <-blocked; err != nil {
 		t.Fatalf("blocked save: %v", err)
 	}
+}
+
+// TestLockstepRequestsRunOnTheReader: a client that waits for each answer
+// has its requests run on the connection's reader, with no hand-off to a
+// relay; the answers are those of requests run on workers.
+func TestLockstepRequestsRunOnTheReader(t *testing.T) {
+	ip := startInproc(t, daemon.Config{})
+	c := ip.dial(t)
+	ctx := testkit.Context(t)
+	runs0, _ := daemon.InlineStats(ip.srv)
+	const n = 20
+	for i := range n {
+		res, err := c.Save(ctx, msg("lockstep"))
+		if err != nil {
+			t.Fatalf("save %d: %v", i, err)
+		}
+		if res.Generation != uint64(i+1) {
+			t.Fatalf("save %d: generation %d, want %d", i, res.Generation, i+1)
+		}
+	}
+	runs, handOffs := daemon.InlineStats(ip.srv)
+	if runs-runs0 < n || handOffs != 0 {
+		t.Fatalf("%d requests ran on the reader, %d readings handed off; want %d and 0", runs-runs0, handOffs, n)
+	}
+}
+
+// TestPipelinedRequestsRunOnWorkers: two requests that arrive together
+// (one socket write) run side by side: the first, which blocks, does not
+// hold up the second, and no reading is handed to a relay, since the
+// reader saw the second one buffered and ran the first on a worker.
+func TestPipelinedRequestsRunOnWorkers(t *testing.T) {
+	ip := startInproc(t, daemon.Config{})
+	conn, br := rawUpgrade(t, ip.sock, nil)
+	both := append(maskedFrame(mustReq(1, api.Save.Name, msg("block"))), maskedFrame(mustReq(2, api.Status.Name, api.Empty{}))...)
+	if _, err := conn.Write(both); err != nil {
+		t.Fatal(err)
+	}
+	<-ip.be.blocked
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	var r protocol.Response
+	if err := protocol.Unmarshal(readFrame(t, br), &r); err != nil || r.ID == nil || *r.ID != 2 || r.Error != nil {
+		t.Fatalf("first answer: %+v (%v); want the status's", r, err)
+	}
+	if runs, handOffs := daemon.InlineStats(ip.srv); handOffs != 0 || runs != 0 {
+		t.Errorf("%d requests ran on the reader, %d readings handed off; want none", runs, handOffs)
+	}
+	close(ip.be.release)
+	r = protocol.Response{}
+	if err := protocol.Unmarshal(readFrame(t, br), &r); err != nil || r.ID == nil || *r.ID != 1 || r.Error != nil {
+		t.Fatalf("second answer: %+v (%v); want the save's", r, err)
+	}
+}
+
+// maskedFrame is payload as a client's binary frame: masked, with a key
+// that is not zero.
+func maskedFrame(payload []byte) []byte {
+	b := []byte{0x82}
+	switch n := len(payload); {
+	case n < 126:
+		b = append(b, 0x80|byte(n))
+	case n <= 0xffff:
+		b = binary.BigEndian.AppendUint16(append(b, 0x80|126), uint16(n))
+	default:
+		b = binary.BigEndian.AppendUint64(append(b, 0x80|127), uint64(n))
+	}
+	key := [4]byte{0x1f, 0x2e, 0x3d, 0x4c}
+	b = append(b, key[:]...)
+	for i, x := range payload {
+		b = append(b, x^key[i%4])
+	}
+	return b
+}
+
+// readFrame reads one unfragmented server frame from br and returns its
+// payload.
+func readFrame(t *testing.T, br *bufio.Reader) []byte {
+	t.Helper()
+	var h [2]byte
+	if _, err := io.ReadFull(br, h[:]); err != nil {
+		t.Fatalf("read a frame header: %v", err)
+	}
+	n := uint64(h[1] & 0x7f)
+	switch n {
+	case 126, 127:
+		x := make([]byte, 2+6*(n-126))
+		if _, err := io.ReadFull(br, x); err != nil {
+			t.Fatal(err)
+		}
+		n = 0
+		for _, b := range x {
+			n = n<<8 | uint64(b)
+		}
+	}
+	if h[0] != 0x82 || h[1]&0x80 != 0 || n > 1<<20 {
+		t.Fatalf("frame header %x, length %d: want an unmasked final binary frame", h, n)
+	}
+	p := make([]byte, n)
+	if _, err := io.ReadFull(br, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // TestInFlightLimitPerConnection: with protocol.MaxInFlightPerConn
