@@ -13,14 +13,47 @@ import (
 // blocks: each connection has a queue of protocol.EventQueueLen events, and
 // an event that finds the queue full is dropped and counted; the
 // connection's writer then pushes api.EventDropped with the count.
+//
+// It is subscribed to the backend only while a connection is subscribed
+// (attach, detach): with no subscriber the engine makes no events at all,
+// where building them for nobody cost every commit a few microseconds.
 type fanout struct {
-	mu      sync.RWMutex // guards subs
+	mu      sync.RWMutex // guards the fields below
 	subs    map[*wsConn]map[string]bool
 	dropped atomic.Uint64 // total, for status
+
+	// attach subscribes publish to the backend and returns the cancel;
+	// nil when there is no backend to attach (tests of the fanout alone).
+	attach func(func(api.Event)) (cancel func())
+	cancel func() // the backend subscription held, or nil
+	closed bool   // close was called: attach no more
 }
 
-func newFanout() *fanout {
-	return &fanout{subs: map[*wsConn]map[string]bool{}}
+func newFanout(attach func(func(api.Event)) (cancel func())) *fanout {
+	return &fanout{subs: map[*wsConn]map[string]bool{}, attach: attach}
+}
+
+// follow attaches to the backend when a connection is subscribed and
+// detaches when none is. f.mu is held.
+func (f *fanout) follow() {
+	switch {
+	case len(f.subs) > 0 && f.cancel == nil && !f.closed && f.attach != nil:
+		f.cancel = f.attach(f.publish)
+	case len(f.subs) == 0 && f.cancel != nil:
+		f.cancel()
+		f.cancel = nil
+	}
+}
+
+// close detaches from the backend for good.
+func (f *fanout) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	if f.cancel != nil {
+		f.cancel()
+		f.cancel = nil
+	}
 }
 
 // publish is the backend's subscriber.
@@ -61,6 +94,7 @@ func (f *fanout) update(c *wsConn, add bool, events []string) []string {
 	} else {
 		f.subs[c] = want
 	}
+	f.follow()
 	out := make([]string, 0, len(want))
 	for e := range want {
 		out = append(out, e)
@@ -82,6 +116,7 @@ func cloneSet(m map[string]bool) map[string]bool {
 func (f *fanout) remove(c *wsConn) {
 	f.mu.Lock()
 	delete(f.subs, c)
+	f.follow()
 	f.mu.Unlock()
 }
 

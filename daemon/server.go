@@ -123,7 +123,8 @@ type Server struct {
 }
 
 // NewServer returns a server for cfg. It subscribes to the backend's events
-// at once; Shutdown or Close unsubscribes.
+// while a connection is subscribed to them, and to the file tracker's at
+// once; Shutdown or Close unsubscribes.
 func NewServer(cfg Config) (*Server, error) {
 	if cfg.Backend == nil || cfg.Workspace == "" {
 		return nil, fmt.Errorf("%w: Backend and Workspace are required", ErrBadConfig)
@@ -157,7 +158,7 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		started: time.Now(),
-		events:  newFanout(),
+		events:  newFanout(cfg.Backend.Subscribe),
 		baseCtx: base,
 		kill:    kill,
 		conns:   map[*wsConn]struct{}{},
@@ -173,13 +174,12 @@ func NewServer(cfg Config) (*Server, error) {
 		ErrorLog:          s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
-	unsubEngine := cfg.Backend.Subscribe(s.events.publish)
-	s.unsub = unsubEngine
+	s.unsub = s.events.close
 	if cfg.Files != nil {
 		unsubFiles := cfg.Files.Subscribe(func(path, kind string) {
 			s.events.publish(api.NewEvent(api.EventFileChanged, api.FileChangedData{Path: path, Kind: kind}))
 		})
-		s.unsub = func() { unsubEngine(); unsubFiles() }
+		s.unsub = func() { s.events.close(); unsubFiles() }
 	}
 	return s, nil
 }

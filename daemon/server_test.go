@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,8 +31,16 @@ import (
 // code (a *session.LockedError for locked, a plain error for internal).
 type fakeBackend struct {
 	engine.Served
-	release chan struct{}
-	blocked chan struct{} // receives when a blocking save started
+	release    chan struct{}
+	blocked    chan struct{} // receives when a blocking save started
+	subscribed atomic.Int32  // subscriptions to the engine's events held
+}
+
+func (f *fakeBackend) Subscribe(fn func(api.Event)) (cancel func()) {
+	f.subscribed.Add(1)
+	c := f.Served.Subscribe(fn)
+	var once sync.Once
+	return func() { once.Do(func() { f.subscribed.Add(-1); c() }) }
 }
 
 func newFakeBackend() *fakeBackend {
@@ -304,6 +313,58 @@ func TestRequestsRunConcurrently(t *testing.T) {
 	if err := <-blocked; err != nil {
 		t.Fatalf("blocked save: %v", err)
 	}
+}
+
+// TestEngineEventsOnlyWhileSubscribed: the server holds a subscription to
+// the engine's events only while a connection is subscribed (with none, the
+// engine makes no events for its commits), and the subscribers get the
+// events of the commits made while they are.
+func TestEngineEventsOnlyWhileSubscribed(t *testing.T) {
+	ip := startInproc(t, daemon.Config{})
+	ctx := testkit.Context(t)
+	c1, c2 := ip.dial(t), ip.dial(t)
+	held := func(want int32) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ip.be.subscribed.Load() != want; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d engine subscriptions held, want %d", ip.be.subscribed.Load(), want)
+			}
+		}
+	}
+	if _, err := c1.Save(ctx, msg("s")); err != nil {
+		t.Fatal(err)
+	}
+	held(0)
+	sub1, err := c1.Subscribe(ctx, api.EventSessionCommitted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held(1)
+	sub2, err := c2.Subscribe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held(1)
+	res, err := c1.Save(ctx, msg("s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []*protocol.Subscription{sub1, sub2} {
+		select {
+		case ev := <-sub.C:
+			if ev.Type != api.EventSessionCommitted || ev.Data["generation"] != res.Generation {
+				t.Fatalf("event %+v, want session.committed of generation %d", ev, res.Generation)
+			}
+		case <-ctx.Done():
+			t.Fatal("no event for the save")
+		}
+	}
+	if err := sub1.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held(1)
+	c2.Close()
+	held(0)
 }
 
 // TestLockstepRequestsRunOnTheReader: a client that waits for each answer
