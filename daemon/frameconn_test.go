@@ -39,6 +39,16 @@ func wsFrame(n int, masked bool) []byte {
 	return b
 }
 
+// opFrame is a masked frame of n payload bytes with opcode op, final or not.
+func opFrame(fin bool, op byte, n int) []byte {
+	b := wsFrame(n, true)
+	b[0] = op
+	if fin {
+		b[0] |= 0x80
+	}
+	return b
+}
+
 // TestFrameCursor: the cursor is outside a frame exactly at the frame
 // boundaries of a stream, whatever the frame lengths (every length
 // encoding, masked or not) and however the stream is split into reads.
@@ -84,14 +94,6 @@ func TestFrameCursor(t *testing.T) {
 // passes.
 func TestFrameCursorLimit(t *testing.T) {
 	const limit = 1000
-	frame := func(fin bool, op byte, n int) []byte {
-		b := wsFrame(n, true)
-		b[0] = op
-		if fin {
-			b[0] |= 0x80
-		}
-		return b
-	}
 	cat := func(parts ...[]byte) []byte {
 		var b []byte
 		for _, p := range parts {
@@ -100,18 +102,18 @@ func TestFrameCursorLimit(t *testing.T) {
 		return b
 	}
 	hdr := func(b []byte, n int) int { return len(b) - n } // where a frame's header ends
-	over1 := frame(true, 2, limit+1)
+	over1 := opFrame(true, 2, limit+1)
 	tests := []struct {
 		name   string
 		stream []byte
 		stop   int // bytes taken; -1: all, never over
 	}{
-		{"exactly the limit", frame(true, 2, limit), -1},
+		{"exactly the limit", opFrame(true, 2, limit), -1},
 		{"one byte over", over1, hdr(over1, limit+1)},
-		{"two messages of the limit", cat(frame(true, 2, limit), frame(true, 1, limit)), -1},
-		{"fragments of the limit", cat(frame(false, 2, 600), frame(true, 9, 100), frame(true, 0, 400)), -1},
-		{"fragments over the limit", cat(frame(false, 2, 600), frame(true, 9, 100), frame(true, 0, 401)), len(cat(frame(false, 2, 600), frame(true, 9, 100))) + hdr(frame(true, 0, 401), 401)},
-		{"after a message of the limit", cat(frame(true, 2, limit), over1), len(frame(true, 2, limit)) + hdr(over1, limit+1)},
+		{"two messages of the limit", cat(opFrame(true, 2, limit), opFrame(true, 1, limit)), -1},
+		{"fragments of the limit", cat(opFrame(false, 2, 600), opFrame(true, 9, 100), opFrame(true, 0, 400)), -1},
+		{"fragments over the limit", cat(opFrame(false, 2, 600), opFrame(true, 9, 100), opFrame(true, 0, 401)), len(cat(opFrame(false, 2, 600), opFrame(true, 9, 100))) + hdr(opFrame(true, 0, 401), 401)},
+		{"after a message of the limit", cat(opFrame(true, 2, limit), over1), len(opFrame(true, 2, limit)) + hdr(over1, limit+1)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,28 +143,20 @@ func TestFrameCursorLimit(t *testing.T) {
 // its final fragment, a control frame between fragments never, an empty
 // message at its header; byte by byte, so every split is seen.
 func TestFrameCursorMessages(t *testing.T) {
-	frame := func(fin bool, op byte, n int) []byte {
-		b := wsFrame(n, true)
-		b[0] = op
-		if fin {
-			b[0] |= 0x80
-		}
-		return b
-	}
 	var stream []byte
 	ends := map[int]bool{} // stream lengths at which a message is complete
 	for _, f := range []struct {
 		b   []byte
 		msg bool
 	}{
-		{frame(false, 2, 300), false},
-		{frame(true, 9, 4), false},
-		{frame(false, 0, 0), false},
-		{frame(true, 0, 200), true},
-		{frame(true, 1, 0), true},
-		{frame(true, 10, 0), false},
-		{frame(true, 2, 70000), true},
-		{frame(true, 8, 2), false},
+		{opFrame(false, 2, 300), false},
+		{opFrame(true, 9, 4), false},
+		{opFrame(false, 0, 0), false},
+		{opFrame(true, 0, 200), true},
+		{opFrame(true, 1, 0), true},
+		{opFrame(true, 10, 0), false},
+		{opFrame(true, 2, 70000), true},
+		{opFrame(true, 8, 2), false},
 	} {
 		stream = append(stream, f.b...)
 		ends[len(stream)] = f.msg
