@@ -15,15 +15,14 @@ import (
 // connection's writer then pushes api.EventDropped with the count.
 //
 // It is subscribed to the backend only while a connection is subscribed
-// (attach, detach): with no subscriber the engine makes no events at all,
-// where building them for nobody cost every commit a few microseconds.
+// (follow): with no subscriber the engine makes no events at all, where
+// building them for nobody cost every commit a few microseconds.
 type fanout struct {
 	mu      sync.RWMutex // guards the fields below
 	subs    map[*wsConn]map[string]bool
 	dropped atomic.Uint64 // total, for status
 
-	// attach subscribes publish to the backend and returns the cancel;
-	// nil when there is no backend to attach (tests of the fanout alone).
+	// attach subscribes publish to the backend and returns the cancel.
 	attach func(func(api.Event)) (cancel func())
 	cancel func() // the backend subscription held, or nil
 	closed bool   // close was called: attach no more
@@ -37,7 +36,7 @@ func newFanout(attach func(func(api.Event)) (cancel func())) *fanout {
 // detaches when none is. f.mu is held.
 func (f *fanout) follow() {
 	switch {
-	case len(f.subs) > 0 && f.cancel == nil && !f.closed && f.attach != nil:
+	case len(f.subs) > 0 && f.cancel == nil && !f.closed:
 		f.cancel = f.attach(f.publish)
 	case len(f.subs) == 0 && f.cancel != nil:
 		f.cancel()
