@@ -33,12 +33,12 @@ func newFanout(attach func(func(api.Event)) (cancel func())) *fanout {
 }
 
 // follow attaches to the backend when a connection is subscribed and
-// detaches when none is. f.mu is held.
+// detaches when none is, or once closed. f.mu is held.
 func (f *fanout) follow() {
 	switch {
 	case len(f.subs) > 0 && f.cancel == nil && !f.closed:
 		f.cancel = f.attach(f.publish)
-	case len(f.subs) == 0 && f.cancel != nil:
+	case (len(f.subs) == 0 || f.closed) && f.cancel != nil:
 		f.cancel()
 		f.cancel = nil
 	}
@@ -49,10 +49,7 @@ func (f *fanout) close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closed = true
-	if f.cancel != nil {
-		f.cancel()
-		f.cancel = nil
-	}
+	f.follow()
 }
 
 // publish is the backend's subscriber.

@@ -2,7 +2,6 @@ package fsstore_test
 
 import (
 	"fmt"
-	"runtime"
 	"testing"
 
 	"github.com/cairn-dev/cairn/fsstore"
@@ -35,13 +34,11 @@ func TestOneArtifactIsFlat(t *testing.T) {
 		}
 		read()
 		const reads = 50
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for i := 0; i < reads; i++ {
-			read()
-		}
-		runtime.ReadMemStats(&after)
-		return (after.TotalAlloc - before.TotalAlloc) / reads
+		return allocated(func() {
+			for range reads {
+				read()
+			}
+		}) / reads
 	}
 	small, large := perRead(10), perRead(9000)
 	if large > 2*small+4096 {

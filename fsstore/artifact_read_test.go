@@ -3,7 +3,6 @@ package fsstore_test
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"testing"
 
 	"github.com/cairn-dev/cairn/fsstore"
@@ -39,15 +38,12 @@ func TestArtifactByIDIsFlat(t *testing.T) {
 			}
 		}
 		read()
-		var a, b runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&a)
 		const reads = 20
-		for i := 0; i < reads; i++ {
-			read()
-		}
-		runtime.ReadMemStats(&b)
-		return (b.TotalAlloc - a.TotalAlloc) / reads
+		return allocated(func() {
+			for range reads {
+				read()
+			}
+		}) / reads
 	}
 	small, large := perRead("small", 10), perRead("large", 20000)
 	if large > 2*small+4096 {

@@ -2,7 +2,6 @@ package fsstore_test
 
 import (
 	"context"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,19 +34,20 @@ func TestCommitAllocation(t *testing.T) {
 	if _, err := s.Commit(ctx, "a", changes[0], session.CommitOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var before, after runtime.MemStats
 	var written int64
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for _, c := range changes[1:] {
-		res, err := s.Commit(ctx, "a", c, session.CommitOptions{})
-		if err != nil {
-			t.Fatal(err)
+	alloc := allocated(func() {
+		for _, c := range changes[1:] {
+			var res session.CommitResult
+			if res, err = s.Commit(ctx, "a", c, session.CommitOptions{}); err != nil {
+				return
+			}
+			written += res.BytesWritten
 		}
-		written += res.BytesWritten
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	runtime.ReadMemStats(&after)
-	perCommit := float64(after.TotalAlloc-before.TotalAlloc) / turns
+	perCommit := float64(alloc) / turns
 	perWritten := float64(written) / turns
 	t.Logf("%.0f bytes allocated per commit of %.0f bytes", perCommit, perWritten)
 	limit := 0.5

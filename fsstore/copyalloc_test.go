@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,14 +18,12 @@ import (
 // allocated.
 func copyAllocation(t *testing.T, s *fsstore.Store, src, dst string) uint64 {
 	t.Helper()
-	runtime.GC()
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	if _, err := s.Copy(context.Background(), src, dst, 0, nil); err != nil {
+	var err error
+	n := allocated(func() { _, err = s.Copy(context.Background(), src, dst, 0, nil) })
+	if err != nil {
 		t.Fatal(err)
 	}
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
+	return n
 }
 
 // TestCopyAllocation checks that copying a session (a fork) allocates a

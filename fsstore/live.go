@@ -245,18 +245,10 @@ func rechunk(fb *frameBuf, fr frameReader, its []item, kind byte, bytes bool, fl
 		}
 		var err error
 		if bytes {
-			vals = slices.Grow(vals[:0], end-start)[:end-start]
-			err = fr.elems(its[start:end], true, func(i int, raw []byte) error {
-				vals[i] = raw
-				return nil
-			})
+			vals, err = borrowElems(vals, fr, its[start:end], true)
 			fb.add(kind, vals)
 		} else {
-			raws = slices.Grow(raws[:0], end-start)[:end-start]
-			err = fr.elems(its[start:end], false, func(i int, raw []byte) error {
-				raws[i] = raw
-				return nil
-			})
+			raws, err = borrowElems(raws, fr, its[start:end], false)
 			fb.add(kind, raws)
 		}
 		if err != nil {
@@ -265,7 +257,16 @@ func rechunk(fb *frameBuf, fr frameReader, its []item, kind byte, bytes bool, fl
 		flush()
 		start = end
 	}
-	clear(vals)
-	clear(raws)
 	return fb.err
+}
+
+// borrowElems reads the elements of its into buf (grown as needed) as the
+// bytes fr read them into, not copies.
+func borrowElems[T ~[]byte](buf []T, fr frameReader, its []item, bytes bool) ([]T, error) {
+	buf = slices.Grow(buf[:0], len(its))[:len(its)]
+	err := fr.elems(its, bytes, func(i int, raw []byte) error {
+		buf[i] = T(raw)
+		return nil
+	})
+	return buf, err
 }

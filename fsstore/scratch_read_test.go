@@ -3,7 +3,6 @@ package fsstore_test
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -58,16 +57,13 @@ func TestMessagesReadIntoPad(t *testing.T) {
 		pad.Reset()
 	}
 	perRead := func(ctx context.Context) uint64 {
-		var a, b runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&a)
 		const reads = 20
-		for range reads {
-			read(ctx, session.Query{Tail: 20}, turns-20)
-			pad.Reset()
-		}
-		runtime.ReadMemStats(&b)
-		return (b.TotalAlloc - a.TotalAlloc) / reads
+		return allocated(func() {
+			for range reads {
+				read(ctx, session.Query{Tail: 20}, turns-20)
+				pad.Reset()
+			}
+		}) / reads
 	}
 	fresh, lent := perRead(bg), perRead(ctx)
 	if fresh < 20*2000 || lent > fresh/4 {

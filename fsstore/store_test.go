@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,16 @@ func openT(t *testing.T, dir string, opts fsstore.Options) *fsstore.Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// allocated runs fn and returns the bytes of heap it allocated.
+func allocated(fn func()) uint64 {
+	var a, b runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&a)
+	fn()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
 }
 
 func TestLayoutAndPermissions(t *testing.T) {
