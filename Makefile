@@ -285,15 +285,20 @@ bench-fsyncfloor:
 	$(GO) run ./bench/fsyncfloor -n 1,8,32
 
 # The floor under the daemon path: the agent turn from N processes against
-# SQLite, a minimal C daemon with group commit (bench/agent/daemon_floor.c)
-# and cairnd, turns/s and CPU per turn (bench/agent/daemon_floor.py).
+# SQLite, a minimal C daemon with group commit (bench/agent/daemon_floor.c),
+# the same in Go (bench/gofloor) and cairnd, turns/s and CPU per turn
+# (bench/agent/daemon_floor.py).
 FLOOR_FLAGS ?=
-bench-daemon-floor: bins lib $(BUILD)/daemon-floor
+bench-daemon-floor: bins lib $(BUILD)/daemon-floor $(BUILD)/gofloor
 	$(PYTHON) bench/agent/daemon_floor.py $(FLOOR_FLAGS)
 
 $(BUILD)/daemon-floor: bench/agent/daemon_floor.c
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -Wall -Wextra -o $@ $<
+
+$(BUILD)/gofloor: bench/gofloor/main.go
+	@mkdir -p $(BUILD)
+	$(GO) build -o $@ ./bench/gofloor
 
 ## run: start the daemon on the current workspace, in the foreground
 run: bins

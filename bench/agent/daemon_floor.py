@@ -13,6 +13,10 @@ round after round:
   checkpoint's params encoded with the binding's own JSON encoder, sendall,
   recv. That is what any client-daemon design pays on this machine for the
   turn: the Python work, two processes' wake-ups and one shared flush;
+- gofloor: bench/gofloor, the same server written as a Go daemon is (a
+  goroutine per connection reading through the runtime's poller, the
+  first request to find no commit in progress committing every request
+  queued), with the same client: what the Go runtime adds to the floor;
 - cairn: the binding in daemon mode against cairnd.
 
 For each it prints turns/s (all agents together), the ratio to sqlite in
@@ -22,7 +26,7 @@ the same round, and the CPU per turn of the clients and of the server.
     python3 bench/agent/daemon_floor.py [--agents 1,8,32] [--turns 200] [--rounds 2]
 
 CAIRN_LIBRARY and --daemon pick the libcairn and cairnd measured (default:
-build/); --servers runs some of the three only.
+build/); --servers runs some of the four only.
 """
 from __future__ import annotations
 
@@ -44,7 +48,7 @@ sys.path.insert(0, str(REPO / "bindings" / "python"))
 os.environ.setdefault("CAIRN_LIBRARY", str(REPO / "build" / "libcairn.so"))
 import agent_bench as ab  # noqa: E402
 
-KINDS = ("sqlite", "floor", "cairn")
+KINDS = ("sqlite", "floor", "gofloor", "cairn")
 
 
 class FloorAgent:
@@ -83,7 +87,7 @@ def worker(kind: str, target: str, sid: str, turns: int) -> None:
         ab.run_turns(ab.CairnAgent(c, sid), turns)
         c.close()
         return
-    agent: Any = FloorAgent(target, sid) if kind == "floor" else ab.SQLiteAgent(target, sid, busy_ms=60_000)
+    agent: Any = FloorAgent(target, sid) if kind in ("floor", "gofloor") else ab.SQLiteAgent(target, sid, busy_ms=60_000)
     ab.run_turns(agent, turns)
     agent.close()
 
@@ -99,11 +103,12 @@ def run(kind: str, n: int, turns: int, root: str, a: argparse.Namespace) -> Dict
             c0 = cairn.connect(d, daemon=a.daemon, daemon_args=["--idle-timeout=600s"])
             pid = c0.status()["daemon"]["pid"]
             target = d
-        elif kind == "floor":
+        elif kind in ("floor", "gofloor"):
             target = os.path.join(d, "floor.sock")
-            server = subprocess.Popen([a.floor_bin, target, os.path.join(d, "floor.data")], stdout=subprocess.PIPE, text=True)
+            binary = a.floor_bin if kind == "floor" else a.gofloor_bin
+            server = subprocess.Popen([binary, target, os.path.join(d, "floor.data")], stdout=subprocess.PIPE, text=True)
             if server.stdout.readline().strip() != "ready":
-                raise RuntimeError("daemon_floor did not start")
+                raise RuntimeError(f"{binary} did not start")
             pid = server.pid
         else:
             target = ab.shared_sqlite(os.path.join(d, "shared.sqlite"))
@@ -129,16 +134,17 @@ def main() -> None:
     ap.add_argument("--agents", default="1,8,32")
     ap.add_argument("--turns", type=int, default=3200, help="turns per run, split evenly among the agents (at least 100 each)")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--servers", default=",".join(KINDS), help="which of sqlite, floor, cairn to run")
+    ap.add_argument("--servers", default=",".join(KINDS), help="which of sqlite, floor, gofloor, cairn to run")
     ap.add_argument("--daemon", default=str(REPO / "build" / "cairnd"))
     ap.add_argument("--floor-bin", default=str(REPO / "build" / "daemon-floor"))
+    ap.add_argument("--gofloor-bin", default=str(REPO / "build" / "gofloor"))
     a = ap.parse_args()
     ns = [int(x) for x in a.agents.split(",")]
     kinds = [k for k in KINDS if k in a.servers.split(",")]
     root = tempfile.mkdtemp(prefix="cairn-daemon-floor-")
     rows: Dict[Tuple[str, int], List[Dict[str, float]]] = {}
     print(f"# {os.cpu_count()} CPUs; agents {ns}, {a.turns} turns a run; {a.rounds} rounds; {ab.load()}", flush=True)
-    print("round  agents  server   turns/s  x sqlite  cpu us/turn client  server", flush=True)
+    print("round  agents  server    turns/s  x sqlite  cpu us/turn client  server", flush=True)
     try:
         for r in range(1, a.rounds + 1):
             for n in ns:
@@ -147,7 +153,7 @@ def main() -> None:
                     x = got[kind]
                     x["x_sqlite"] = x["turns_per_s"] / got["sqlite"]["turns_per_s"] if "sqlite" in got else float("nan")
                     rows.setdefault((kind, n), []).append(x)
-                    print(f"{r:5d}  {n:6d}  {kind:6s}  {x['turns_per_s']:8.0f}  {x['x_sqlite']:8.2f}"
+                    print(f"{r:5d}  {n:6d}  {kind:7s}  {x['turns_per_s']:8.0f}  {x['x_sqlite']:8.2f}"
                           f"  {x['client_us']:18.0f}  {x['server_us']:6.0f}   ({ab.load()})", flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -156,7 +162,7 @@ def main() -> None:
         for kind in kinds:
             xs = rows[(kind, n)]
             med = {k: statistics.median(x[k] for x in xs) for k in xs[0]}
-            print(f"  all  {n:6d}  {kind:6s}  {med['turns_per_s']:8.0f}  {med['x_sqlite']:8.2f}"
+            print(f"  all  {n:6d}  {kind:7s}  {med['turns_per_s']:8.0f}  {med['x_sqlite']:8.2f}"
                   f"  {med['client_us']:18.0f}  {med['server_us']:6.0f}", flush=True)
 
 

@@ -1,0 +1,164 @@
+//go:build linux
+
+// Command gofloor is bench/agent/daemon_floor.c written the way a Go
+// daemon is: the least such a daemon can cost on this machine, for
+// bench/agent/daemon_floor.py's "gofloor" server. The protocol is the C
+// floor's: a 4-byte little-endian length before each request's payload,
+// an 8-byte answer (the offset reached) once it is durable. Each
+// connection has one goroutine, reading through the runtime's poller (as
+// every Go server does), which commits its own request: the first to
+// find no commit in progress writes every request queued by then with
+// one pwrite into preallocated, already synced zeros and makes them
+// durable with one fdatasync (group commit), as cairnd's journal does.
+// No parsing, no framing, no index: what is left is what the Go runtime
+// adds to the system calls and wake-ups any client-daemon design pays.
+//
+//	gofloor SOCKET DATAFILE
+//
+// It prints "ready" once listening and runs until killed.
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+)
+
+const (
+	maxRequest = 1 << 20
+	dataBytes  = 64 << 20
+)
+
+// request is one connection's payload waiting for a commit.
+type request struct {
+	payload []byte
+	done    bool
+	at      int64 // the offset reached by the commit that made it durable
+	err     error
+}
+
+// journal is the data file and its group commit.
+type journal struct {
+	f  *os.File
+	fd int
+
+	mu    sync.Mutex
+	cond  *sync.Cond
+	busy  bool       // a commit is writing or flushing
+	queue []*request // waiting for the next commit
+	at    int64      // where the next commit writes
+	batch []byte
+}
+
+// commit makes r durable: it waits for a commit in progress to take it, or
+// leads the next one itself.
+func (j *journal) commit(r *request) (int64, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.queue = append(j.queue, r)
+	for j.busy && !r.done {
+		j.cond.Wait()
+	}
+	if r.done {
+		return r.at, r.err
+	}
+	j.busy = true
+	queued := j.queue
+	j.queue = nil
+	j.batch = j.batch[:0]
+	for _, q := range queued {
+		j.batch = append(j.batch, q.payload...)
+	}
+	if j.at+int64(len(j.batch)) > dataBytes {
+		j.at = 0
+	}
+	off := j.at
+	j.mu.Unlock()
+	_, err := j.f.WriteAt(j.batch, off)
+	if err == nil {
+		err = syscall.Fdatasync(j.fd)
+	}
+	j.mu.Lock()
+	j.at = off + int64(len(j.batch))
+	for _, q := range queued {
+		q.done, q.at, q.err = true, j.at, err
+	}
+	j.busy = false
+	j.cond.Broadcast()
+	return r.at, r.err
+}
+
+func serve(c net.Conn, j *journal) {
+	defer c.Close()
+	br := bufio.NewReaderSize(c, 64<<10)
+	var head [4]byte
+	var answer [8]byte
+	for {
+		if _, err := io.ReadFull(br, head[:]); err != nil {
+			return
+		}
+		n := binary.LittleEndian.Uint32(head[:])
+		if n > maxRequest {
+			return
+		}
+		r := &request{payload: make([]byte, n)}
+		if _, err := io.ReadFull(br, r.payload); err != nil {
+			return
+		}
+		at, err := j.commit(r)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gofloor: commit:", err)
+			os.Exit(1)
+		}
+		binary.LittleEndian.PutUint64(answer[:], uint64(at))
+		if _, err := c.Write(answer[:]); err != nil {
+			return
+		}
+	}
+}
+
+func main() {
+	if len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: gofloor SOCKET DATAFILE")
+		os.Exit(2)
+	}
+	f, err := os.OpenFile(os.Args[2], os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gofloor:", err)
+		os.Exit(1)
+	}
+	zeros := make([]byte, 1<<20)
+	for i := 0; i < dataBytes/len(zeros); i++ {
+		if _, err := f.Write(zeros); err != nil {
+			fmt.Fprintln(os.Stderr, "gofloor: write zeros:", err)
+			os.Exit(1)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		fmt.Fprintln(os.Stderr, "gofloor: fsync:", err)
+		os.Exit(1)
+	}
+	j := &journal{f: f, fd: int(f.Fd())}
+	j.cond = sync.NewCond(&j.mu)
+
+	os.Remove(os.Args[1])
+	ln, err := net.Listen("unix", os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gofloor:", err)
+		os.Exit(1)
+	}
+	fmt.Println("ready")
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gofloor: accept:", err)
+			os.Exit(1)
+		}
+		go serve(c, j)
+	}
+}
