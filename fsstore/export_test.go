@@ -58,6 +58,9 @@ func NewerCommitForTest(schema int, kind byte, v any, gen uint64) []byte {
 const (
 	KindCheckpointForTest = kindCheckpoint
 	KindResetForTest      = kindReset
+	JournalKindStart      = jkStart
+	JournalKindCommit     = jkCommit
+	JournalKindPad        = jkPad
 	LogMagicForTest       = logMagic
 )
 
@@ -77,4 +80,11 @@ func HoldJournalGrowth(t interface{ Cleanup(func()) }) (release func()) {
 	testHookGrow = func() { <-ch }
 	t.Cleanup(func() { release(); testHookGrow = nil })
 	return release
+}
+
+// SetJournalPadding turns the pad frames that end each journal flush on a
+// block boundary on or off (a benchmark's baseline), until the cleanup.
+func SetJournalPadding(t interface{ Cleanup(func()) }, on bool) {
+	padFlushes = on
+	t.Cleanup(func() { padFlushes = true })
 }

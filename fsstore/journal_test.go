@@ -371,14 +371,13 @@ func TestJournalTornTailAndGoneLog(t *testing.T) {
 	jpath := filepath.Join(img, ".cairn", "sessions", "journal")
 	data, err := os.ReadFile(jpath)
 	must(t, err)
-	var ends []int64
-	recordlog.Scan(data, 0, func(r recordlog.Record) bool { ends = append(ends, r.End); return true })
-	// The start frame, then a and b's commits after their first: 6.
-	if len(ends) != 7 {
-		t.Fatalf("the journal holds %d frames, want 7", len(ends))
+	commits := commitFrames(data)
+	// a and b's commits after their first: 6.
+	if len(commits) != 6 {
+		t.Fatalf("the journal holds %d commit frames, want 6", len(commits))
 	}
-	// Tear the last frame (b's fourth commit): one byte of its payload.
-	data[ends[5]+recordlog.HeaderSize+3] ^= 0xff
+	// Tear the last (b's fourth commit): one byte of its payload.
+	data[commits[5]+recordlog.HeaderSize+3] ^= 0xff
 	must(t, os.WriteFile(jpath, data, 0o600))
 	// And remove a's log: its frames have nowhere to go.
 	must(t, os.Remove(filepath.Join(img, ".cairn", "sessions", "s-a.log")))
@@ -404,6 +403,177 @@ func TestJournalTornTailAndGoneLog(t *testing.T) {
 	defer s.Close()
 	if got := s.Stats().JournalReplayed; got != 0 {
 		t.Errorf("the second reopen replayed %d commits", got)
+	}
+}
+
+// commitFrames returns where each intact commit frame of the journal
+// data starts, in order, scanning as far as the frames go.
+func commitFrames(data []byte) []int64 {
+	var at []int64
+	recordlog.Scan(data, 0, func(r recordlog.Record) bool {
+		if r.Kind == fsstore.JournalKindCommit {
+			at = append(at, r.End-r.Size)
+		}
+		return true
+	})
+	return at
+}
+
+// TestJournalFlushesEndOnBlocks: every flush ends on a 4 KiB boundary,
+// padded there by a pad frame, whatever its commits' sizes, so no flush
+// writes part of a block (one that the page cache may have dropped, and
+// that the kernel would first read from the disk). After a power cut the
+// journal's commits are replayed across the pads.
+func TestJournalFlushesEndOnBlocks(t *testing.T) {
+	root, cfs := crashRoot(t)
+	s, err := fsstore.Open(root, fsstore.Options{FS: cfs, JournalBytes: 1 << 20})
+	must(t, err)
+	jpath := filepath.Join(root, ".cairn", "sessions", "journal")
+	rng := rand.New(rand.NewPCG(7, 17))
+	var acked []string
+	for i := range 40 {
+		m := fmt.Sprintf(`{"i":%d,"pad":%q}`, i, strings.Repeat("p", rng.IntN(9000)))
+		_, err := s.Commit(bg, "a", &session.Change{AppendMessages: []session.Value{session.Value(m)}}, session.CommitOptions{})
+		must(t, err)
+		acked = append(acked, m)
+		if i == 0 {
+			continue // the log's creation: fdatasynced, not journaled
+		}
+		data, err := os.ReadFile(jpath)
+		must(t, err)
+		var end int64
+		pads := 0
+		recordlog.Scan(data, 0, func(r recordlog.Record) bool {
+			end = r.End
+			if r.Kind == fsstore.JournalKindPad {
+				pads++
+			}
+			return true
+		})
+		if end%4096 != 0 {
+			t.Fatalf("after commit %d the journal's frames end at %d, not on a 4 KiB boundary", i, end)
+		}
+		if pads == 0 {
+			t.Fatalf("after commit %d the journal holds no pad frame", i)
+		}
+	}
+	if got := s.Stats().Journaled; got != 39 {
+		t.Fatalf("%d commits journaled, want 39", got)
+	}
+	img := filepath.Join(t.TempDir(), "img")
+	must(t, cfs.Cut(img, crashfs.SyncedOnly, nil))
+	s.Close()
+	s, err = fsstore.Open(img, fsstore.Options{})
+	must(t, err)
+	defer s.Close()
+	if got := s.Stats().JournalReplayed; got != 39 {
+		t.Errorf("replayed %d commits, want 39", got)
+	}
+	if got := messagesOf(t, s, "a"); !slices.Equal(got, acked) {
+		t.Errorf("a holds %d messages after the power cut, want the %d acknowledged", len(got), len(acked))
+	}
+}
+
+// TestJournalVersion1Replayed: a journal an earlier cairn wrote (version
+// 1: no pad frames) left by a power cut is replayed; one of a version
+// after this build's is refused, untouched.
+func TestJournalVersion1Replayed(t *testing.T) {
+	img, acked, _ := journalImage(t, fsstore.Options{JournalBytes: 64 << 10}, []string{"a", "b"}, 4)
+	jpath := filepath.Join(img, ".cairn", "sessions", "journal")
+	data, err := os.ReadFile(jpath)
+	must(t, err)
+	// Rewrite it as version 1 wrote it: its start frame's magic, and its
+	// commit frames back to back after it, without the pads.
+	var start []byte
+	var v1 []byte
+	recordlog.Scan(data, 0, func(r recordlog.Record) bool {
+		switch r.Kind {
+		case fsstore.JournalKindStart:
+			start = slices.Clone(r.Payload)
+		case fsstore.JournalKindCommit:
+			v1 = recordlog.Append(v1, r.Kind, r.Payload)
+		}
+		return true
+	})
+	if string(start[:8]) != "cairnjr2" {
+		t.Fatalf("the journal starts with %q, want version 2's magic", start[:8])
+	}
+	copy(start, "cairnjr1")
+	v1 = append(recordlog.Append(nil, fsstore.JournalKindStart, start), v1...)
+	v1 = append(v1, make([]byte, len(data)-len(v1))...)
+	must(t, os.WriteFile(jpath, v1, 0o600))
+
+	newer := slices.Clone(v1)
+	copy(start, "cairnjr3")
+	copy(newer, recordlog.Append(nil, fsstore.JournalKindStart, start))
+	newerImg := filepath.Join(t.TempDir(), "newer")
+	must(t, os.CopyFS(newerImg, os.DirFS(img)))
+	must(t, os.WriteFile(filepath.Join(newerImg, ".cairn", "sessions", "journal"), newer, 0o600))
+
+	s, err := fsstore.Open(img, fsstore.Options{})
+	must(t, err)
+	if got := s.Stats().JournalReplayed; got != 6 {
+		t.Errorf("replayed %d commits of the version 1 journal, want 6", got)
+	}
+	for _, id := range []string{"a", "b"} {
+		if got := messagesOf(t, s, id); !slices.Equal(got, acked[id]) {
+			t.Errorf("%s holds %d messages, want the %d acknowledged", id, len(got), len(acked[id]))
+		}
+	}
+	must(t, s.Close())
+
+	_, err = fsstore.Open(newerImg, fsstore.Options{})
+	if session.CodeOf(err) != session.CodeSchemaUnsupported {
+		t.Fatalf("open with a journal of version 3: %v, want schema_unsupported", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(newerImg, ".cairn", "sessions", "journal")); !slices.Equal(got, newer) {
+		t.Error("the refused journal was changed")
+	}
+}
+
+// TestJournalCleanCloseIsVersion1: a store closed cleanly leaves a
+// journal of one start frame labeled version 1, which a build that knows
+// only version 1 opens; the next Open begins a version 2 epoch.
+func TestJournalCleanCloseIsVersion1(t *testing.T) {
+	root := t.TempDir()
+	opts := fsstore.Options{JournalBytes: 64 << 10}
+	jpath := filepath.Join(root, ".cairn", "sessions", "journal")
+	// frames returns the start frame's magic and how many frames of its
+	// epoch follow it.
+	frames := func() (magic string, n int) {
+		data, err := os.ReadFile(jpath)
+		must(t, err)
+		var epoch []byte
+		recordlog.Scan(data, 0, func(r recordlog.Record) bool {
+			if epoch == nil {
+				magic, epoch = string(r.Payload[:8]), r.Payload[8:16]
+				return true
+			}
+			if !slices.Equal(r.Payload[:8], epoch) {
+				return false
+			}
+			n++
+			return true
+		})
+		return magic, n
+	}
+	for round := range 2 {
+		s, err := fsstore.Open(root, opts)
+		must(t, err)
+		if magic, _ := frames(); magic != "cairnjr2" {
+			t.Fatalf("round %d: an open journal starts with %q, want cairnjr2", round, magic)
+		}
+		for i := range 3 {
+			_, err := s.Commit(bg, "a", &session.Change{AppendMessages: []session.Value{pcMsg(10*round + i)}}, session.CommitOptions{})
+			must(t, err)
+		}
+		if _, n := frames(); n < 2 {
+			t.Fatalf("round %d: the journal's epoch holds %d frames before the close", round, n)
+		}
+		must(t, s.Close())
+		if magic, n := frames(); magic != "cairnjr1" || n != 0 {
+			t.Fatalf("round %d: a closed journal's epoch holds %d frames and is labeled %q, want none, cairnjr1", round, n, magic)
+		}
 	}
 }
 
