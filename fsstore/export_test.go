@@ -88,3 +88,16 @@ func SetJournalPadding(t interface{ Cleanup(func()) }, on bool) {
 	padFlushes = on
 	t.Cleanup(func() { padFlushes = true })
 }
+
+// LogSize is the committed size of session id's log (0 when it has none).
+func LogSize(s *Store, id string) int64 {
+	s.mu.Lock()
+	sf := s.sessions[id]
+	s.mu.Unlock()
+	if sf == nil {
+		return 0
+	}
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	return sf.size
+}
