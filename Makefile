@@ -7,7 +7,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent test-xlang-pg bench-pg bench-pg-saver venv-adapters bench-adapters bench-fsyncfloor test-kills bench-daemon-floor test-allocs
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent test-xlang-pg bench-pg bench-pg-saver venv-adapters bench-adapters bench-fsyncfloor test-kills bench-daemon-floor test-allocs bench-think
 
 all: build
 
@@ -266,6 +266,13 @@ bench-reads: bins lib
 AGENT_FLAGS ?=
 bench-agent: bins lib
 	$(PYTHON) bench/agent/agent_bench.py $(AGENT_FLAGS)
+
+# The agent turn with an agent's pauses between turns (a second apart,
+# after four minutes of pause), against SQLite: bench/agent/think_bench.py.
+# About seven minutes; not part of `make bench`.
+THINK_FLAGS ?=
+bench-think: bins lib
+	$(PYTHON) bench/agent/think_bench.py --daemon $(BUILD)/cairnd $(THINK_FLAGS)
 
 # Compares the workspace index with Watchman 4.9 from Debian's package,
 # installed here when missing (the benchmark says so if it cannot be).

@@ -34,7 +34,6 @@ func BenchmarkJournalColdPages(b *testing.B) {
 		cold bool
 		s    *fsstore.Store
 		j    *os.File
-		all  []time.Duration
 	}
 	ways := []*way{{name: "padded-hot", pad: true}, {name: "padded-cold", pad: true, cold: true},
 		{name: "unpadded-hot"}, {name: "unpadded-cold", cold: true}}
@@ -56,33 +55,47 @@ func BenchmarkJournalColdPages(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	took := map[string][]time.Duration{}
 	b.ResetTimer()
 	for i := range b.N {
 		for _, w := range ways {
-			c := benchTurn(i + 1)
 			fsstore.SetJournalPadding(b, w.pad)
 			if w.cold {
 				if err := dropCache(w.j); err != nil {
 					b.Fatal(err)
 				}
 			}
-			t0 := time.Now()
-			if _, err := w.s.Commit(bg, "a", c, session.CommitOptions{}); err != nil {
-				b.Fatal(err)
-			}
-			w.all = append(w.all, time.Since(t0))
+			took[w.name] = append(took[w.name], timedCommit(b, w.s, i+1))
 		}
 	}
 	b.StopTimer()
-	med := map[string]float64{}
-	for _, w := range ways {
-		slices.Sort(w.all)
-		med[w.name] = float64(w.all[len(w.all)/2].Microseconds())
-		b.ReportMetric(med[w.name], w.name+"-us")
-	}
+	med := reportMedians(b, took)
 	b.ReportMetric(med["padded-cold"]/med["padded-hot"], "padded-cold/hot")
 	b.ReportMetric(med["unpadded-cold"]/med["unpadded-hot"], "unpadded-cold/hot")
 	b.ReportMetric(med["padded-cold"]/med["unpadded-cold"], "cold-padded/unpadded")
+}
+
+// timedCommit commits turn i (benchTurn) to session "a" of s and returns
+// how long the commit took.
+func timedCommit(b *testing.B, s *fsstore.Store, i int) time.Duration {
+	c := benchTurn(i)
+	t0 := time.Now()
+	if _, err := s.Commit(bg, "a", c, session.CommitOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(t0)
+}
+
+// reportMedians reports each way's median commit, in µs, as <way>-us,
+// and returns them by way.
+func reportMedians(b *testing.B, took map[string][]time.Duration) map[string]float64 {
+	med := map[string]float64{}
+	for name, all := range took {
+		slices.Sort(all)
+		med[name] = float64(all[len(all)/2].Microseconds())
+		b.ReportMetric(med[name], name+"-us")
+	}
+	return med
 }
 
 // benchTurn is an agent turn's delta: a 2 KB and a 6 KB message.
@@ -145,10 +158,10 @@ func BenchmarkLogColdPages(b *testing.B) {
 		defer f.Close()
 		w.s, w.log = s, f
 	}
+	took := map[string][]time.Duration{}
 	b.ResetTimer()
 	for i := range b.N {
 		for _, w := range ways {
-			c := benchTurn(i + 1)
 			switch {
 			case w.all:
 				if err := dropCache(w.log); err != nil {
@@ -160,20 +173,11 @@ func BenchmarkLogColdPages(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			t0 := time.Now()
-			if _, err := w.s.Commit(bg, "a", c, session.CommitOptions{}); err != nil {
-				b.Fatal(err)
-			}
-			w.took = append(w.took, time.Since(t0))
+			took[w.name] = append(took[w.name], timedCommit(b, w.s, i+1))
 		}
 	}
 	b.StopTimer()
-	med := map[string]float64{}
-	for _, w := range ways {
-		slices.Sort(w.took)
-		med[w.name] = float64(w.took[len(w.took)/2].Microseconds())
-		b.ReportMetric(med[w.name], w.name+"-us")
-	}
+	med := reportMedians(b, took)
 	b.ReportMetric(med["ahead-cold"]/med["hot"], "ahead-cold/hot")
 	b.ReportMetric(med["cold"]/med["hot"], "cold/hot")
 }
