@@ -120,7 +120,8 @@ const (
 
 // journalAlign is the boundary every flush ends on, with a pad frame: a
 // flush then starts and ends on a boundary of the file system's blocks
-// (4 KiB), so its write covers each block whole and the kernel never
+// (4 KiB; an epoch's first starts in the start frame's block, just
+// written), so its write covers each block whole and the kernel never
 // reads one from the disk to merge part of it into the page cache. A
 // journal's blocks go cold between the flushes that reach them (32 MiB
 // goes round in hours at an agent's pace), and a page cache that reclaims
