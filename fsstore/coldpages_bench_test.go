@@ -5,12 +5,8 @@ package fsstore_test
 import (
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cairn-dev/cairn/fsstore"
 	"github.com/cairn-dev/cairn/session"
@@ -28,96 +24,25 @@ import (
 // disk before the write. Reported: each way's median commit, and the
 // cold ones against the hot ones.
 func BenchmarkJournalColdPages(b *testing.B) {
-	type way struct {
-		name string
-		pad  bool
-		cold bool
-		s    *fsstore.Store
-		j    *os.File
-	}
-	ways := []*way{{name: "padded-hot", pad: true}, {name: "padded-cold", pad: true, cold: true},
-		{name: "unpadded-hot"}, {name: "unpadded-cold", cold: true}}
-	for _, w := range ways {
-		root := b.TempDir()
-		s, err := fsstore.Open(root, fsstore.Options{JournalBytes: 1 << 20})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		j, err := os.Open(filepath.Join(root, ".cairn", "sessions", "journal"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer j.Close()
-		w.s, w.j = s, j
-		// The log's creation is fdatasynced, not journaled.
-		if _, err := s.Commit(bg, "a", benchTurn(0), session.CommitOptions{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	took := map[string][]time.Duration{}
-	b.ResetTimer()
-	for i := range b.N {
-		for _, w := range ways {
-			fsstore.SetJournalPadding(b, w.pad)
+	b.Cleanup(func() { fsstore.SetJournalPadding(true) })
+	var ways []*coldWay
+	for _, w := range []struct {
+		name      string
+		pad, cold bool
+	}{{"padded-hot", true, false}, {"padded-cold", true, true}, {"unpadded-hot", false, false}, {"unpadded-cold", false, true}} {
+		s, j := coldStore(b, fsstore.Options{JournalBytes: 1 << 20}, "journal")
+		ways = append(ways, &coldWay{name: w.name, s: s, ready: func() error {
+			fsstore.SetJournalPadding(w.pad)
 			if w.cold {
-				if err := dropCache(w.j); err != nil {
-					b.Fatal(err)
-				}
+				return dropPages(j, 0)
 			}
-			took[w.name] = append(took[w.name], timedCommit(b, w.s, i+1))
-		}
+			return nil
+		}})
 	}
-	b.StopTimer()
-	med := reportMedians(b, took)
+	med := runWays(b, ways)
 	b.ReportMetric(med["padded-cold"]/med["padded-hot"], "padded-cold/hot")
 	b.ReportMetric(med["unpadded-cold"]/med["unpadded-hot"], "unpadded-cold/hot")
 	b.ReportMetric(med["padded-cold"]/med["unpadded-cold"], "cold-padded/unpadded")
-}
-
-// timedCommit commits turn i (benchTurn) to session "a" of s and returns
-// how long the commit took.
-func timedCommit(b *testing.B, s *fsstore.Store, i int) time.Duration {
-	c := benchTurn(i)
-	t0 := time.Now()
-	if _, err := s.Commit(bg, "a", c, session.CommitOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	return time.Since(t0)
-}
-
-// reportMedians reports each way's median commit, in µs, as <way>-us,
-// and returns them by way.
-func reportMedians(b *testing.B, took map[string][]time.Duration) map[string]float64 {
-	med := map[string]float64{}
-	for name, all := range took {
-		slices.Sort(all)
-		med[name] = float64(all[len(all)/2].Microseconds())
-		b.ReportMetric(med[name], name+"-us")
-	}
-	return med
-}
-
-// benchTurn is an agent turn's delta: a 2 KB and a 6 KB message.
-func benchTurn(i int) *session.Change {
-	return &session.Change{AppendMessages: []session.Value{
-		session.Value(`{"role":"user","i":` + strconv.Itoa(i) + `,"text":"` + strings.Repeat("u", 2000) + `"}`),
-		session.Value(`{"role":"assistant","i":` + strconv.Itoa(i) + `,"text":"` + strings.Repeat("a", 6000) + `"}`),
-	}}
-}
-
-// dropCache drops f's clean pages from the page cache.
-func dropCache(f *os.File) error { return dropRange(f, 0, 0) }
-
-// dropRange drops f's clean pages from off on, n bytes (0: to the end),
-// from the page cache.
-func dropRange(f *os.File, off, n int64) error {
-	const dontNeed = 4 // POSIX_FADV_DONTNEED
-	_, _, e := syscall.Syscall6(syscall.SYS_FADVISE64, f.Fd(), uintptr(off), uintptr(n), dontNeed, 0, 0)
-	if e != 0 {
-		return e
-	}
-	return nil
 }
 
 // BenchmarkLogColdPages commits an agent's turn (about 8 KB) to a session
@@ -133,51 +58,90 @@ func dropRange(f *os.File, off, n int64) error {
 // the block's end (recordlog.File's write) it does not. Reported: each
 // way's median commit, and each cold way against the hot one.
 func BenchmarkLogColdPages(b *testing.B) {
-	type way struct {
-		name string
-		all  bool
-		s    *fsstore.Store
-		log  *os.File
-		took []time.Duration
+	opts := fsstore.Options{PreallocBytes: fsstore.DefaultPreallocBytes}
+	hot, _ := coldStore(b, opts, "s-a.log")
+	ahead, aheadLog := coldStore(b, opts, "s-a.log")
+	cold, coldLog := coldStore(b, opts, "s-a.log")
+	med := runWays(b, []*coldWay{
+		{name: "hot", s: hot},
+		// Every page past the one holding the log's last byte.
+		{name: "ahead-cold", s: ahead, ready: func() error {
+			return dropPages(aheadLog, (fsstore.LogSize(ahead, "a")+4095)/4096*4096)
+		}},
+		{name: "cold", s: cold, ready: func() error { return dropPages(coldLog, 0) }},
+	})
+	b.ReportMetric(med["ahead-cold"]/med["hot"], "ahead-cold/hot")
+	b.ReportMetric(med["cold"]/med["hot"], "cold/hot")
+}
+
+// coldWay is one way a cold-page benchmark commits: to a store of its
+// own, each time after ready (when set).
+type coldWay struct {
+	name  string
+	s     *fsstore.Store
+	ready func() error
+	med   *median
+}
+
+// coldStore opens a store with opts on a fresh workspace, commits turn 0
+// to session "a" (creating its log), and opens the file name in its
+// sessions/ for the benchmark to drop pages of.
+func coldStore(b *testing.B, opts fsstore.Options, name string) (*fsstore.Store, *os.File) {
+	root := b.TempDir()
+	s, err := fsstore.Open(root, opts)
+	if err != nil {
+		b.Fatal(err)
 	}
-	ways := []*way{{name: "hot"}, {name: "ahead-cold"}, {name: "cold", all: true}}
+	b.Cleanup(func() { s.Close() })
+	if _, err := s.Commit(bg, "a", benchTurn(0), session.CommitOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(root, ".cairn", "sessions", name))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	return s, f
+}
+
+// runWays commits a turn (benchTurn) to session "a" of each way's store
+// in turn, b.N times each, and reports each way's median commit in µs as
+// <name>-us; it returns them by name.
+func runWays(b *testing.B, ways []*coldWay) map[string]float64 {
 	for _, w := range ways {
-		root := b.TempDir()
-		s, err := fsstore.Open(root, fsstore.Options{PreallocBytes: fsstore.DefaultPreallocBytes})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		if _, err := s.Commit(bg, "a", benchTurn(0), session.CommitOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		f, err := os.Open(filepath.Join(root, ".cairn", "sessions", "s-a.log"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		w.s, w.log = s, f
+		w.med = medianOf(b)
 	}
-	took := map[string][]time.Duration{}
 	b.ResetTimer()
 	for i := range b.N {
 		for _, w := range ways {
-			switch {
-			case w.all:
-				if err := dropCache(w.log); err != nil {
-					b.Fatal(err)
-				}
-			case w.name == "ahead-cold":
-				// Every page past the one holding the log's last byte.
-				if err := dropRange(w.log, (fsstore.LogSize(w.s, "a")+4095)/4096*4096, 0); err != nil {
+			if w.ready != nil {
+				if err := w.ready(); err != nil {
 					b.Fatal(err)
 				}
 			}
-			took[w.name] = append(took[w.name], timedCommit(b, w.s, i+1))
+			c := benchTurn(i + 1)
+			w.med.start()
+			if _, err := w.s.Commit(bg, "a", c, session.CommitOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			w.med.stop()
 		}
 	}
 	b.StopTimer()
-	med := reportMedians(b, took)
-	b.ReportMetric(med["ahead-cold"]/med["hot"], "ahead-cold/hot")
-	b.ReportMetric(med["cold"]/med["hot"], "cold/hot")
+	med := map[string]float64{}
+	for _, w := range ways {
+		med[w.name] = float64(w.med.value().Microseconds())
+		b.ReportMetric(med[w.name], w.name+"-us")
+	}
+	return med
+}
+
+// dropPages drops f's clean pages from offset off to its end from the
+// page cache (posix_fadvise DONTNEED).
+func dropPages(f *os.File, off int64) error {
+	const dontNeed = 4 // POSIX_FADV_DONTNEED
+	if _, _, e := syscall.Syscall6(syscall.SYS_FADVISE64, f.Fd(), uintptr(off), 0, dontNeed, 0, 0); e != 0 {
+		return e
+	}
+	return nil
 }

@@ -139,9 +139,6 @@ var padFlushes = true
 // padFrameMin is the smallest pad frame: a header and the epoch.
 const padFrameMin = recordlog.HeaderSize + 8
 
-// zeroPad is where pad frames take their zeros from.
-var zeroPad [journalAlign]byte
-
 // jCommitHead is the size of a commit frame's payload before the log
 // name: epoch, offset, name length.
 const jCommitHead = 8 + 8 + 2
@@ -229,7 +226,7 @@ func appendPad(buf []byte, epoch uint64, end, capacity int64) []byte {
 	}
 	buf, start := recordlog.Reserve(buf)
 	buf = binary.LittleEndian.AppendUint64(buf, epoch)
-	buf = append(buf, zeroPad[:gap-padFrameMin]...)
+	buf = append(buf, make([]byte, gap-padFrameMin)...) // extends buf, allocates nothing
 	recordlog.Seal(buf, start, jkPad)
 	return buf
 }

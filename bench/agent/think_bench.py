@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -39,19 +38,8 @@ os.environ.setdefault("CAIRN_LIBRARY", str(REPO / "build" / "libcairn.so"))
 
 import agent_bench as ab  # noqa: E402
 import cairn  # noqa: E402
+from python_bench import connected  # noqa: E402
 from python_turn import turn_messages  # noqa: E402
-
-
-def start_daemon(binary: str, ws: str) -> subprocess.Popen:
-    p = subprocess.Popen([binary, "--workspace", ws, "--idle-timeout=0", "--log-level", "warn"])
-    sock = os.path.join(ws, ".cairn", "cairnd.sock")
-    deadline = time.monotonic() + 15
-    while not os.path.exists(sock):
-        if p.poll() is not None or time.monotonic() > deadline:
-            p.kill()
-            raise RuntimeError(f"{binary} did not start on {ws}")
-        time.sleep(0.02)
-    return p
 
 
 def main() -> None:
@@ -62,24 +50,13 @@ def main() -> None:
     ap.add_argument("--daemon", action="append", default=[], help="a cairnd binary (repeatable)")
     ap.add_argument("--no-embedded", action="store_true")
     a = ap.parse_args()
-    root = tempfile.mkdtemp(prefix="cairn-think-")
-    procs: List[subprocess.Popen] = []
-    clients: List[Any] = []
-    agents: Dict[str, Any] = {}
-    try:
-        agents["sqlite"] = ab.SQLiteAgent(os.path.join(root, "agent.sqlite"), "s1")
+    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="cairn-think-") as root:
+        agents: Dict[str, Any] = {"sqlite": ab.SQLiteAgent(os.path.join(root, "agent.sqlite"), "s1")}
+        stack.callback(agents["sqlite"].close)
         if not a.no_embedded:
-            os.makedirs(os.path.join(root, "embedded"))
-            c = cairn.connect(os.path.join(root, "embedded"), embedded=True)
-            clients.append(c)
-            agents["embedded"] = ab.CairnAgent(c, "s1")
+            agents["embedded"] = ab.CairnAgent(stack.enter_context(connected(cairn, "embedded", "", "cairn-think")), "s1")
         for k, binary in enumerate(a.daemon):
-            ws = os.path.join(root, f"daemon{k}")
-            os.makedirs(ws)
-            procs.append(start_daemon(binary, ws))
-            c = cairn.connect(ws, auto_start=False)
-            clients.append(c)
-            agents[f"cairnd:{k}"] = ab.CairnAgent(c, "s1")
+            agents[f"cairnd:{k}"] = ab.CairnAgent(stack.enter_context(connected(cairn, "daemon", os.path.abspath(binary), "cairn-think")), "s1")
         msgs = [turn_messages(i) for i in range(50)]
         names = list(agents)
         for i in range(5):
@@ -103,15 +80,6 @@ def main() -> None:
         for k in names:
             med = statistics.median(took[k])
             print(f"{k:10s}  {med * 1e6:10.0f} {statistics.mean(took[k]) * 1e6:10.0f}  {med / base:8.2f}", flush=True)
-    finally:
-        for c in clients:
-            c.close()
-        if "sqlite" in agents:
-            agents["sqlite"].close()
-        for p in procs:
-            p.terminate()
-            p.wait(timeout=20)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ import (
 	"net"
 	"os"
 	"sync"
-	"syscall"
+
+	"github.com/cairn-dev/cairn/internal/vfs"
 )
 
 const (
@@ -44,8 +45,7 @@ type request struct {
 
 // journal is the data file and its group commit.
 type journal struct {
-	f  *os.File
-	fd int
+	f *os.File
 
 	mu    sync.Mutex
 	cond  *sync.Cond
@@ -81,7 +81,7 @@ func (j *journal) commit(r *request) (int64, error) {
 	j.mu.Unlock()
 	_, err := j.f.WriteAt(j.batch, off)
 	if err == nil {
-		err = syscall.Fdatasync(j.fd)
+		err = vfs.Fdatasync(j.f)
 	}
 	j.mu.Lock()
 	j.at = off + int64(len(j.batch))
@@ -143,7 +143,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gofloor: fsync:", err)
 		os.Exit(1)
 	}
-	j := &journal{f: f, fd: int(f.Fd())}
+	j := &journal{f: f}
 	j.cond = sync.NewCond(&j.mu)
 
 	os.Remove(os.Args[1])
