@@ -7,7 +7,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent test-xlang-pg bench-pg bench-pg-saver venv-adapters bench-adapters bench-fsyncfloor test-kills bench-daemon-floor test-allocs bench-think
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent test-xlang-pg bench-pg bench-pg-saver venv-adapters bench-adapters bench-fsyncfloor test-kills bench-daemon-floor test-allocs bench-think bench-pausefloor
 
 all: build
 
@@ -290,6 +290,13 @@ bench-tracker-sync:
 # its own, beside one shared file with group commit (bench/fsyncfloor).
 bench-fsyncfloor:
 	$(GO) run ./bench/fsyncfloor -n 1,8,32
+
+# What a pause costs the next durable write on this machine: an 8 KiB
+# pwrite + fdatasync into synced zeros after gaps of 0 to 1 s, the gap
+# slept, then spun (bench/pausefloor). About a minute; not in `make bench`.
+bench-pausefloor:
+	$(GO) run ./bench/pausefloor
+	$(GO) run ./bench/pausefloor -spin -gaps 0,10ms,50ms,100ms
 
 # The floor under the daemon path: the agent turn from N processes against
 # SQLite, a minimal C daemon with group commit (bench/agent/daemon_floor.c),
