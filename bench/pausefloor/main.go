@@ -19,8 +19,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/vfs"
 )
 
 const (
@@ -68,7 +69,7 @@ func main() {
 				fail(err)
 			}
 			t1 := time.Now()
-			if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			if err := vfs.Fdatasync(f); err != nil {
 				fail(err)
 			}
 			t2 := time.Now()
