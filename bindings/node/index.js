@@ -19,6 +19,12 @@
 // not method calls (there is no handle to submit on yet, or none after),
 // they are rare, and a daemon start must not block the event loop.
 //
+// One call may skip all that: a daemon-mode checkpoint, an agent's every
+// turn, is sent by the binding itself on a connection of its own to the
+// workspace's cairnd when it can be sent exactly as libcairn would send it
+// (checkpoint-wire.js); otherwise, and with CAIRN_NODE_WIRE=0, it goes
+// through libcairn like every other call.
+//
 // Only one JavaScript thread per process may use this module: the
 // completion pipe is process-wide, and a second reader (a worker_thread
 // loading this module too) would steal the first one's tickets.
@@ -29,6 +35,7 @@ const os = require('os');
 const path = require('path');
 const koffi = require('koffi');
 const runHelper = require('./run.js');
+const wire = require('./checkpoint-wire.js');
 
 // ---------------------------------------------------------------- errors
 
@@ -69,6 +76,7 @@ const CODES = [
 const errorClasses = {}; // class name -> class
 const classByCode = new Map(); // code -> class
 const codeByRc = new Map(); // rc -> code
+const rcByCode = new Map(); // code -> rc
 for (const [code, name, rc] of CODES) {
   // A named class per code, so stack traces and instanceof read naturally.
   const cls = {
@@ -82,6 +90,7 @@ for (const [code, name, rc] of CODES) {
   errorClasses[name] = cls;
   classByCode.set(code, cls);
   codeByRc.set(rc, code);
+  rcByCode.set(code, rc);
 }
 
 /** Builds the typed error for a code and message. */
@@ -361,6 +370,14 @@ class Client {
     this._handle = handle;
     this._closed = false;
     this.options = options;
+    // _wire is daemon mode's own connection for checkpoint
+    // (checkpoint-wire.js); null: every call goes through libcairn.
+    this._wire = null;
+  }
+
+  /** @internal How many checkpoints went by the binding's own connection (tests read it). */
+  get _wireSent() {
+    return this._wire === null ? 0 : this._wire.sent;
   }
 
   /** The handle number (for diagnostics). */
@@ -502,9 +519,27 @@ class Client {
   }
 
   checkpoint(runId, { turn, newMessages = [], usage = {}, toolCallsCount = 0, state, sessionId } = {}) {
+    need(runId, 'runId');
+    if (turn === undefined) turn = 0;
+    const w = this._wire;
+    if (w !== null) {
+      // Daemon mode sends it itself when it can (checkpoint-wire.js);
+      // null: through libcairn, as before. The path calls the function
+      // when it finds out only later (a failed dial or write).
+      const r = w.checkpoint([runId, turn, newMessages, usage, toolCallsCount, state, sessionId], () =>
+        this._checkpoint(runId, turn, newMessages, usage, toolCallsCount, state, sessionId)
+      );
+      if (r !== null) return r;
+    }
+    return this._checkpoint(runId, turn, newMessages, usage, toolCallsCount, state, sessionId);
+  }
+
+  _checkpoint(runId, turn, newMessages, usage, toolCallsCount, state, sessionId) {
+    // checkpoint-wire.js's encodeCheckpoint mirrors what JSON.stringify
+    // makes of p: change both together.
     const p = {
-      run_id: need(runId, 'runId'),
-      turn: turn === undefined ? 0 : turn,
+      run_id: runId,
+      turn,
       new_messages: newMessages,
       usage,
       tool_calls_count: toolCallsCount,
@@ -754,6 +789,7 @@ class Client {
   async close() {
     if (this._closed) return;
     this._closed = true;
+    if (this._wire !== null) this._wire.close();
     const n = native;
     const errp = [null];
     const rc = await new Promise((resolve, reject) =>
@@ -858,6 +894,10 @@ async function connect(options = {}) {
   if (autoStart !== undefined) o.auto_start = !!autoStart;
   if (daemonArgs !== undefined) o.daemon_args = daemonArgs;
   if (store !== undefined) o.store = store;
+  // The environment as it is when the client is made decides its path;
+  // a relative workspace is resolved now, as libcairn resolves it.
+  const useWire = !embedded && wire.enabled();
+  const wireWorkspace = typeof workspace === 'string' && workspace !== '' ? path.resolve(workspace) : null;
   // The completion pipe every call of every client answers on (once per
   // process), before the handle opens, so that a failure leaks no handle.
   ensurePipe(n);
@@ -867,7 +907,29 @@ async function connect(options = {}) {
     n.open.async(JSON.stringify(o), h, errp, (err, res) => (err ? reject(err) : resolve(res)))
   );
   if (rc !== 0) throw takeError(n, errp[0], rc);
-  return new Client(h[0], options);
+  const c = new Client(h[0], options);
+  if (useWire) c._wire = newWire(c, wireWorkspace);
+  return c;
+}
+
+/**
+ * The native checkpoint path of daemon-mode client c (checkpoint-wire.js),
+ * dialing the daemon of workspace: the absolute path given, or, when
+ * connect found the workspace (null), the one libcairn reports (asked
+ * once, when first needed).
+ */
+function newWire(c, workspace) {
+  let ws = workspace;
+  return new wire.Wire({
+    workspace: async () => {
+      if (ws === null && !c._closed) ws = (await c.status()).workspace || null;
+      return ws;
+    },
+    // As takeError makes a daemon's error that libcairn passes on: the
+    // code's class and C return code (an unknown code: CairnError, -1).
+    errorFor: (code, message) => makeError(code, message, rcByCode.has(code) ? rcByCode.get(code) : -1),
+    lost: (message) => makeError('unavailable', message, rcByCode.get('unavailable')),
+  });
 }
 
 /** The library's version, e.g. "0.1.0". */

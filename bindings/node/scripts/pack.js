@@ -71,7 +71,7 @@ function main() {
     const [info] = JSON.parse(res);
     const tgz = path.join(out, info.filename);
     const names = info.files.map((f) => f.path);
-    for (const want of [`native/${platform}-${arch}/${libName}`, `native/${platform}-${arch}/${daemonName}`, 'index.mjs', 'run.js', 'langgraph.js', 'langgraph.mjs', 'langgraph.d.ts', 'langgraph.d.mts', 'LICENSE']) {
+    for (const want of [`native/${platform}-${arch}/${libName}`, `native/${platform}-${arch}/${daemonName}`, 'index.mjs', 'run.js', 'checkpoint-wire.js', 'langgraph.js', 'langgraph.mjs', 'langgraph.d.ts', 'langgraph.d.mts', 'LICENSE']) {
       if (!names.includes(want)) throw new Error(`pack.js: ${tgz} lacks ${want}`);
     }
     console.log(tgz);
