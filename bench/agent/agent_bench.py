@@ -50,6 +50,7 @@ import os
 import select
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -477,32 +478,39 @@ def shared_sqlite(path: str) -> str:
 def run_turns(agent: Any, turns: int, after: Optional[Callable[[], Dict[str, Any]]] = None) -> None:
     """The body of one agent process (see fleet): makes its turns'
     messages, says ready, waits for a line on stdin, runs the turns and
-    prints a JSON line of its start, end and CPU (process_time), with
-    after()'s items."""
+    prints a JSON line of its start, end (time.monotonic), CPU
+    (process_time) and median and p99 turn (us), with after()'s items."""
     msgs = [turn_messages(i) for i in range(1, turns + 1)]
+    samples = [0] * turns
+    clock = time.perf_counter_ns
     print("ready", flush=True)
     sys.stdin.readline()
     t0, c0 = time.monotonic(), time.process_time()
     for i in range(1, turns + 1):
+        s = clock()
         agent.turn(i, msgs[i - 1])
-    out = {"start": t0, "end": time.monotonic(), "cpu_s": time.process_time() - c0}
+        samples[i - 1] = clock() - s
+    out = {"start": t0, "end": time.monotonic(), "cpu_s": time.process_time() - c0,
+           "median_us": pct(samples, 0.5), "p99_us": pct(samples, 0.99)}
     if after is not None:
         out.update(after())
     print(json.dumps(out), flush=True)
 
 
-def fleet(argv: Callable[[int], List[str]], n: int, pid: int = 0) -> Tuple[List[Dict[str, Any]], float]:
+def fleet(argv: Callable[[int], List[str]], n: int, pid: int = 0,
+          env: Optional[Dict[str, str]] = None) -> Tuple[List[Dict[str, Any]], float]:
     """Starts n agent processes (argv(k): the k-th's command, a script
     whose body is run_turns), waits until each is ready, starts them
     together and returns each one's JSON line and the CPU seconds process
-    pid (0: none) spent meanwhile. A process not ready within 30 s is
+    pid (0: none) spent meanwhile. env: the agent processes' environment
+    (default: this one's). A process not ready within 30 s is
     killed and started again: libcairn's load can deadlock (its constructor
     and the Go runtime's init both ask for the library's path, one holding
     the loader's lock); LOAD_HANGS counts these restarts."""
     procs: List[subprocess.Popen] = []
 
     def start(k: int) -> subprocess.Popen:
-        return subprocess.Popen(argv(k), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        return subprocess.Popen(argv(k), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
 
     try:
         for k in range(n):
@@ -561,18 +569,27 @@ def worker(a: argparse.Namespace) -> None:
         agent.close()
 
 
-def concurrency(cairn: Any, root: str, kind: str, n: int, turns: int, daemon: str) -> Dict[str, float]:
+def concurrency(cairn: Any, root: str, kind: str, n: int, turns: int, daemon: str,
+                argv: Optional[Callable[[str, str], List[str]]] = None,
+                env: Optional[Dict[str, str]] = None) -> Dict[str, float]:
+    """n agent processes of turns turns each, on their own sessions, all
+    started together: turns/s in total and CPU us per turn (the agents'
+    and the daemon's). kind "sqlite" shares one SQLite file; any other, one
+    cairnd. argv(target, sid): an agent process's command (default: this
+    script's worker of kind); env: their environment (fleet)."""
     d = tempfile.mkdtemp(prefix=f"conc-{kind}-{n}-", dir=root)
     pid = 0
     try:
-        if kind == "daemon":
+        if kind != "sqlite":
             c0 = cairn.connect(d, daemon=daemon, daemon_args=["--idle-timeout=600s"])
             pid = c0.status()["daemon"]["pid"]
             target = d
         else:
             target = shared_sqlite(os.path.join(d, "shared.sqlite"))
-        outs, d_cpu = fleet(lambda k: [sys.executable, __file__, "--worker", kind, "--worker-target", target,
-                                       "--worker-session", f"agent-{k:02d}", "--agent-turns", str(turns)], n, pid)
+        if argv is None:
+            argv = lambda target, sid: [sys.executable, __file__, "--worker", kind, "--worker-target", target,  # noqa: E731
+                                        "--worker-session", sid, "--agent-turns", str(turns)]
+        outs, d_cpu = fleet(lambda k: argv(target, f"agent-{k:02d}"), n, pid, env)
     finally:
         if pid:
             c0.close()
@@ -581,7 +598,10 @@ def concurrency(cairn: Any, root: str, kind: str, n: int, turns: int, daemon: st
     total = n * turns
     tps = rate(outs, total)
     return {"turns_per_s": tps, "span_s": total / tps,
-            "cpu_us": (sum(o["cpu_s"] for o in outs) + d_cpu) * 1e6 / total}
+            "cpu_us": (sum(o["cpu_s"] for o in outs) + d_cpu) * 1e6 / total,
+            "agent_cpu_us": sum(o["cpu_s"] for o in outs) * 1e6 / total,
+            "median_us": statistics.median(o["median_us"] for o in outs),
+            "outs": outs}
 
 
 # -- report ------------------------------------------------------------------
@@ -720,6 +740,7 @@ def main() -> None:
             for n in a.agents:
                 for kind in ("sqlite", "daemon"):
                     conc[(kind, n)] = concurrency(cairn, root, kind, n, a.agent_turns, a.daemon)
+                    del conc[(kind, n)]["outs"]
                     log(f"concurrency {kind} x{n}: {conc[(kind, n)]['turns_per_s']:.0f} turns/s ({load()})")
         report(a, per_turn, resume, opened, conc, start_load)
         if a.json:
