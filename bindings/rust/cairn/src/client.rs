@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::error::{Error, ErrorCode, Result};
 use crate::ffi;
 use crate::types::*;
+use crate::wire::{self, Wire};
 
 /// How to connect (`cairn_open`'s options).
 #[derive(Debug, Clone, Serialize)]
@@ -139,10 +140,19 @@ impl<'a> From<&'a Change> for Save<'a> {
 /// The fork rule: the Go runtime inside libcairn does not survive `fork()`
 /// without `exec()`; a client used in a forked child fails every call with
 /// [`ErrorCode::Forked`]. Connect in the exec'd process instead.
+///
+/// In daemon mode, [`Client::checkpoint`] speaks the wire protocol itself,
+/// on a connection of the client's own to the workspace's cairnd, when it
+/// can send the call exactly as libcairn would (the crate's README says
+/// when; `CAIRN_RUST_WIRE=0` turns it off); every other call goes through
+/// libcairn.
 #[derive(Debug)]
 pub struct Client {
     handle: u64,
     closed: AtomicBool,
+    /// Daemon mode's own connection for checkpoint (src/wire.rs); None in
+    /// embedded mode or with CAIRN_RUST_WIRE=0.
+    wire: Option<Wire>,
 }
 
 /// A duration in whole milliseconds, at least 1 for a non-zero one.
@@ -205,6 +215,17 @@ impl Client {
     /// Opens a client (see [`Options`]).
     pub fn connect(options: Options) -> Result<Client> {
         let options = with_built_daemon(options);
+        // The workspace the wire path dials: the one named (absolute, as
+        // libcairn resolves it), else the one libcairn found (asked for
+        // with status when first needed).
+        let wire = (!options.embedded && wire::enabled()).then(|| {
+            let ws = &options.workspace;
+            Wire::new(if ws.as_os_str().is_empty() {
+                None
+            } else {
+                std::path::absolute(ws).ok()
+            })
+        });
         let json = serde_json::to_vec(&options).map_err(|e| Error::encode("options", e))?;
         let json = CString::new(json)
             .map_err(|_| Error::new(ErrorCode::InvalidArgument, "options contain a NUL byte"))?;
@@ -219,6 +240,7 @@ impl Client {
         Ok(Client {
             handle,
             closed: AtomicBool::new(false),
+            wire,
         })
     }
 
@@ -448,8 +470,37 @@ impl Client {
 
     /// Records the boundary after a completed tool turn, atomically with the
     /// turn's messages.
+    ///
+    /// In daemon mode the client sends it on its own connection to cairnd
+    /// when it can send it exactly as libcairn would, else through
+    /// libcairn (see the crate's README); the result and the errors are
+    /// the same either way.
     pub fn checkpoint(&self, request: &CheckpointRequest<'_>) -> Result<CheckpointResult> {
+        if let Some(w) = &self.wire {
+            if !self.closed.load(Ordering::Acquire) {
+                let ws = || self.status().ok().map(|s| PathBuf::from(s.workspace));
+                if let Some(r) = w.checkpoint(request, &ws)? {
+                    return Ok(r);
+                }
+            }
+        }
         self.invoke(c"checkpoint", request)
+    }
+
+    /// How many checkpoints this client sent on its own connection (None:
+    /// the path is off: embedded mode, or `CAIRN_RUST_WIRE=0`). For tests
+    /// and benchmarks.
+    #[doc(hidden)]
+    pub fn wire_sent(&self) -> Option<u64> {
+        self.wire.as_ref().map(Wire::sent)
+    }
+
+    /// Holds the wire path's connection as another thread's call in
+    /// progress does, until the guard drops (None: the path is off or
+    /// busy). For tests.
+    #[doc(hidden)]
+    pub fn wire_hold(&self) -> Option<impl Sized + '_> {
+        self.wire.as_ref().and_then(Wire::hold)
     }
 
     /// Ends a run (deleting its loop checkpoint) and returns the generation.
@@ -728,6 +779,9 @@ impl Client {
     pub fn close(&self) -> Result<()> {
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
+        }
+        if let Some(w) = &self.wire {
+            w.close();
         }
         let mut err: *mut c_char = ptr::null_mut();
         // SAFETY: the out-pointer is valid.

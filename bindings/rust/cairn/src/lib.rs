@@ -5,7 +5,11 @@
 //! after a crash, a restart or a hand-over. This crate is a thin, safe
 //! wrapper over libcairn's C ABI (`capi/cairn.h`): every call goes through
 //! `cairn_call` on the calling thread and returns `Result<T, cairn::Error>`,
-//! where [`Error`] carries a stable [`ErrorCode`] and a message.
+//! where [`Error`] carries a stable [`ErrorCode`] and a message. (One
+//! exception: in daemon mode [`Client::checkpoint`] speaks the wire
+//! protocol to cairnd itself when it can send the call exactly as libcairn
+//! would, with the same results and errors; `CAIRN_RUST_WIRE=0` turns that
+//! off. See the crate's README.)
 //!
 //! ```no_run
 //! use cairn::{Change, Options};
@@ -59,8 +63,14 @@ mod client;
 mod error;
 mod ffi;
 mod run;
+mod sha1;
 mod types;
+mod wire;
 mod workflow;
+
+/// The wire path's CBOR encoding of a checkpoint's params (for tests).
+#[doc(hidden)]
+pub use wire::checkpoint_params as wire_checkpoint_params;
 
 pub use client::{Client, Options, Save, Step, Subscription, WorkflowError, connect};
 pub use error::{Error, ErrorCode, Result};
