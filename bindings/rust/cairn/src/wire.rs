@@ -1239,6 +1239,120 @@ mod tests {
         assert!(decode(b"\x9b\xff\xff\xff\xff\xff\xff\xff\xff").is_err());
     }
 
+    /// A fake daemon on `dir`'s default socket that answers every upgrade
+    /// request with `answer(request)` and counts the bytes a client sends
+    /// after it (in the second half of the returned pair: requests seen).
+    fn fake_daemon(
+        dir: &Path,
+        answer: fn(&str) -> String,
+    ) -> std::sync::Arc<Mutex<(Vec<String>, usize)>> {
+        use std::os::unix::net::UnixListener;
+        let l = UnixListener::bind(dir.join(".cairn/cairnd.sock")).unwrap();
+        let seen = std::sync::Arc::new(Mutex::new((Vec::new(), 0)));
+        let s2 = seen.clone();
+        std::thread::spawn(move || {
+            for conn in l.incoming() {
+                let Ok(mut c) = conn else { return };
+                c.set_read_timeout(Some(Duration::from_millis(300)))
+                    .unwrap();
+                let mut req = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match c.read(&mut chunk) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => req.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let req = String::from_utf8_lossy(&req).into_owned();
+                if req.starts_with("GET ") {
+                    let _ = c.write_all(answer(&req).as_bytes());
+                }
+                let mut after = 0;
+                while let Ok(n) = c.read(&mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    after += n;
+                }
+                let mut g = s2.lock().unwrap();
+                g.0.push(req);
+                g.1 += after;
+            }
+        });
+        seen
+    }
+
+    fn accept_of(req: &str, salt: &str) -> String {
+        let key = req
+            .lines()
+            .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+            .unwrap();
+        let mut k = format!("{key}{salt}").into_bytes();
+        k.extend_from_slice(GUID);
+        crate::base64::encode(&crate::sha1::digest(&k))
+    }
+
+    #[test]
+    fn the_upgrade_is_verified() {
+        // A wrong accept, no subprotocol, a 503: the dial fails, nothing is
+        // sent after the upgrade request, the call is left to libcairn
+        // (None), and within the retry gap the path does not dial again.
+        let answers: [fn(&str) -> String; 3] = [
+            |req| {
+                format!(
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\nSec-WebSocket-Protocol: cairn.v1\r\n\r\n",
+                    accept_of(req, "x")
+                )
+            },
+            |req| {
+                format!(
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+                    accept_of(req, "")
+                )
+            },
+            |_| "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n".into(),
+        ];
+        let msgs = [json!({"role": "user"})];
+        let r = CheckpointRequest {
+            run_id: "r".into(),
+            session_id: None,
+            turn: 1,
+            new_messages: Cow::Borrowed(&msgs),
+            usage: crate::Usage::default(),
+            tool_calls_count: 0,
+            state: None,
+        };
+        for (i, answer) in answers.into_iter().enumerate() {
+            let dir = std::env::temp_dir().join(format!("crs-up-{}-{i}", std::process::id()));
+            std::fs::create_dir_all(dir.join(".cairn")).unwrap();
+            let seen = fake_daemon(&dir, answer);
+            let w = Wire::new(Some(dir.clone()));
+            assert!(w.checkpoint(&r, &|| None).unwrap().is_none(), "answer {i}");
+            assert!(w.checkpoint(&r, &|| None).unwrap().is_none(), "answer {i}");
+            w.close();
+            // The fake daemon serves connections in turn, so once it has
+            // counted a last one of the test's own, it has counted every
+            // dial the path made (each closed by the path already).
+            let mut last = UnixStream::connect(dir.join(".cairn/cairnd.sock")).unwrap();
+            last.write_all(b"LAST\r\n\r\n").unwrap();
+            drop(last);
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !seen.lock().unwrap().0.iter().any(|r| r.starts_with("LAST")) {
+                assert!(Instant::now() < deadline, "the fake daemon did not count");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let mut g = seen.lock().unwrap();
+            g.0.pop();
+            assert_eq!(g.0.len(), 1, "answer {i}: one dial within the retry gap");
+            assert!(g.0[0].starts_with("GET / HTTP/1.1\r\n"));
+            assert!(g.0[0].contains("\r\nSec-WebSocket-Protocol: cairn.v1\r\n"));
+            assert_eq!(g.1, 0, "answer {i}: nothing sent after a refused upgrade");
+            assert_eq!(w.sent(), 0);
+            drop(g);
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+
     #[test]
     fn socket_path_rules() {
         let root = std::env::temp_dir().join(format!("crs-wsp-{}", std::process::id()));
