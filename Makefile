@@ -267,12 +267,13 @@ AGENT_FLAGS ?=
 bench-agent: bins lib
 	$(PYTHON) bench/agent/agent_bench.py $(AGENT_FLAGS)
 
-# The agent workload's turns from Python and Node.js agent processes on
-# one cairnd, each through its binding's own checkpoint connection and
+# The agent workload's turns from Python, Node.js and Rust agent processes
+# on one cairnd, each through its binding's own checkpoint connection and
 # through libcairn, against Python sqlite3 agents on one shared file, at 1,
-# 8 and 32 agents: bench/agent/hosts_bench.py. About a minute.
-HOSTS_FLAGS ?= --agents 1,8,32
+# 8 and 32 agents: bench/agent/hosts_bench.py. About a minute and a half.
+HOSTS_FLAGS ?= --agents 1,8,32 --agent-turns 500
 bench-hosts: bins lib node-deps
+	cd bindings/rust && cargo build --locked --release --quiet --example agent_turns
 	$(PYTHON) bench/agent/hosts_bench.py --daemon $(CURDIR)/$(BUILD)/cairnd $(HOSTS_FLAGS)
 
 # The agent turn with an agent's pauses between turns (a second apart,

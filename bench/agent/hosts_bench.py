@@ -12,7 +12,7 @@ contestant and agent count: turns/s in total and as a ratio to SQLite's
 in the same run, the agents' median turn, and CPU per turn (the agents'
 own, and with the daemon's).
 
-    build/venv/bin/python bench/agent/hosts_bench.py [--agents 1,8] [--agent-turns 300]
+    build/venv/bin/python bench/agent/hosts_bench.py [--agents 1,8] [--agent-turns 500]
         [--kinds sqlite,python,python-lib,node,node-lib,rust,rust-lib]
 
 The Rust kinds need `cargo build --release --example agent_turns` in
@@ -64,7 +64,7 @@ def command(kind: str, turns: int, turns_file: str) -> Callable[[str, str], List
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--agents", default="1,8", help="agent process counts (default 1,8)")
-    ap.add_argument("--agent-turns", type=int, default=300, help="turns per agent process (default 300)")
+    ap.add_argument("--agent-turns", type=int, default=500, help="turns per agent process (default 500)")
     ap.add_argument("--kinds", default=",".join(k for k in KINDS if not k.startswith("rust") or RUST_AGENT.exists()),
                     help="contestants, of " + ",".join(KINDS) + " (default: all that are built)")
     ap.add_argument("--daemon", default=os.environ.get("CAIRN_DAEMON") or str(REPO / "build" / "cairnd"))
