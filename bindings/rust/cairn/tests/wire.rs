@@ -1231,6 +1231,7 @@ unsafe extern "C" {
     fn fork() -> i32;
     fn _exit(code: i32) -> !;
     fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
+    fn kill(pid: i32, sig: i32) -> i32;
 }
 
 #[test]
@@ -1266,9 +1267,25 @@ fn fork_child_never_uses_the_parents_connection() {
         unsafe { _exit(code) };
     }
     drop(wr);
+    // Bounded: a child stuck in a lock taken before the fork is killed.
     let mut status = 0;
-    // SAFETY: pid is our child; status is valid.
-    assert_eq!(unsafe { waitpid(pid, &mut status, 0) }, pid);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        // SAFETY: pid is our child; status is valid; 1 is WNOHANG.
+        let r = unsafe { waitpid(pid, &mut status, 1) };
+        if r == pid {
+            break;
+        }
+        assert_eq!(r, 0, "waitpid failed");
+        if Instant::now() > deadline {
+            // SAFETY: pid is our child; 9 is SIGKILL.
+            unsafe { kill(pid, 9) };
+            // SAFETY: as above; reaps the killed child.
+            unsafe { waitpid(pid, &mut status, 0) };
+            panic!("the forked child did not exit within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let mut child_sent = [0u8; 8];
     rd.read_exact(&mut child_sent).unwrap();
     assert_eq!(status, 0, "the child's checkpoint did not fail with forked");
