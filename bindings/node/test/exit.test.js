@@ -4,34 +4,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
-const path = require('node:path');
-const { tmpWorkspace, stopDaemon, DAEMON } = require('./helpers');
-
-const PKG = path.resolve(__dirname, '..');
-
-/** Runs a script in a child node; resolves to {code, signal, stdout, stderr, timedOut}. */
-function runChild(script, env = {}) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['-e', script], {
-      env: { ...process.env, CAIRN_PKG: PKG, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill('SIGKILL');
-    }, 20000);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr, timedOut });
-    });
-  });
-}
+const { tmpWorkspace, stopDaemon, DAEMON, runChild } = require('./helpers');
 
 const EMBEDDED = `
 const cairn = require(process.env.CAIRN_PKG);

@@ -6,6 +6,7 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
+const { spawn } = require('child_process');
 const cairn = require('..');
 
 const REPO = path.resolve(__dirname, '..', '..', '..');
@@ -79,4 +80,30 @@ function msg(i, size = 0) {
   return { role: 'user', content: `message ${i}` + (size ? ' ' + 'x'.repeat(size) : '') };
 }
 
-module.exports = { cairn, REPO, DAEMON, tmpWorkspace, stopDaemon, alive, daemonOptions, embedded, daemon, MODES, msg };
+/**
+ * Runs a script in a child node with the package's path in CAIRN_PKG;
+ * resolves to {code, signal, stdout, stderr, timedOut} (killed after 20 s).
+ */
+function runChild(script, env = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['-e', script], {
+      env: { ...process.env, CAIRN_PKG: path.resolve(__dirname, '..'), ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, 20000);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr, timedOut });
+    });
+  });
+}
+
+module.exports = { cairn, REPO, DAEMON, tmpWorkspace, stopDaemon, alive, daemonOptions, embedded, daemon, MODES, msg, runChild };

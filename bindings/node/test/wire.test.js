@@ -13,11 +13,9 @@ const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
-const { spawn } = require('node:child_process');
-const { cairn, daemon, daemonOptions, stopDaemon, alive, DAEMON } = require('./helpers');
+const { cairn, daemon, daemonOptions, stopDaemon, alive, DAEMON, runChild } = require('./helpers');
 const wire = require('../checkpoint-wire.js');
 
-const PKG = path.resolve(__dirname, '..');
 
 // Every test is bounded in time (a call the path lost would wait for its
 // 300 s answer timeout).
@@ -859,28 +857,6 @@ test('the upgrade is verified: a wrong accept, a missing subprotocol or a 503 se
   }
 });
 
-/** Runs a script in a child node; resolves to {code, signal, stdout, stderr, timedOut}. */
-function runChild(script, env) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['-e', script], {
-      env: { ...process.env, CAIRN_PKG: PKG, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill('SIGKILL');
-    }, 20000);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr, timedOut });
-    });
-  });
-}
 
 test('an idle client with the connection open lets the process exit; a call in flight keeps it', BOUNDED, async (t) => {
   const { c, ws } = await natDaemon(t);

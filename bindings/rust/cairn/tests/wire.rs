@@ -177,6 +177,19 @@ fn usage(i: i64, o: i64, t: i64, cost: f64) -> Usage {
     }
 }
 
+/// A checkpoint of run `rid`'s turn `t` with one message `{"t": t}`.
+fn tick(c: &Client, rid: &str, t: i64) -> Result<CheckpointResult> {
+    c.checkpoint(&req(
+        rid,
+        t,
+        &[json!({"t": t})],
+        Usage::default(),
+        0,
+        None,
+        None,
+    ))
+}
+
 fn system(c: &Client, sid: &str) {
     c.save(
         sid,
@@ -488,18 +501,7 @@ fn daemon_killed_between_checkpoints() {
     let first = f.track(&c);
     system(&c, "s");
     let rid = c.begin_run("s", None).unwrap().run_id;
-    let ck = |turn: i64| {
-        c.checkpoint(&req(
-            &rid,
-            turn,
-            &[json!({"t": turn})],
-            Usage::default(),
-            0,
-            None,
-            None,
-        ))
-        .map(|r| r.message_count)
-    };
+    let ck = |turn: i64| tick(&c, &rid, turn).map(|r| r.message_count);
     assert_eq!(ck(1).unwrap(), 2);
     assert_eq!(sent(&c), 1);
     Command::kill9(first, f.ws.path());
@@ -1030,17 +1032,7 @@ fn connection_lost_after_the_request_was_sent() {
     for (c, sid) in [(&n, "s-nat"), (&l, "s-lib")] {
         system(&srv, sid);
         let rid = srv.begin_run(sid, None).unwrap().run_id;
-        let ck = |t: i64| {
-            c.checkpoint(&req(
-                &rid,
-                t,
-                &[json!({"t": t})],
-                Usage::default(),
-                0,
-                None,
-                None,
-            ))
-        };
+        let ck = |t: i64| tick(c, &rid, t);
         ck(1).unwrap();
         relay.cut.store(true, Ordering::Release);
         errs.push(ck(2).unwrap_err());
@@ -1116,19 +1108,7 @@ fn frames_between_calls() {
     let (srv, relay, dir) = relayed(&mut f);
     let n = nat(Options::new(dir.path().join("front")).auto_start(false));
     let rid = first_checkpoint(&srv, &n);
-    let ck = |t: i64| {
-        n.checkpoint(&req(
-            &rid,
-            t,
-            &[json!({"t": t})],
-            Usage::default(),
-            0,
-            None,
-            None,
-        ))
-        .unwrap()
-        .message_count
-    };
+    let ck = |t: i64| tick(&n, &rid, t).unwrap().message_count;
     relay.inject(b"\x89\x04ping");
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(ck(2), 3);
@@ -1157,19 +1137,7 @@ fn send_failure_goes_through_libcairn() {
     let (srv, relay, dir) = relayed(&mut f);
     let n = nat(Options::new(dir.path().join("front")).auto_start(false));
     let rid = first_checkpoint(&srv, &n);
-    let ck = |t: i64| {
-        n.checkpoint(&req(
-            &rid,
-            t,
-            &[json!({"t": t})],
-            Usage::default(),
-            0,
-            None,
-            None,
-        ))
-        .unwrap()
-        .message_count
-    };
+    let ck = |t: i64| tick(&n, &rid, t).unwrap().message_count;
     relay.refuse_writes();
     assert_eq!(ck(2), 3);
     assert_eq!((sent(&n), native_connections(&relay)), (1, 1));
