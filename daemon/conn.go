@@ -652,17 +652,28 @@ func (c *wsConn) write(msg []byte) bool {
 	return false
 }
 
+// closeGrace is how long closeGracefully waits for a client's close frame
+// in reply to the daemon's before it cuts the connection. A client with a
+// reader of its own (the Go client, the Node.js binding) answers at once;
+// the Python and Rust bindings' own checkpoint connections read only while
+// a call waits for its answer, so without the cut every shutdown with such
+// a client idle would wait out the library's 5 s.
+const closeGrace = time.Second
+
 // closeGracefully sends a close frame (1001, going away) after the message
 // being written, if any, and waits for the connection to end. Shutdown
 // calls it once no request is in flight, so every answer is already
-// written. The closing handshake is bounded by the library (5 s); Close
-// cuts it short. The reader keeps reading meanwhile, as the handshake
-// needs; a request it reads is refused, and the refusal dropped.
+// written. The closing handshake is bounded by closeGrace: then the
+// connection's context is cancelled, which makes the library close it;
+// Close cuts it short at once. The reader keeps reading meanwhile, as the
+// handshake needs; a request it reads is refused, and the refusal dropped.
 func (c *wsConn) closeGracefully() {
 	select {
 	case c.stopWrites <- struct{}{}:
 	case <-c.ctx.Done():
 	}
+	cut := time.AfterFunc(closeGrace, c.cancel)
+	defer cut.Stop()
 	_ = c.ws.Close(websocket.StatusGoingAway, "cairnd shutting down")
 	<-c.done
 }

@@ -208,6 +208,26 @@ func TestShutdownDrainsAndRefuses(t *testing.T) {
 	}
 }
 
+// TestShutdownCutsQuietClients (PROTOCOL.md §10): a client that reads
+// only while a call of its waits for an answer (the Python and Rust
+// bindings' own checkpoint connections) does not answer the daemon's close
+// frame. Shutdown cuts its connection after a second instead of waiting
+// out the WebSocket library's 5 s closing handshake: within a 3 s
+// deadline, Shutdown succeeds, and the client finds the close frame and
+// then the end of the stream.
+func TestShutdownCutsQuietClients(t *testing.T) {
+	ip := startInproc(t, daemon.Config{})
+	c, br := rawUpgrade(t, ip.sock, nil)
+	ctx, cancel := context.WithTimeout(testkit.Context(t), 3*time.Second)
+	defer cancel()
+	if err := ip.srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a client that does not answer the close frame: %v", err)
+	}
+	if code, _ := readClose(t, c, br); code != websocket.StatusGoingAway {
+		t.Fatalf("close status %d, want %d", code, websocket.StatusGoingAway)
+	}
+}
+
 // TestIdleTimeout: Serve returns nil once no client has been connected for
 // the idle timeout, and not while one is.
 func TestIdleTimeout(t *testing.T) {
