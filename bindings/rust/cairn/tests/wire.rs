@@ -1268,7 +1268,7 @@ fn fork_child_never_uses_the_parents_connection() {
     assert_eq!(sent(&c), 2);
     assert_eq!(stored_turns(&c), [None, Some(json!(1)), Some(json!(2))]);
     // Closed before its daemon is stopped: a daemon stopping waits (up to
-    // 5 s) for an idle connection's answer to its close frame, which the
+    // 1 s) for an idle connection's answer to its close frame, which the
     // path, with no reader of its own, only reads at its next call.
     c.close().unwrap();
 }
