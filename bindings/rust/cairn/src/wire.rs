@@ -474,12 +474,18 @@ fn request_head(b: &mut Vec<u8>, id: u64, method: &str) {
     text(b, "params");
 }
 
+/// The read buffer's size: zeroed once per connection, grown only for a
+/// message larger than that.
+const READ_ROOM: usize = 64 << 10;
+
 /// One WebSocket connection to cairnd, used by one call at a time.
 struct Conn {
     sock: UnixStream,
-    /// What was read and not consumed yet: `buf[pos..]`.
+    /// What was read and not consumed yet: `buf[pos..end]`; `buf[end..]`
+    /// is room for the next read.
     buf: Vec<u8>,
     pos: usize,
+    end: usize,
     next_id: u64,
     max_size: usize,
     random: Random,
@@ -495,8 +501,9 @@ impl Conn {
         sock.set_write_timeout(Some(CONNECT_TIMEOUT)).map_err(io)?;
         let mut c = Conn {
             sock,
-            buf: Vec::with_capacity(4096),
+            buf: vec![0; READ_ROOM],
             pos: 0,
+            end: 0,
             next_id: 1,
             max_size: DEFAULT_MAX_MESSAGE,
             random: Random { block: Vec::new() },
@@ -518,24 +525,24 @@ impl Conn {
              Sec-WebSocket-Protocol: cairn.v1\r\n\r\n"
         );
         self.send_all(req.as_bytes())?;
-        let mut data = Vec::new();
         let end = loop {
+            let data = &self.buf[..self.end];
             if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
                 break i;
             }
             if data.len() > 65536 {
                 return Err(lost("upgrade answer headers too long"));
             }
-            let mut chunk = [0u8; 4096];
-            match self.sock.read(&mut chunk) {
+            match self.read_into_room(4096) {
                 Ok(0) => return Err(lost("the daemon closed the connection during the upgrade")),
-                Ok(n) => data.extend_from_slice(&chunk[..n]),
+                Ok(_) => {}
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(lost(e.to_string())),
             }
         };
-        self.buf.extend_from_slice(&data[end + 4..]);
-        let head = String::from_utf8_lossy(&data[..end]);
+        // What follows the headers is the first frames'.
+        self.pos = end + 4;
+        let head = String::from_utf8_lossy(&self.buf[..end]).into_owned();
         let mut lines = head.split("\r\n");
         let status = lines.next().unwrap_or("");
         if status.split(' ').nth(1) != Some("101") {
@@ -693,8 +700,12 @@ impl Conn {
 
     /// Reads what arrived since the last call without waiting: a close
     /// frame, EOF or a reset means the connection is gone (Lost) before
-    /// anything is sent on it; pings are answered.
+    /// anything is sent on it; pings are answered. When nothing is
+    /// buffered or arrived (the usual case) that is one poll.
     fn idle_check(&mut self) -> std::result::Result<(), Fail> {
+        if self.pos == self.end && !readable_now(&self.sock) {
+            return Ok(());
+        }
         self.sock
             .set_nonblocking(true)
             .map_err(|e| lost(e.to_string()))?;
@@ -703,7 +714,7 @@ impl Conn {
             .set_nonblocking(false)
             .map_err(|e| lost(e.to_string()))?;
         r?;
-        while self.pos < self.buf.len() {
+        while self.pos < self.end {
             // Whole frames only; a partial one waits for the next read.
             if self.frame_len().is_none() {
                 break;
@@ -715,10 +726,9 @@ impl Conn {
 
     fn read_available(&mut self) -> std::result::Result<(), Fail> {
         loop {
-            let mut chunk = [0u8; 4096];
-            match self.sock.read(&mut chunk) {
+            match self.read_into_room(1) {
                 Ok(0) => return Err(lost("EOF")),
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Ok(_) => {}
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(lost(e.to_string())),
@@ -729,7 +739,7 @@ impl Conn {
     /// The length of the whole frame at the front of the buffer, if it is
     /// all there.
     fn frame_len(&self) -> Option<usize> {
-        let b = &self.buf[self.pos..];
+        let b = &self.buf[self.pos..self.end];
         if b.len() < 2 {
             return None;
         }
@@ -743,38 +753,45 @@ impl Conn {
         (b.len() as u64 >= total).then_some(total as usize)
     }
 
+    /// Reads once into the room after the unconsumed bytes, first moving
+    /// them to the front, or growing the buffer, so that at least `room`
+    /// bytes fit. Returns what the read returned.
+    fn read_into_room(&mut self, room: usize) -> std::io::Result<usize> {
+        if self.pos == self.end {
+            (self.pos, self.end) = (0, 0);
+        }
+        if self.buf.len() - self.end < room {
+            self.buf.copy_within(self.pos..self.end, 0);
+            (self.pos, self.end) = (0, self.end - self.pos);
+            if self.buf.len() - self.end < room {
+                self.buf.resize(self.end + room.max(READ_ROOM), 0);
+            }
+        }
+        let k = self.sock.read(&mut self.buf[self.end..])?;
+        self.end += k;
+        Ok(k)
+    }
+
     /// Reads until the buffer holds at least n unconsumed bytes.
     fn fill(&mut self, n: usize) -> std::result::Result<(), Fail> {
-        if self.pos > 0 && self.buf.len() - self.pos < n {
-            self.buf.drain(..self.pos);
-            self.pos = 0;
-        }
-        while self.buf.len() - self.pos < n {
-            let have = self.buf.len();
-            let want = (n - (have - self.pos)).max(65536);
-            self.buf.resize(have + want, 0);
-            let r = self.sock.read(&mut self.buf[have..]);
-            match r {
+        while self.end - self.pos < n {
+            match self.read_into_room(n - (self.end - self.pos)) {
                 Ok(0) => {
-                    self.buf.truncate(have);
                     return Err(lost(
                         "failed to get reader: failed to read frame header: EOF",
                     ));
                 }
-                Ok(k) => self.buf.truncate(have + k),
-                Err(e) => {
-                    self.buf.truncate(have);
-                    match e.kind() {
-                        ErrorKind::Interrupted => {}
-                        ErrorKind::WouldBlock | ErrorKind::TimedOut => {
-                            return Err(lost(format!(
-                                "no answer within {}s",
-                                ANSWER_TIMEOUT.as_secs()
-                            )));
-                        }
-                        _ => return Err(lost(e.to_string())),
+                Ok(_) => {}
+                Err(e) => match e.kind() {
+                    ErrorKind::Interrupted => {}
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut => {
+                        return Err(lost(format!(
+                            "no answer within {}s",
+                            ANSWER_TIMEOUT.as_secs()
+                        )));
                     }
-                }
+                    _ => return Err(lost(e.to_string())),
+                },
             }
         }
         Ok(())
@@ -890,6 +907,37 @@ impl Conn {
             }
         }
     }
+}
+
+/// poll(2)'s `struct pollfd`.
+#[repr(C)]
+struct PollFd {
+    fd: std::ffi::c_int,
+    events: std::ffi::c_short,
+    revents: std::ffi::c_short,
+}
+
+/// poll(2)'s `nfds_t`.
+#[cfg(target_os = "linux")]
+type NFds = std::ffi::c_ulong;
+#[cfg(not(target_os = "linux"))]
+type NFds = std::ffi::c_uint;
+
+unsafe extern "C" {
+    fn poll(fds: *mut PollFd, nfds: NFds, timeout: std::ffi::c_int) -> std::ffi::c_int;
+}
+
+/// Whether `sock` has something to read (data, EOF or an error) right
+/// now; true also when poll itself fails, so that the caller looks.
+fn readable_now(sock: &UnixStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut p = PollFd {
+        fd: sock.as_raw_fd(),
+        events: 1, // POLLIN, the same value on Linux and the BSDs
+        revents: 0,
+    };
+    // SAFETY: p is one valid pollfd for the call's duration.
+    unsafe { poll(&mut p, 1, 0) != 0 }
 }
 
 /// How the Go client (coder/websocket) names a close status in its error.
