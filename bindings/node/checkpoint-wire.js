@@ -380,32 +380,22 @@ class Decoder {
     this.i = i;
   }
 
-  need(n) {
-    if (this.i + n > this.b.length) throw new Error('truncated');
+  /** Where the next n bytes start; they are consumed. */
+  take(n) {
+    const i = this.i;
+    if (i + n > this.b.length) throw new Error('truncated');
+    this.i = i + n;
+    return i;
   }
 
   arg(info) {
     const b = this.b;
-    const i = this.i;
     if (info < 24) return info;
-    if (info === 24) {
-      this.need(1);
-      this.i = i + 1;
-      return b[i];
-    }
-    if (info === 25) {
-      this.need(2);
-      this.i = i + 2;
-      return b.readUInt16BE(i);
-    }
-    if (info === 26) {
-      this.need(4);
-      this.i = i + 4;
-      return b.readUInt32BE(i);
-    }
+    if (info === 24) return b[this.take(1)];
+    if (info === 25) return b.readUInt16BE(this.take(2));
+    if (info === 26) return b.readUInt32BE(this.take(4));
     if (info === 27) {
-      this.need(8);
-      this.i = i + 8;
+      const i = this.take(8);
       return b.readUInt32BE(i) * 0x100000000 + b.readUInt32BE(i + 4);
     }
     throw new Error('indefinite length or reserved info');
@@ -413,31 +403,17 @@ class Decoder {
 
   item(depth = 0) {
     if (depth > 64) throw new Error('nested too deeply');
-    this.need(1);
     const b = this.b;
-    const ib = b[this.i++];
+    const ib = b[this.take(1)];
     const major = ib >> 5;
     const info = ib & 31;
     if (major === 7) {
       if (info === 20) return false;
       if (info === 21) return true;
       if (info === 22 || info === 23) return null;
-      const i = this.i;
-      if (info === 25) {
-        this.need(2);
-        this.i = i + 2;
-        return halfToNumber(b.readUInt16BE(i));
-      }
-      if (info === 26) {
-        this.need(4);
-        this.i = i + 4;
-        return b.readFloatBE(i);
-      }
-      if (info === 27) {
-        this.need(8);
-        this.i = i + 8;
-        return b.readDoubleBE(i);
-      }
+      if (info === 25) return halfToNumber(b.readUInt16BE(this.take(2)));
+      if (info === 26) return b.readFloatBE(this.take(4));
+      if (info === 27) return b.readDoubleBE(this.take(8));
       throw new Error('unsupported simple value');
     }
     const n = this.arg(info);
@@ -448,9 +424,7 @@ class Decoder {
         return -1 - n;
       case 2:
       case 3: {
-        this.need(n);
-        const i = this.i;
-        this.i = i + n;
+        const i = this.take(n);
         return major === 2 ? b.subarray(i, i + n) : utf8.decode(b.subarray(i, i + n));
       }
       case 4: {
