@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import agent_bench as ab  # noqa: E402
@@ -49,16 +49,16 @@ def write_turns(path: str, turns: int) -> None:
                    for i in range(1, turns + 1)], f)
 
 
-def command(kind: str, turns: int, turns_file: str) -> Callable[[str, str], List[str]]:
-    """The agent process command of kind, as concurrency's argv(target, sid)."""
+def command(kind: str, turns: int, turns_file: str) -> Optional[Callable[[str, str], List[str]]]:
+    """The agent process command of a Node.js or Rust kind, as
+    concurrency's argv(target, sid); None for the Python kinds, which are
+    agent_bench.py's own workers."""
     base = kind.split("-")[0]
     if base == "node":
         return lambda ws, sid: ["node", str(NODE_AGENT), ws, sid, str(turns), turns_file]
     if base == "rust":
         return lambda ws, sid: [str(RUST_AGENT), ws, sid, str(turns), turns_file]
-    worker = "sqlite" if kind == "sqlite" else "daemon"
-    return lambda target, sid: [sys.executable, str(REPO / "bench" / "agent" / "agent_bench.py"), "--worker", worker,
-                                "--worker-target", target, "--worker-session", sid, "--agent-turns", str(turns)]
+    return None
 
 
 def main() -> None:
@@ -97,8 +97,9 @@ def main() -> None:
                 if kind in OFF:
                     env[OFF[kind]] = "0"
                 t0 = time.monotonic()
-                r = ab.concurrency(cairn, root, kind, n, a.agent_turns, a.daemon,
-                                   argv=command(kind, a.agent_turns, turns_file), env=env)
+                argv = command(kind, a.agent_turns, turns_file)
+                worker = kind if argv is not None or kind == "sqlite" else "daemon"
+                r = ab.concurrency(cairn, root, worker, n, a.agent_turns, a.daemon, argv=argv, env=env)
                 wire = [o["wire_sent"] for o in r["outs"] if "wire_sent" in o]
                 if kind in ("node", "rust") and sum(wire) != n * a.agent_turns:
                     raise RuntimeError(f"{kind}: {sum(wire)} of {n * a.agent_turns} checkpoints went by the binding's own connection")
