@@ -177,6 +177,12 @@ fn usage(i: i64, o: i64, t: i64, cost: f64) -> Usage {
     }
 }
 
+/// Session "s" with a system message, and a run begun on it.
+fn run_of(c: &Client) -> String {
+    system(c, "s");
+    c.begin_run("s", None).unwrap().run_id
+}
+
 /// A checkpoint of run `rid`'s turn `t` with one message `{"t": t}`.
 fn tick(c: &Client, rid: &str, t: i64) -> Result<CheckpointResult> {
     c.checkpoint(&req(
@@ -473,8 +479,7 @@ fn env_turns_the_path_off_and_embedded_has_none() {
         let c = connect_env(Some(v), f.options()).unwrap();
         f.track(&c);
         assert_eq!(c.wire_sent(), None, "{v:?}");
-        system(&c, "s");
-        let rid = c.begin_run("s", None).unwrap().run_id;
+        let rid = run_of(&c);
         c.checkpoint(&req(&rid, 1, &[json!({})], Usage::default(), 0, None, None))
             .unwrap();
         c.close().unwrap();
@@ -499,8 +504,7 @@ fn daemon_killed_between_checkpoints() {
     let mut f = Fixture::new("wkill", &[]);
     let c = nat(f.options());
     let first = f.track(&c);
-    system(&c, "s");
-    let rid = c.begin_run("s", None).unwrap().run_id;
+    let rid = run_of(&c);
     let ck = |turn: i64| tick(&c, &rid, turn).map(|r| r.message_count);
     assert_eq!(ck(1).unwrap(), 2);
     assert_eq!(sent(&c), 1);
@@ -624,8 +628,7 @@ fn close_releases_the_connection() {
         .daemon_args(["--idle-timeout=20s"]));
     let pid = c.status().unwrap().daemon.unwrap().pid;
     let _stop = StopOnDrop(pid);
-    system(&c, "s");
-    let rid = c.begin_run("s", None).unwrap().run_id;
+    let rid = run_of(&c);
     let fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
     let before = fds();
     c.checkpoint(&req(&rid, 1, &[], Usage::default(), 0, None, None))
@@ -1156,8 +1159,7 @@ fn message_limit_from_hello() {
     let mut f = Fixture::new("whello", &["--max-message-size=8192"]);
     let c = nat(f.options());
     f.track(&c);
-    system(&c, "s");
-    let rid = c.begin_run("s", None).unwrap().run_id;
+    let rid = run_of(&c);
     let ck = |t: i64, m: Value| c.checkpoint(&req(&rid, t, &[m], Usage::default(), 0, None, None));
     ck(1, json!({"x": "y".repeat(1000)})).unwrap();
     assert_eq!(sent(&c), 1);
@@ -1175,8 +1177,7 @@ fn symlinked_workspace() {
     let mut f = Fixture::new("wlink", &[]);
     let srv = nat(f.options());
     f.track(&srv);
-    system(&srv, "s");
-    let rid = srv.begin_run("s", None).unwrap().run_id;
+    let rid = run_of(&srv);
     let dir = TempDir::new("wlnk");
     let link = dir.path().join("ws");
     std::os::unix::fs::symlink(f.ws.path(), &link).unwrap();
@@ -1212,8 +1213,7 @@ fn fork_child_never_uses_the_parents_connection() {
         .daemon(cairnd())
         .daemon_args(["--idle-timeout=20s"]));
     let _stop = StopOnDrop(c.status().unwrap().daemon.unwrap().pid);
-    system(&c, "s");
-    let rid = c.begin_run("s", None).unwrap().run_id;
+    let rid = run_of(&c);
     let m1 = [json!({"t": 1})];
     c.checkpoint(&req(&rid, 1, &m1, Usage::default(), 0, None, None))
         .unwrap();
@@ -1284,8 +1284,7 @@ fn discovered_workspace() {
         .daemon(cairnd())
         .daemon_args(["--idle-timeout=20s"]));
     let _stop = StopOnDrop(srv.status().unwrap().daemon.unwrap().pid);
-    system(&srv, "s");
-    let rid = srv.begin_run("s", None).unwrap().run_id;
+    let rid = run_of(&srv);
     let sub = ws.path().join("deep/er");
     std::fs::create_dir_all(&sub).unwrap();
     let cwd = std::env::current_dir().unwrap();
