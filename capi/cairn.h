@@ -116,6 +116,15 @@ const char *cairn_version(void);
  *                  passes it as --store to a daemon this call starts (a
  *                  daemon already running keeps its own store). Also taken
  *                  by a started daemon from CAIRN_STORE.
+ *   "call_timeout_ms": daemon mode: how long a call waits for the daemon,
+ *                  its request's write included, before it fails with
+ *                  CAIRN_E_UNAVAILABLE ("no answer to <method> from cairnd
+ *                  within ..."). The outcome of such a call is unknown: a
+ *                  request that reached the daemon may still be carried
+ *                  out (a save's expect_generation tells). A write it cuts
+ *                  short closes the connection; the next call reconnects.
+ *                  0 to 86400000; default 0: wait as long as the daemon
+ *                  takes. Embedded mode ignores it.
  * Unknown option names are rejected (CAIRN_E_INVALID_ARGUMENT).
  * Returns CAIRN_OK and sets *handle; or CAIRN_E_INVALID_ARGUMENT,
  * CAIRN_E_LOCKED, CAIRN_E_NO_SPACE (embedded mode, a full file system),

@@ -26,6 +26,15 @@ func pageMessage(s, i int) string {
 // cairnd built for the test, closed and stopped at cleanup.
 func daemonHandle(t *testing.T) uint64 {
 	t.Helper()
+	h, _ := daemonHandleWith(t, "")
+	return h
+}
+
+// daemonHandleWith is daemonHandle with more cairn_open options (extra:
+// members of the options object, such as `"call_timeout_ms":100`), and
+// also returns the daemon's pid.
+func daemonHandleWith(t *testing.T, extra string) (uint64, int) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and starts cairnd")
 	}
@@ -34,7 +43,10 @@ func daemonHandle(t *testing.T) uint64 {
 	run(t, "go", "build", "-o", daemon, "../cmd/cairnd")
 	ws := filepath.Join(dir, "ws")
 	run(t, "mkdir", ws)
-	h, err := openHandle(fmt.Sprintf(`{"workspace":%q,"daemon":%q}`, ws, daemon))
+	if extra != "" {
+		extra = "," + extra
+	}
+	h, err := openHandle(fmt.Sprintf(`{"workspace":%q,"daemon":%q%s}`, ws, daemon, extra))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +56,7 @@ func daemonHandle(t *testing.T) uint64 {
 	}
 	pid := in.client.Hello().PID
 	t.Cleanup(func() { _ = closeHandle(h); stopProcess(t, pid) })
-	return h
+	return h, pid
 }
 
 // pagedDaemon opens a handle in daemon mode (a cairnd built for the test)

@@ -42,7 +42,14 @@ type openOptions struct {
 	// Store is a postgres:// URL: embedded mode opens that database
 	// (pgstore); daemon mode passes it as --store to a daemon it starts.
 	Store string `json:"store"`
+	// CallTimeoutMS bounds each call's wait for the daemon (daemon mode;
+	// protocol.Options.CallTimeout); 0: no bound. Embedded mode has no
+	// daemon to wait for and ignores it.
+	CallTimeoutMS int64 `json:"call_timeout_ms"`
 }
+
+// maxCallTimeout is the largest call_timeout_ms cairn_open takes.
+const maxCallTimeout = 24 * time.Hour
 
 // connectTimeout bounds cairn_open in daemon mode, daemon start included.
 const connectTimeout = 15 * time.Second
@@ -90,6 +97,9 @@ func openInstance(raw string) (*instance, error) {
 	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
 		return nil, session.Errorf(session.CodeInvalidArgument, "cairn_open: workspace %s is not a directory", ws)
 	}
+	if o.CallTimeoutMS < 0 || o.CallTimeoutMS > maxCallTimeout.Milliseconds() {
+		return nil, session.Errorf(session.CodeInvalidArgument, "cairn_open: call_timeout_ms %d is out of range (0 to %d; 0: no bound)", o.CallTimeoutMS, maxCallTimeout.Milliseconds())
+	}
 	in := &instance{pid: os.Getpid(), workspace: ws, subs: map[uint64]*subscription{}}
 	if o.Embedded {
 		if o.MaxSessionBytes < 0 {
@@ -128,7 +138,12 @@ func openInstance(raw string) (*instance, error) {
 	if o.Store != "" {
 		dargs = append([]string{"--store", o.Store}, dargs...)
 	}
-	popts := &protocol.Options{DaemonPath: o.Daemon, DaemonArgs: dargs, ClientName: "libcairn " + version.Version}
+	popts := &protocol.Options{
+		DaemonPath:  o.Daemon,
+		DaemonArgs:  dargs,
+		ClientName:  "libcairn " + version.Version,
+		CallTimeout: time.Duration(o.CallTimeoutMS) * time.Millisecond,
+	}
 	if o.AutoStart != nil && !*o.AutoStart {
 		popts.NoAutoStart = true
 	}

@@ -45,6 +45,13 @@ type Options struct {
 	// EventBuffer is the buffer of each Subscription's channel; 0 means
 	// DefaultEventBuffer.
 	EventBuffer int
+	// CallTimeout bounds each Call: its turn to write, the request's write
+	// and the wait for its answer. When it passes first, the call fails
+	// with an error wrapping ErrNoAnswer (and ErrUnavailable); a request
+	// that reached the daemon may still be carried out. A write it cuts
+	// short closes the connection (the daemon drops the partial frame
+	// unread); the next call reconnects. 0 means no bound beyond ctx.
+	CallTimeout time.Duration
 }
 
 // DefaultEventBuffer is the default buffer of a Subscription's channel.
@@ -219,6 +226,20 @@ func goingAway(err error) bool {
 // connection when the client reconnects (Connect); no daemon saw the first
 // attempt, so nothing is done twice.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	d := c.opts.CallTimeout
+	if d <= 0 {
+		return c.call(ctx, method, params, result)
+	}
+	tctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	err := c.call(tctx, method, params, result)
+	if err != nil && ctx.Err() == nil && tctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+		return &noAnswerError{method: method, after: d}
+	}
+	return err
+}
+
+func (c *Client) call(ctx context.Context, method string, params, result any) error {
 	cn, err := c.connFor(ctx)
 	if err != nil {
 		return err
@@ -294,17 +315,22 @@ func (l *Loan) Release() {
 }
 
 // conn is one WebSocket connection with its reader goroutine. Callers write
-// their own requests, one at a time (wmu). Neither Read nor Write ever gets
-// a caller's context, because coder/websocket closes the connection when
-// such a context ends: a caller whose context ends while waiting for the
-// write turn or for the answer just stops waiting. (A write already under
-// way is not interrupted; writes to the local socket finish unless the
-// daemon stops reading, and then the connection is lost anyway.)
+// their own requests, one at a time (wmu). Read never gets a caller's
+// context, nor does Write unless Options.CallTimeout is set, because
+// coder/websocket closes the connection when such a context ends: a caller
+// whose context ends while waiting for the write turn or for the answer
+// just stops waiting. (A write already under way is not interrupted,
+// unless CallTimeout bounds it; writes to the local socket finish unless
+// the daemon stops reading: it died, and the connection is lost anyway, or
+// it is stopped or stuck, which only CallTimeout bounds.)
 type conn struct {
 	ws      *websocket.Conn
 	maxSize int64
 	evBuf   int
 	hello   api.HelloResult
+	// boundWrites: the call's context bounds the request's write
+	// (Options.CallTimeout); otherwise writes run under the connection's.
+	boundWrites bool
 
 	ctx    context.Context // connection lifetime
 	cancel context.CancelFunc
@@ -323,15 +349,16 @@ func newConn(ws *websocket.Conn, opts Options) *conn {
 	ws.SetReadLimit(opts.maxMessageSize())
 	ctx, cancel := context.WithCancel(context.Background())
 	cn := &conn{
-		ws:      ws,
-		maxSize: opts.maxMessageSize(),
-		evBuf:   opts.EventBuffer,
-		ctx:     ctx,
-		cancel:  cancel,
-		wmu:     make(chan struct{}, 1),
-		dead:    make(chan struct{}),
-		pending: make(map[uint64]chan reply),
-		subs:    make(map[*Subscription]struct{}),
+		ws:          ws,
+		maxSize:     opts.maxMessageSize(),
+		evBuf:       opts.EventBuffer,
+		boundWrites: opts.CallTimeout > 0,
+		ctx:         ctx,
+		cancel:      cancel,
+		wmu:         make(chan struct{}, 1),
+		dead:        make(chan struct{}),
+		pending:     make(map[uint64]chan reply),
+		subs:        make(map[*Subscription]struct{}),
 	}
 	if cn.evBuf <= 0 {
 		cn.evBuf = DefaultEventBuffer
@@ -493,7 +520,14 @@ func (cn *conn) call(ctx context.Context, method string, params, result any) err
 	case <-cn.dead:
 		return &unsentError{cn.failure()}
 	}
-	werr := cn.ws.Write(cn.ctx, websocket.MessageBinary, msg)
+	wctx := cn.ctx
+	if cn.boundWrites {
+		// The call's deadline cuts a write that the daemon does not take
+		// (stopped, or its socket buffer full): the library then closes
+		// the connection.
+		wctx = ctx
+	}
+	werr := cn.ws.Write(wctx, websocket.MessageBinary, msg)
 	<-cn.wmu
 	if werr != nil {
 		cn.fail(werr)

@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/session"
@@ -24,6 +25,10 @@ var (
 	// the answer arrived; whether the daemon carried the request out is
 	// unknown.
 	ErrConnectionLost = errors.New("protocol: connection lost")
+	// ErrNoAnswer is wrapped by the error of a call that got no answer
+	// within Options.CallTimeout; whether the daemon carried the request
+	// out is unknown. Such an error also wraps ErrUnavailable.
+	ErrNoAnswer = errors.New("protocol: no answer in time")
 	// ErrNoDaemon is returned by Dial and Connect when no daemon answers at
 	// the workspace's socket (and, for Connect, none could be started).
 	ErrNoDaemon = errors.New("protocol: no daemon")
@@ -31,6 +36,21 @@ var (
 	// limit; nothing is sent. It unwraps to session.ErrTooLarge as well.
 	ErrTooLarge = fmt.Errorf("protocol: message too large: %w", session.ErrTooLarge)
 )
+
+// noAnswerError is a call's failure to get an answer within
+// Options.CallTimeout.
+type noAnswerError struct {
+	method string
+	after  time.Duration
+}
+
+func (e *noAnswerError) Error() string {
+	return fmt.Sprintf("protocol: no answer to %s from cairnd within %v: the outcome is unknown (a request that reached the daemon may still be carried out)", e.method, e.after)
+}
+
+func (e *noAnswerError) Is(target error) bool {
+	return target == ErrNoAnswer || target == ErrUnavailable
+}
 
 // WireError is the error object of a failure response.
 type WireError struct {

@@ -1,0 +1,107 @@
+//go:build cgo
+
+package main
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// callWithin runs call(h, method, req) and fails the test when it has not
+// returned within limit (a call that would wait for ever).
+func callWithin(t *testing.T, limit time.Duration, h uint64, method, req string) ([]byte, time.Duration, error) {
+	t.Helper()
+	type result struct {
+		out []byte
+		err error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		out, err := call(h, method, []byte(req))
+		done <- result{out, err}
+	}()
+	select {
+	case r := <-done:
+		return r.out, time.Since(start), r.err
+	case <-time.After(limit):
+		t.Fatalf("%s still waiting after %v", method, limit)
+		return nil, 0, nil
+	}
+}
+
+// TestCallTimeoutStoppedDaemon: with call_timeout_ms, a call to a daemon
+// that does not answer (stopped with SIGSTOP) fails with unavailable once
+// the bound passes, saying the outcome is unknown; so does a save whose
+// request the stopped daemon cannot take in (its write is cut, and the
+// connection closed). Once the daemon runs again the handle reconnects,
+// and the save whose write was cut is not in the session: the daemon
+// dropped its partial frame.
+func TestCallTimeoutStoppedDaemon(t *testing.T) {
+	h, pid := daemonHandleWith(t, `"call_timeout_ms":400`)
+	if _, err := call(h, "save", []byte(`{"session_id":"s","change":{"append_messages":[{"role":"user","content":"one"}]}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+
+	_, took, err := callWithin(t, 10*time.Second, h, "summary", `{"session_id":"s"}`)
+	if codeOf(err) != "unavailable" || !strings.Contains(messageOf(err), "no answer to summary from cairnd within 400ms") {
+		t.Fatalf("summary on a stopped daemon: %v (code %s), want unavailable, no answer within 400ms", err, codeOf(err))
+	}
+	if took < 400*time.Millisecond {
+		t.Fatalf("summary gave up after %v, before its 400ms", took)
+	}
+
+	// 16 MiB cannot sit in the socket's buffers: the write itself blocks.
+	big := fmt.Sprintf(`{"session_id":"s","change":{"append_messages":[{"role":"user","content":"big %s"}]}}`, strings.Repeat("x", 16<<20))
+	_, _, err = callWithin(t, 10*time.Second, h, "save", big)
+	if codeOf(err) != "unavailable" || !strings.Contains(messageOf(err), "no answer to save from cairnd within 400ms") {
+		t.Fatalf("a 16 MiB save on a stopped daemon: %v (code %s), want unavailable, no answer within 400ms", err, codeOf(err))
+	}
+
+	resume()
+	var out []byte
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _, err = callWithin(t, 10*time.Second, h, "messages", `{"session_id":"s"}`)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("messages once the daemon runs again: %v", err)
+	}
+	if !strings.Contains(string(out), `"one"`) || strings.Contains(string(out), `big x`) {
+		t.Fatalf("messages once the daemon runs again: %.200s, want the first save and not the cut one", out)
+	}
+}
+
+// TestCallTimeoutRange: call_timeout_ms is checked at cairn_open.
+func TestCallTimeoutRange(t *testing.T) {
+	ws := t.TempDir()
+	for _, v := range []string{"-1", "86400001"} {
+		_, err := openHandle(fmt.Sprintf(`{"workspace":%q,"auto_start":false,"call_timeout_ms":%s}`, ws, v))
+		if codeOf(err) != "invalid_argument" || !strings.Contains(messageOf(err), "call_timeout_ms") {
+			t.Fatalf("call_timeout_ms %s: %v, want invalid_argument naming call_timeout_ms", v, err)
+		}
+	}
+	h, err := openHandle(fmt.Sprintf(`{"workspace":%q,"embedded":true,"call_timeout_ms":1000}`, ws))
+	if err != nil {
+		t.Fatalf("embedded open with call_timeout_ms: %v", err)
+	}
+	_ = closeHandle(h)
+}
