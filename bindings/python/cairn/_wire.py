@@ -24,6 +24,10 @@ The path only ever takes a call it can make exactly as libcairn would:
   raises for it; a connection lost once the whole request was sent
   raises :class:`~cairn.UnavailableError` (the outcome is unknown,
   PROTOCOL.md section 10), as libcairn does, and the connection is dropped;
+- with the Client's ``call_timeout``, a dial the daemon takes and does not
+  answer, a send it does not read and an answer that does not come within
+  it raise libcairn's no-answer UnavailableError (outcome unknown) and are
+  not handed to libcairn, which would wait on the same daemon again;
 - another thread's call in progress on the connection, a forked child (the
   parent's socket is never used there; libcairn raises ForkedError), a
   closed Client: libcairn.
@@ -71,10 +75,11 @@ CONNECT_TIMEOUT = 5.0
 # SEND_TIMEOUT bounds writing one request: the daemon's own frame deadline
 # (a frame begun and not finished within it is dropped, unprocessed).
 SEND_TIMEOUT = 30.0
-# ANSWER_TIMEOUT bounds the wait for an answer once the request was sent.
-# libcairn waits as long as the daemon takes; a bound here only turns a
-# hung daemon into UnavailableError (outcome unknown), never an early
-# failure of a slow commit.
+# ANSWER_TIMEOUT bounds the wait for an answer once the request was sent,
+# unless the Client has a call_timeout (which then bounds the send too).
+# libcairn waits as long as the daemon takes unless given call_timeout_ms;
+# this default bound only turns a hung daemon into UnavailableError
+# (outcome unknown), never an early failure of a slow commit.
 ANSWER_TIMEOUT = 300.0
 # RETRY_GAP is how long after a failed dial the path leaves calls to
 # libcairn before dialing again, so a daemon that refuses (503) is not
@@ -373,6 +378,39 @@ class _Lost(Exception):
     """The connection is gone; the text says how (after "connection lost: ")."""
 
 
+class _NoAnswer(_Lost):
+    # The answer (or, with a call timeout, the send) did not come in time:
+    # worded as libcairn's ErrNoAnswer.
+    def __init__(self, method: str, seconds: float) -> None:
+        super().__init__(no_answer_message(method, seconds))
+
+
+def no_answer_message(method: str, seconds: float) -> str:
+    """libcairn's message for a call that got no answer within seconds."""
+    return (
+        f"protocol: no answer to {method} from cairnd within {go_duration(seconds)}: "
+        "the outcome is unknown (a request that reached the daemon may still be carried out)"
+    )
+
+
+def go_duration(seconds: float) -> str:
+    """seconds, to the millisecond, as Go's time.Duration prints it
+    (400ms, 1.5s, 5m0s, 1h0m0s)."""
+    ms = round(seconds * 1000)
+    if ms < 1000:
+        return f"{ms}ms"
+    h, ms = divmod(ms, 3_600_000)
+    m, ms = divmod(ms, 60_000)
+    sec = str(ms // 1000)
+    if ms % 1000:
+        sec += "." + f"{ms % 1000:03d}".rstrip("0")
+    if h:
+        return f"{h}h{m}m{sec}s"
+    if m:
+        return f"{m}m{sec}s"
+    return f"{sec}s"
+
+
 class _SendFailed(Exception):
     """A request's frame did not leave whole: nothing was processed."""
 
@@ -390,7 +428,13 @@ def _set_timeouts(s: socket.socket, recv: float, send: float) -> None:
 class _Conn:
     """One WebSocket connection to cairnd, used by one call at a time."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, call_timeout: Optional[float] = None) -> None:
+        # call_timeout (the Client's) bounds the dial, the send and the
+        # answer; else CONNECT_TIMEOUT, SEND_TIMEOUT and ANSWER_TIMEOUT.
+        self.connect_timeout = min(CONNECT_TIMEOUT, call_timeout) if call_timeout else CONNECT_TIMEOUT
+        self.answer_timeout = call_timeout or ANSWER_TIMEOUT
+        self.send_timeout = min(SEND_TIMEOUT, call_timeout) if call_timeout else SEND_TIMEOUT
+        self.bounded_send = call_timeout is not None
         self.sock: Optional[socket.socket] = None
         self.buf = b""
         self.next_id = 1
@@ -398,16 +442,16 @@ class _Conn:
         self.keys = b""
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            s.settimeout(CONNECT_TIMEOUT)
+            s.settimeout(self.connect_timeout)
             s.connect(path)
             self.sock = s
             self.poll = select.poll()
             self.poll.register(s.fileno(), select.POLLIN)
             self._upgrade()
             s.settimeout(None)
-            _set_timeouts(s, CONNECT_TIMEOUT, CONNECT_TIMEOUT)
+            _set_timeouts(s, self.connect_timeout, self.connect_timeout)
             self._hello()
-            _set_timeouts(s, ANSWER_TIMEOUT, SEND_TIMEOUT)
+            _set_timeouts(s, self.answer_timeout, self.send_timeout)
         except BaseException:
             self.sock = None
             s.close()
@@ -507,7 +551,9 @@ class _Conn:
 
     def _send_all(self, frame: bytes) -> None:
         # Raises _SendFailed when not all of frame left (the daemon then
-        # drops the partial frame unread: no request was made).
+        # drops the partial frame unread: no request was made), or
+        # _NoAnswer when a call timeout's send bound passed: the daemon is
+        # not reading, and libcairn would wait on it again.
         s = self.sock
         assert s is not None
         try:
@@ -516,6 +562,10 @@ class _Conn:
                 view = memoryview(frame)
                 while sent < len(frame):
                     sent += s.send(view[sent:])
+        except BlockingIOError as e:  # SO_SNDTIMEO passed
+            if self.bounded_send:
+                raise _NoAnswer("checkpoint", self.send_timeout) from e
+            raise _SendFailed(str(e)) from e
         except OSError as e:
             raise _SendFailed(str(e)) from e
 
@@ -580,7 +630,7 @@ class _Conn:
             try:
                 more = s.recv(max(65536, n - len(self.buf)))
             except BlockingIOError as e:  # SO_RCVTIMEO passed
-                raise _Lost(f"no answer within {ANSWER_TIMEOUT:.0f}s") from e
+                raise _NoAnswer("checkpoint", self.answer_timeout) from e
             except OSError as e:
                 raise _Lost(str(e)) from e
             if not more:
@@ -708,8 +758,9 @@ def _raise(e: CairnError) -> Any:
 class Wire:
     """The native checkpoint path of one daemon-mode Client."""
 
-    def __init__(self, workspace: Callable[[], Optional[str]]) -> None:
+    def __init__(self, workspace: Callable[[], Optional[str]], call_timeout: Optional[float] = None) -> None:
         self._workspace = workspace
+        self._call_timeout = call_timeout
         self._lock = threading.Lock()
         self._pid = os.getpid()
         self._conn: Optional[_Conn] = None
@@ -742,7 +793,14 @@ class Wire:
             path = socket_path(ws) if ws else None
             if path is None:
                 raise _Lost("no socket")
-            return _Conn(path)
+            return _Conn(path, self._call_timeout)
+        except (TimeoutError, BlockingIOError, _NoAnswer) as e:
+            self._retry_at = time.monotonic() + RETRY_GAP
+            if self._call_timeout is None:
+                return None
+            # A daemon that takes the connection and does not answer it
+            # (stopped, stuck): libcairn would wait on it again.
+            raise _NoAnswer("checkpoint", self._call_timeout) from e
         except (OSError, _Lost, _SendFailed, ValueError, UnicodeDecodeError, CairnError):
             self._retry_at = time.monotonic() + RETRY_GAP
             return None
@@ -768,7 +826,10 @@ class Wire:
                     self._drop()
                     c = None
             if c is None:
-                c = self._conn = self._connect()
+                try:
+                    c = self._conn = self._connect()
+                except _NoAnswer as e:
+                    raise UnavailableError("unavailable", str(e)) from None
                 if c is None:
                     return None
             params = encode()
@@ -779,12 +840,18 @@ class Wire:
             except _SendFailed:
                 self._drop()
                 return None
+            except _NoAnswer as e:
+                self._drop()
+                raise UnavailableError("unavailable", str(e)) from None
             if rid is None:
                 return None
             self.sent += 1
             try:
                 msg = c.read_answer(rid)
                 res = _checkpoint_answer(msg)
+            except _NoAnswer as e:
+                self._drop()
+                raise UnavailableError("unavailable", str(e)) from None
             except (_Lost, _SendFailed) as e:  # _SendFailed: a pong that did not leave
                 self._drop()
                 raise UnavailableError("unavailable", f"protocol: connection lost: {e}") from None

@@ -433,6 +433,7 @@ async def connect(
     *,
     max_threads: int = MAX_THREADS,
     store: Optional[str] = None,
+    call_timeout: Optional[float] = None,
 ) -> AsyncClient:
     """As :func:`cairn.connect` (without ``workspace``: the one found from the
     current directory), without blocking the loop (a daemon start can take a
@@ -441,7 +442,9 @@ async def connect(
     loop = asyncio.get_running_loop()
     try:
         c = await loop.run_in_executor(
-            pool, functools.partial(_sync.connect, workspace, embedded, daemon, daemon_args, auto_start, store=store)
+            pool, functools.partial(
+                _sync.connect, workspace, embedded, daemon, daemon_args, auto_start, store=store, call_timeout=call_timeout
+            )
         )
     except BaseException:
         pool.shutdown(wait=False)

@@ -6,6 +6,7 @@ import base64
 import binascii
 import ctypes
 import json
+import math
 import os
 import threading
 import time
@@ -29,7 +30,7 @@ from typing import (
 )
 
 from . import _lib, _wire
-from .errors import CairnError, ConflictError, from_return
+from .errors import CairnError, ConflictError, InvalidArgumentError, from_return
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runloop import RunLoop
@@ -329,7 +330,14 @@ class Client:
     (after forking workers, or in the exec'd child).
     """
 
-    def __init__(self, lib: ctypes.CDLL, handle: int, workspace: Optional[str], embedded: bool) -> None:
+    def __init__(
+        self,
+        lib: ctypes.CDLL,
+        handle: int,
+        workspace: Optional[str],
+        embedded: bool,
+        call_timeout: Optional[float] = None,
+    ) -> None:
         self._lib = lib
         self._h = handle
         self._fn = lib.cairn_call
@@ -344,7 +352,7 @@ class Client:
         self._wire: Optional[_wire.Wire] = None
         if not embedded and _wire.enabled():
             ref = weakref.ref(self)
-            self._wire = _wire.Wire(lambda: _workspace_of(ref))
+            self._wire = _wire.Wire(lambda: _workspace_of(ref), call_timeout)
             weakref.finalize(self, self._wire.close)
 
     # -- plumbing ---------------------------------------------------------
@@ -1037,6 +1045,7 @@ def connect(
     daemon_args: Optional[Sequence[str]] = None,
     auto_start: bool = True,
     store: Optional[str] = None,
+    call_timeout: Optional[float] = None,
 ) -> Client:
     """Opens a client on ``workspace``.
 
@@ -1056,6 +1065,15 @@ def connect(
     (:class:`~cairn.LockedError` when a daemon or another process holds it).
     ``store``, a ``postgres://`` URL, keeps the sessions in that PostgreSQL
     database, shared with every host that uses it.
+
+    ``call_timeout`` (seconds; daemon mode) bounds how long a call waits
+    for the daemon, its request's sending included: a daemon that is
+    stopped or stuck then raises :class:`~cairn.UnavailableError` ("no
+    answer to <method> from cairnd within ..."), and the call's outcome is
+    unknown (a request that reached the daemon may still be carried out; a
+    save's ``expect_generation`` tells). Default None: libcairn waits as
+    long as the daemon takes (the checkpoint's own connection, 300 s).
+    At most one day; embedded mode ignores it.
     """
     lib = _lib.load()
     opts: Dict[str, Any] = {}
@@ -1075,9 +1093,16 @@ def connect(
         opts["auto_start"] = False
     if store:
         opts["store"] = store
+    if call_timeout is not None:
+        if isinstance(call_timeout, bool) or not isinstance(call_timeout, (int, float)) or not math.isfinite(call_timeout):
+            raise InvalidArgumentError("invalid_argument", f"call_timeout must be a finite number of seconds, not {call_timeout!r}")
+        # Whole milliseconds, rounded up so that a small bound stays one;
+        # libcairn checks the range.
+        opts["call_timeout_ms"] = math.ceil(call_timeout * 1000)
     h = ctypes.c_uint64()
     e = _c_void_p()
     rc = lib.cairn_open(_dumps(opts), _byref(h), _byref(e))
     if rc:
         raise _take_error(lib, rc, e)
-    return Client(lib, h.value, None if ws is None else os.path.abspath(ws), embedded)
+    bound = opts.get("call_timeout_ms", 0) / 1000 or None
+    return Client(lib, h.value, None if ws is None else os.path.abspath(ws), embedded, bound)

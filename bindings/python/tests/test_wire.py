@@ -8,6 +8,7 @@ the socket by a relaying proxy.
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import json
 import os
@@ -24,6 +25,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import pytest
 
 import cairn
+import cairn.aio
 from cairn import _wire
 
 from conftest import DAEMON, DAEMON_ARGS, connect_daemon, gone, stop_daemon, wait_child
@@ -835,3 +837,87 @@ def test_discovered_and_symlinked_workspaces(workspace: str, daemons: List[int],
         assert [m.get("t") for m in srv.messages("s")["messages"]] == [None, 1, 2]
     finally:
         srv.close()
+
+
+def within(seconds: float, fn: Callable[[], Any]) -> Tuple[float, Any]:
+    """(elapsed, outcome(fn)); fails the test when fn has not returned
+    within seconds (a call that would wait for ever)."""
+    box: List[Any] = []
+    start = time.monotonic()
+    t = threading.Thread(target=lambda: box.append(outcome(fn)), daemon=True)
+    t.start()
+    t.join(seconds)
+    assert box, f"still waiting after {seconds} s"
+    return time.monotonic() - start, box[0]
+
+
+def test_go_duration() -> None:
+    cases = {0.4: "400ms", 0.001: "1ms", 1: "1s", 1.5: "1.5s", 59.999: "59.999s", 60: "1m0s", 90.25: "1m30.25s", 300: "5m0s", 3600: "1h0m0s", 86400: "24h0m0s"}
+    assert {s: _wire.go_duration(s) for s in cases} == cases
+
+
+def test_call_timeout_on_a_stopped_daemon(workspace: str, daemons: List[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """With call_timeout, a daemon that does not answer (SIGSTOP) fails a
+    checkpoint on the path's connection, and calls through libcairn, with
+    libcairn's UnavailableError once the bound passes; a checkpoint whose
+    send the daemon does not take fails so too, without going on to
+    libcairn (which would wait again). After SIGCONT both clients work."""
+    nat = nat_client(workspace, daemons, call_timeout=0.4)
+    lib = lib_client(workspace, daemon_args=DAEMON_ARGS, call_timeout=0.4)
+    pid = daemons[-1]
+    stopped = False
+    try:
+        nat.save("s", change={"append_messages": [{"role": "system"}]})
+        rid = nat.begin_run("s")["run_id"]
+        assert nat.checkpoint(rid, 1, [{"t": 1}])["message_count"] == 2
+        assert sent(nat) == 1
+        os.kill(pid, signal.SIGSTOP)
+        stopped = True
+
+        def unavailable(method: str) -> Tuple[Any, str, str]:
+            return (cairn.UnavailableError, "unavailable", _wire.no_answer_message(method, 0.4))
+
+        through_lib: List[bytes] = []
+        real_call = nat._call
+        monkeypatch.setattr(nat, "_call", lambda m, *a, **k: (through_lib.append(m), real_call(m, *a, **k))[1])
+        # 16 MiB cannot sit in the socket's buffers: the send blocks.
+        big = {"role": "user", "content": "x" * (16 << 20)}
+        took, got = within(10, lambda: nat.checkpoint(rid, 2, [big]))
+        assert got == unavailable("checkpoint") and took >= 0.4
+        assert nat._wire is not None and nat._wire._conn is None
+        # The next dial is taken by the kernel and never answered.
+        time.sleep(_wire.RETRY_GAP + 0.05)
+        took, got = within(10, lambda: nat.checkpoint(rid, 2, [{"t": 2}]))
+        assert got == unavailable("checkpoint") and took >= 0.4
+        assert through_lib == [] and sent(nat) == 1
+        took, got = within(10, lambda: lib.checkpoint(rid, 2, [{"t": 2}]))
+        assert got == unavailable("checkpoint") and took >= 0.4
+        assert within(10, lambda: lib.save("s", change={"append_messages": [big]}))[1] == unavailable("save")
+
+        os.kill(pid, signal.SIGCONT)
+        stopped = False
+        # The turn-2 checkpoint whose answer did not come may have been
+        # carried out meanwhile (its outcome was unknown): go on from the
+        # run's last turn.
+        turn = (nat.run(rid).get("checkpoint") or {}).get("turn", 1) + 1
+        assert nat.checkpoint(rid, turn, [{"t": turn}])["generation"] > 0
+        assert lib.checkpoint(rid, turn + 1, [{"t": turn + 1}])["generation"] > 0
+        stored = [m.get("content") for m in nat.messages("s")["messages"]]
+        assert big["content"] not in stored
+    finally:
+        if stopped:
+            os.kill(pid, signal.SIGCONT)
+        nat.close()
+        lib.close()
+
+
+def test_call_timeout_is_checked(workspace: str) -> None:
+    for bad in (-1, 86_400.001):
+        with pytest.raises(cairn.InvalidArgumentError, match="call_timeout_ms"):
+            cairn.connect(workspace, daemon=DAEMON, auto_start=False, call_timeout=bad)
+    for bad in (float("nan"), float("inf"), "1", True):
+        with pytest.raises(cairn.InvalidArgumentError, match="call_timeout"):
+            cairn.connect(workspace, daemon=DAEMON, auto_start=False, call_timeout=bad)  # type: ignore[arg-type]
+    cairn.connect(workspace, embedded=True, call_timeout=1).close()
+    with pytest.raises(cairn.InvalidArgumentError, match="call_timeout_ms"):
+        asyncio.run(cairn.aio.connect(workspace, daemon=DAEMON, auto_start=False, call_timeout=-1))
