@@ -34,6 +34,16 @@
 //   sent rejects with UnavailableError "protocol: connection lost: ..."
 //   (the outcome is unknown, PROTOCOL.md section 10), as libcairn does,
 //   and the connection is dropped: the next call dials again;
+// - each checkpoint is bounded, from the start of its send to its answer,
+//   by the client's callTimeoutMs (libcairn's call_timeout_ms; then from
+//   its dial on, as libcairn dials under the call's deadline, though a
+//   dial that fails otherwise than by the bound passing still leaves the
+//   call to libcairn), else by ANSWER_TIMEOUT_MS. When the bound passes,
+//   the connection is destroyed and the call rejects with UnavailableError
+//   "protocol: no answer to checkpoint from cairnd within <bound>: the
+//   outcome is unknown ...", as libcairn words it; it never goes to
+//   libcairn then, even unsent (a stopped daemon that does not read it
+//   would hold libcairn as long again);
 // - a second checkpoint while one is in flight on the connection (or
 //   while it is being dialed), and a closed Client: libcairn.
 //
@@ -70,10 +80,11 @@ const SIZE_SLACK = 64;
 // CONNECT_TIMEOUT_MS bounds dialing, the upgrade and hello; a daemon that
 // is slower than that is left to libcairn (which waits up to 15 s).
 const CONNECT_TIMEOUT_MS = 5000;
-// ANSWER_TIMEOUT_MS bounds the wait for an answer once the request was
-// sent. libcairn waits as long as the daemon takes; a bound here only
-// turns a hung daemon into UnavailableError (outcome unknown), never an
-// early failure of a slow commit.
+// ANSWER_TIMEOUT_MS bounds a checkpoint, its request's write included,
+// when the client has no callTimeoutMs. libcairn then waits as long as the
+// daemon takes; a bound here only turns a stopped or hung daemon (one that
+// neither answers nor reads) into UnavailableError (outcome unknown),
+// never an early failure of a slow commit.
 const ANSWER_TIMEOUT_MS = 300000;
 // RETRY_GAP_MS is how long after a failed dial the path leaves calls to
 // libcairn before dialing again, so a daemon that refuses (503) is not
@@ -496,12 +507,38 @@ function answerId(msg) {
   return ans !== null && typeof ans === 'object' && typeof ans.id === 'number' ? ans.id : -1;
 }
 
-/** A connection's failure: sent says whether the whole request had left. */
+/**
+ * A connection's failure: sent says whether the whole request had left;
+ * late, that the call's bound passed (whatever sent says).
+ */
 class WireFailure extends Error {
-  constructor(reason, sent) {
+  constructor(reason, sent, late = false) {
     super(reason);
     this.sent = sent;
+    this.late = late;
   }
+}
+
+/**
+ * ms (a whole number of milliseconds) as Go's time.Duration String prints
+ * it: 400ms, 1s, 1.5s, 1m0s, 1m30.25s, 1h0m0s.
+ */
+function goDuration(ms) {
+  if (ms === 0) return '0s';
+  if (ms < 1000) return `${ms}ms`;
+  const h = Math.floor(ms / 3600000);
+  const m = Math.floor(ms / 60000) % 60;
+  let s = String(Math.floor(ms / 1000) % 60);
+  const frac = ms % 1000;
+  if (frac !== 0) s += '.' + String(frac).padStart(3, '0').replace(/0+$/, '');
+  if (h !== 0) return `${h}h${m}m${s}s`;
+  if (m !== 0) return `${m}m${s}s`;
+  return `${s}s`;
+}
+
+/** libcairn's message (protocol.ErrNoAnswer's) for a call to method that got no answer within ms. */
+function noAnswerMessage(method, ms) {
+  return `protocol: no answer to ${method} from cairnd within ${goDuration(ms)}: the outcome is unknown (a request that reached the daemon may still be carried out)`;
 }
 
 // -- the connection --------------------------------------------------------------
@@ -606,6 +643,7 @@ class Conn {
     this.partsText = false;
     this.waiter = null; // {id, resolve, reject, sent} of the call awaiting its answer
     this.timer = null;
+    this.timerMs = 0; // the bound timer was set for
     this.wbuf = Buffer.allocUnsafeSlow(16 * 1024);
     this.key = crypto.randomBytes(16).toString('base64');
     this.sock = net.connect({ path: socketFile });
@@ -793,8 +831,11 @@ class Conn {
     w.resolve(msg);
   }
 
-  /** Marks the connection dead (once), failing the waiting call, and closes the socket. */
-  fail(reason) {
+  /**
+   * Marks the connection dead (once), failing the waiting call (late: its
+   * bound passed), and closes the socket.
+   */
+  fail(reason, late = false) {
     if (this.dead) return;
     this.dead = reason || 'the connection was closed';
     this.sock.destroy();
@@ -802,7 +843,7 @@ class Conn {
     const w = this.waiter;
     if (w !== null) {
       this.waiter = null;
-      w.reject(new WireFailure(this.dead, w.sent));
+      w.reject(new WireFailure(this.dead, w.sent, late));
     }
     if (this.onOpen) this.onOpen(new Error(this.dead));
   }
@@ -848,26 +889,35 @@ class Conn {
     });
   }
 
-  /** Sends a checkpoint (enc: encodeCheckpoint's) and resolves to its answer; null (nothing sent) when it is too close to the size limit. */
-  checkpoint(enc) {
+  /**
+   * Sends a checkpoint (enc: encodeCheckpoint's) and resolves to its
+   * answer; null (nothing sent) when it is too close to the size limit.
+   * Past ms from now, the write and the answer included, the connection
+   * fails (a WireFailure with late set).
+   */
+  checkpoint(enc, ms) {
     const id = this.nextId;
     const { n, lens } = checkpointSize(id, enc);
     if (n > this.maxSize - SIZE_SLACK) return null;
     this.nextId = id + 1;
     this.sock.ref();
-    if (this.timer === null) {
-      this.timer = setTimeout(() => this.onTimeout(), ANSWER_TIMEOUT_MS);
-      this.timer.unref();
-    } else {
+    if (this.timer !== null && this.timerMs === ms) {
       this.timer.refresh();
+    } else {
+      if (this.timer !== null) clearTimeout(this.timer);
+      // One millisecond more: libuv's clock counts truncated whole
+      // milliseconds, so a timer of ms may fire up to 1 ms before ms.
+      this.timer = setTimeout(() => this.onTimeout(), ms + 1);
+      this.timer.unref();
+      this.timerMs = ms;
     }
     return this.request(id, (b, o) => putCheckpoint(b, o, id, enc, lens), n);
   }
 
   onTimeout() {
-    // A request still being written (a daemon that stopped reading) was
-    // not processed: the waiter's sent says which failure it is.
-    if (this.waiter !== null) this.fail(`no answer within ${ANSWER_TIMEOUT_MS / 1000}s`);
+    // The timer stays armed between calls (refresh() is cheaper than a
+    // new one): with no call waiting, the connection is fine.
+    if (this.waiter !== null) this.fail('no answer in time', true);
   }
 
   /** Done with a call: an idle connection does not keep the process alive. */
@@ -945,15 +995,19 @@ function checkpointAnswer(msg, errorFor) {
  * answer; lost(message) the UnavailableError of a lost connection.
  */
 class Wire {
-  constructor({ workspace, errorFor, lost }) {
+  constructor({ workspace, errorFor, lost, callTimeoutMs = 0 }) {
     this._workspace = workspace;
     this._errorFor = errorFor;
     this._lost = lost;
+    // One checkpoint's bound (see the header); _boundsDial: it runs from
+    // the dial on, not only from the send.
+    this._bound = callTimeoutMs > 0 ? callTimeoutMs : ANSWER_TIMEOUT_MS;
+    this._boundsDial = callTimeoutMs > 0;
     this._conn = null;
     this._busy = false;
     this._closed = false;
     this._retryAt = 0;
-    /** The checkpoints this path sent (tests read it). */
+    /** The checkpoints this path sent, or began to send (tests read it). */
     this.sent = 0;
   }
 
@@ -992,51 +1046,85 @@ class Wire {
       this._drop(false);
       c = null;
     }
-    if (c !== null) return this._send(c, enc, lib);
+    if (c !== null) return this._send(c, enc, lib, this._bound);
     this._busy = true;
     return this._dialThenSend(enc, lib);
   }
 
   async _dialThenSend(enc, lib) {
+    const t0 = performance.now();
+    // With callTimeoutMs the dial has the call's bound, and a dial it cuts
+    // short ends the call (libcairn would wait as long again); a dial that
+    // fails otherwise, or without callTimeoutMs, leaves it to libcairn.
     let c = null;
+    let late = false;
     try {
-      c = await this._dial();
-    } catch (_) {
+      c = await this._dial(this._boundsDial ? this._bound : CONNECT_TIMEOUT_MS);
+    } catch (err) {
+      late = this._boundsDial && err instanceof WireFailure && err.late;
       this._retryAt = performance.now() + RETRY_GAP_MS;
     }
     this._busy = false;
+    if (late) throw this._noAnswer();
     if (c === null || this._closed) {
       if (c !== null) c.close(true);
       return lib();
     }
     this._conn = c;
-    const r = this._send(c, enc, lib);
+    let ms = this._bound;
+    if (this._boundsDial) ms = Math.max(1, Math.ceil(ms - (performance.now() - t0)));
+    const r = this._send(c, enc, lib, ms);
     if (r !== null) return r;
     c.idle();
     return lib();
   }
 
-  async _dial() {
-    const ws = await this._workspace();
-    const p = ws ? await socketPath(ws) : null;
-    if (!p || this._closed) throw new Error('no socket');
-    const c = new Conn(p);
-    const timer = setTimeout(() => c.fail(`no connection within ${CONNECT_TIMEOUT_MS / 1000}s`), CONNECT_TIMEOUT_MS);
+  /**
+   * A new connection, upgraded and past hello; rejects with a late
+   * WireFailure once ms passed, the workspace's lookup included.
+   */
+  async _dial(ms) {
+    let c = null;
+    let over = false;
+    let timer = null;
+    const open = (async () => {
+      const ws = await this._workspace();
+      const p = ws ? await socketPath(ws) : null;
+      if (!p || this._closed || over) throw new Error('no socket');
+      c = new Conn(p);
+      return c.opened;
+    })();
+    const cut = new Promise((_, reject) => {
+      timer = setTimeout(() => {
+        over = true;
+        reject(new WireFailure(`no connection within ${goDuration(ms)}`, false, true));
+      }, ms + 1);
+    });
     try {
-      return await c.opened;
+      return await Promise.race([open, cut]);
     } catch (err) {
-      c.close(false);
+      if (c !== null) c.close(false);
       throw err;
     } finally {
       clearTimeout(timer);
+      // The loser of the race may still reject: nobody waits for it.
+      open.catch(() => {});
     }
   }
 
-  /** Sends enc on c; the Promise of its result, or null when it is too large for this path. */
-  _send(c, enc, lib) {
+  /** The UnavailableError of a checkpoint whose bound passed. */
+  _noAnswer() {
+    return this._lost(noAnswerMessage('checkpoint', this._bound));
+  }
+
+  /**
+   * Sends enc on c, bounded by ms; the Promise of its result, or null when
+   * it is too large for this path.
+   */
+  _send(c, enc, lib, ms) {
     let answer;
     try {
-      answer = c.checkpoint(enc);
+      answer = c.checkpoint(enc, ms);
     } catch (_) {
       // A request this path failed to make (a bug): nothing was sent, and
       // the connection's state is unknown.
@@ -1062,6 +1150,10 @@ class Wire {
       (err) => {
         this._done(c);
         if (this._conn === c) this._drop(false);
+        if (err.late) {
+          this.sent++;
+          throw this._noAnswer();
+        }
         if (!err.sent) return lib(); // nothing was processed
         this.sent++;
         throw this._lost(`protocol: connection lost: ${err.message}`);
@@ -1084,5 +1176,7 @@ module.exports = {
   encodeCheckpoint,
   checkpointSize,
   decode,
+  goDuration,
+  noAnswerMessage,
   Wire,
 };

@@ -60,6 +60,13 @@ export interface ConnectOptions {
   daemonArgs?: string[];
   /** A postgres:// URL: keep the sessions in that PostgreSQL database, shared with every host using it. */
   store?: string;
+  /**
+   * Daemon mode: how long each call waits for the daemon, its request's sending included, in milliseconds
+   * (a fraction is rounded up). Past it the call rejects with UnavailableError ("no answer to <method> from
+   * cairnd within ..."), its outcome unknown. 0 to 86400000; default none (the checkpoint's own connection: 300 s).
+   * Embedded mode ignores it.
+   */
+  callTimeoutMs?: number;
 }
 
 /** An artifact as save takes it: its data may be bytes, sent as base64. */

@@ -310,7 +310,7 @@ function invoke(client, method, req) {
 
 // ----------------------------------------------------------------- client
 
-const CONNECT_OPTIONS = ['workspace', 'embedded', 'daemon', 'autoStart', 'daemonArgs', 'store'];
+const CONNECT_OPTIONS = ['workspace', 'embedded', 'daemon', 'autoStart', 'daemonArgs', 'store', 'callTimeoutMs'];
 
 function jsonOrUndefined(o) {
   return o === undefined ? undefined : JSON.stringify(o);
@@ -877,12 +877,16 @@ class Subscription {
 /**
  * Opens a client. Daemon mode (the default) talks to the workspace's
  * cairnd, starting it when none runs; `embedded: true` runs the engine in
- * this process and takes the workspace's store lock.
+ * this process and takes the workspace's store lock. `callTimeoutMs`
+ * (daemon mode) bounds how long each call waits for the daemon, its
+ * request's sending included: past it the call rejects with
+ * UnavailableError ("no answer to <method> from cairnd within ...") and
+ * its outcome is unknown. 0 to 86400000; default none.
  */
 async function connect(options = {}) {
   const n = load();
   const o = {};
-  const { workspace, embedded, daemon, autoStart, daemonArgs, store } = options;
+  const { workspace, embedded, daemon, autoStart, daemonArgs, store, callTimeoutMs } = options;
   for (const k of Object.keys(options)) {
     if (!CONNECT_OPTIONS.includes(k)) {
       throw makeError('invalid_argument', `connect: unknown option ${JSON.stringify(k)}`);
@@ -894,6 +898,15 @@ async function connect(options = {}) {
   if (autoStart !== undefined) o.auto_start = !!autoStart;
   if (daemonArgs !== undefined) o.daemon_args = daemonArgs;
   if (store !== undefined) o.store = store;
+  if (callTimeoutMs !== undefined) {
+    if (typeof callTimeoutMs !== 'number' || !Number.isFinite(callTimeoutMs)) {
+      throw makeError('invalid_argument', `connect: callTimeoutMs must be a finite number of milliseconds, not ${describe(callTimeoutMs)}`);
+    }
+    // Whole milliseconds, rounded away from zero: a fraction of a
+    // millisecond stays a bound (0 would mean none), and a negative value
+    // stays negative for libcairn, which checks the range and names it.
+    o.call_timeout_ms = callTimeoutMs < 0 ? Math.floor(callTimeoutMs) : Math.ceil(callTimeoutMs);
+  }
   // The environment as it is when the client is made decides its path;
   // a relative workspace is resolved now, as libcairn resolves it.
   const useWire = !embedded && wire.enabled();
@@ -908,19 +921,37 @@ async function connect(options = {}) {
   );
   if (rc !== 0) throw takeError(n, errp[0], rc);
   const c = new Client(h[0], options);
-  if (useWire) c._wire = newWire(c, wireWorkspace);
+  if (useWire) c._wire = newWire(c, wireWorkspace, o.call_timeout_ms || 0);
   return c;
+}
+
+/** v as an error message shows a bad option value. */
+function describe(v) {
+  switch (typeof v) {
+    case 'string':
+      return JSON.stringify(v);
+    case 'bigint':
+      return `${v}n`;
+    case 'function':
+      return 'a function';
+    case 'object':
+      return v === null ? 'null' : Array.isArray(v) ? 'an array' : 'an object';
+    default:
+      return String(v);
+  }
 }
 
 /**
  * The native checkpoint path of daemon-mode client c (checkpoint-wire.js),
  * dialing the daemon of workspace: the absolute path given, or, when
  * connect found the workspace (null), the one libcairn reports (asked
- * once, when first needed).
+ * once, when first needed). callTimeoutMs: the bound libcairn was given
+ * (0: none).
  */
-function newWire(c, workspace) {
+function newWire(c, workspace, callTimeoutMs) {
   let ws = workspace;
   return new wire.Wire({
+    callTimeoutMs,
     workspace: async () => {
       if (ws === null && !c._closed) ws = (await c.status()).workspace || null;
       return ws;

@@ -431,9 +431,9 @@ class _Conn:
     def __init__(self, path: str, call_timeout: Optional[float] = None) -> None:
         # call_timeout (the Client's) bounds the dial, the send and the
         # answer; else CONNECT_TIMEOUT, SEND_TIMEOUT and ANSWER_TIMEOUT.
-        self.connect_timeout = min(CONNECT_TIMEOUT, call_timeout) if call_timeout else CONNECT_TIMEOUT
+        self.connect_timeout = call_timeout or CONNECT_TIMEOUT
         self.answer_timeout = call_timeout or ANSWER_TIMEOUT
-        self.send_timeout = min(SEND_TIMEOUT, call_timeout) if call_timeout else SEND_TIMEOUT
+        self.send_timeout = call_timeout or SEND_TIMEOUT
         self.bounded_send = call_timeout is not None
         self.sock: Optional[socket.socket] = None
         self.buf = b""
