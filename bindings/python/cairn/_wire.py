@@ -556,12 +556,22 @@ class _Conn:
         # not reading, and libcairn would wait on it again.
         s = self.sock
         assert s is not None
+        start = time.monotonic()
         try:
             sent = s.send(frame)
             if sent < len(frame):
                 view = memoryview(frame)
                 while sent < len(frame):
+                    if self.bounded_send:
+                        # SO_SNDTIMEO bounds each send(): a call timeout
+                        # bounds them all, so the next gets what is left.
+                        left = self.send_timeout - (time.monotonic() - start)
+                        if left <= 0:
+                            raise BlockingIOError("the send bound passed")
+                        _set_timeouts(s, self.answer_timeout, left)
                     sent += s.send(view[sent:])
+                if self.bounded_send:
+                    _set_timeouts(s, self.answer_timeout, self.send_timeout)
         except BlockingIOError as e:  # SO_SNDTIMEO passed
             if self.bounded_send:
                 raise _NoAnswer("checkpoint", self.send_timeout) from e

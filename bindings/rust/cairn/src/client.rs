@@ -47,6 +47,27 @@ pub struct Options {
     /// shared with every host using it (cairn_open's `store`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store: Option<String>,
+    /// Daemon mode: how long a call waits for the daemon, its request's
+    /// write included, before it fails with `unavailable`
+    /// (`protocol: no answer to <method> from cairnd within <bound>: the
+    /// outcome is unknown ...`, the bound as Go prints a duration: `400ms`,
+    /// `1.5s`, `1m0s`): a request that reached the daemon may still be
+    /// carried out. None or zero (the default): no bound. Passed as
+    /// cairn_open's `call_timeout_ms`, rounded up to whole milliseconds;
+    /// more than one day fails [`connect`] with `invalid_argument`.
+    /// Daemon-mode checkpoints sent on the client's own connection are
+    /// bounded alike. Embedded mode ignores it.
+    #[serde(
+        rename = "call_timeout_ms",
+        serialize_with = "call_timeout_ms",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub call_timeout: Option<Duration>,
+}
+
+/// `call_timeout` as cairn_open's `call_timeout_ms` (see [`millis_up`]).
+fn call_timeout_ms<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.map_or(0, millis_up))
 }
 
 impl Default for Options {
@@ -58,6 +79,7 @@ impl Default for Options {
             daemon_args: Vec::new(),
             auto_start: true,
             store: None,
+            call_timeout: None,
         }
     }
 }
@@ -102,6 +124,14 @@ impl Options {
     /// Chooses whether a missing daemon is started.
     pub fn auto_start(mut self, auto_start: bool) -> Options {
         self.auto_start = auto_start;
+        self
+    }
+
+    /// Bounds each daemon-mode call's wait for the daemon, its request's
+    /// write included (the `call_timeout` field says how);
+    /// `Duration::ZERO`: no bound.
+    pub fn call_timeout(mut self, timeout: Duration) -> Options {
+        self.call_timeout = Some(timeout);
         self
     }
 }
@@ -159,6 +189,15 @@ pub struct Client {
 fn millis(d: Duration) -> u64 {
     let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     if ms == 0 && !d.is_zero() { 1 } else { ms }
+}
+
+/// A duration in whole milliseconds rounded up, as cairn_open's
+/// `call_timeout_ms` takes it: saturated at i64::MAX (Go's int64), so a
+/// value out of its range reaches libcairn, which reports it.
+fn millis_up(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos().div_ceil(1_000_000))
+        .unwrap_or(u64::MAX)
+        .min(i64::MAX as u64)
 }
 
 fn name_of(method: &CStr) -> &str {
@@ -220,11 +259,20 @@ impl Client {
         // with status when first needed).
         let wire = (!options.embedded && wire::enabled()).then(|| {
             let ws = &options.workspace;
-            Wire::new(if ws.as_os_str().is_empty() {
-                None
-            } else {
-                std::path::absolute(ws).ok()
-            })
+            // The bound libcairn applies (whole ms; zero: none).
+            let call_timeout = options
+                .call_timeout
+                .map(millis_up)
+                .filter(|&ms| ms > 0)
+                .map(Duration::from_millis);
+            Wire::new(
+                if ws.as_os_str().is_empty() {
+                    None
+                } else {
+                    std::path::absolute(ws).ok()
+                },
+                call_timeout,
+            )
         });
         let json = serde_json::to_vec(&options).map_err(|e| Error::encode("options", e))?;
         let json = CString::new(json)
@@ -482,6 +530,7 @@ impl Client {
                 if let Some(r) = w.checkpoint(request, &ws)? {
                     return Ok(r);
                 }
+                w.handed();
             }
         }
         self.invoke(c"checkpoint", request)
@@ -493,6 +542,13 @@ impl Client {
     #[doc(hidden)]
     pub fn wire_sent(&self) -> Option<u64> {
         self.wire.as_ref().map(Wire::sent)
+    }
+
+    /// How many checkpoints this client's own connection handed to
+    /// libcairn (None: the path is off). For tests.
+    #[doc(hidden)]
+    pub fn wire_handed(&self) -> Option<u64> {
+        self.wire.as_ref().map(Wire::handed_count)
     }
 
     /// Holds the wire path's connection as another thread's call in
@@ -945,5 +1001,26 @@ impl Drop for Subscription<'_> {
         if !self.client.closed.load(Ordering::Acquire) {
             let _ = self.unsubscribe();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_timeout_option() {
+        assert_eq!(millis_up(Duration::ZERO), 0);
+        assert_eq!(millis_up(Duration::from_nanos(1)), 1);
+        assert_eq!(millis_up(Duration::from_micros(400_001)), 401);
+        assert_eq!(millis_up(Duration::from_millis(400)), 400);
+        assert_eq!(millis_up(Duration::MAX), i64::MAX as u64);
+        let json = |o: &Options| serde_json::to_value(o).unwrap();
+        assert!(json(&Options::new("w")).get("call_timeout_ms").is_none());
+        let o = Options::new("w").call_timeout(Duration::from_millis(1500));
+        assert_eq!(o.call_timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(json(&o)["call_timeout_ms"], 1500);
+        let o = Options::new("w").call_timeout(Duration::ZERO);
+        assert_eq!(json(&o)["call_timeout_ms"], 0);
     }
 }

@@ -28,6 +28,19 @@
 //!   sent returns `unavailable` "protocol: connection lost: ..." (the
 //!   outcome is unknown, PROTOCOL.md section 10), as libcairn does, and
 //!   the connection is dropped: the next call dials again;
+//! - with a call timeout ([`crate::Options::call_timeout`]), it bounds the
+//!   wait for the answer instead of [`ANSWER_TIMEOUT`] (each read: the
+//!   whole wait, unless the daemon sends part of an answer and stalls),
+//!   the request's whole write instead of [`SEND_TIMEOUT`], and the dial's
+//!   reads and writes instead of [`CONNECT_TIMEOUT`]. When one of them
+//!   passes, the connection is dropped and the call fails as libcairn's
+//!   does: `unavailable`, `protocol: no answer to checkpoint from cairnd
+//!   within <bound>: the outcome is unknown ...` ([`no_answer`]); such a
+//!   call is not handed to libcairn, which would wait again. Without one,
+//!   an answer that does
+//!   not come within [`ANSWER_TIMEOUT`] fails alike ("within 5m0s"), and
+//!   a write that does not finish within [`SEND_TIMEOUT`] (each write(2))
+//!   goes through libcairn as any failed send does;
 //! - another thread's call in progress on the connection (a `try_lock`
 //!   that fails), a forked child (the parent's socket is never used there;
 //!   libcairn fails with `forked`), a closed Client: libcairn.
@@ -83,6 +96,52 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
 pub const RETRY_GAP: Duration = Duration::from_millis(250);
 
 const GUID: &[u8] = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+/// Whether an I/O error is a socket timeout's (SO_RCVTIMEO, SO_SNDTIMEO).
+fn timed_out(e: &std::io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+}
+
+/// `d` as Go's `time.Duration.String` prints it, to the millisecond:
+/// "0s", "400ms", "1.5s", "1m0s", "1m30.25s", "1h0m0s".
+pub fn go_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return if ms == 0 {
+            "0s".into()
+        } else {
+            format!("{ms}ms")
+        };
+    }
+    let (secs, frac) = (ms / 1000, ms % 1000);
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let mut out = String::new();
+    if h > 0 {
+        out += &format!("{h}h");
+    }
+    if secs >= 60 {
+        out += &format!("{m}m");
+    }
+    out += &s.to_string();
+    if frac > 0 {
+        out += format!(".{frac:03}").trim_end_matches('0');
+    }
+    out.push('s');
+    out
+}
+
+/// The error of a call whose bound passed with no answer, worded as
+/// libcairn's (protocol.ErrNoAnswer's noAnswerError).
+pub fn no_answer(method: &str, bound: Duration) -> Error {
+    Error::new(
+        ErrorCode::Unavailable,
+        format!(
+            "protocol: no answer to {method} from cairnd within {}: the outcome is unknown \
+             (a request that reached the daemon may still be carried out)",
+            go_duration(bound)
+        ),
+    )
+}
 
 /// Whether the environment allows the path (CAIRN_RUST_WIRE is not "0").
 pub fn enabled() -> bool {
@@ -412,6 +471,11 @@ enum Fail {
     Lost(Lost),
     /// A frame did not leave whole: nothing was processed.
     SendFailed,
+    /// A frame did not leave whole within the write bound (the socket's
+    /// write timeout): nothing was processed.
+    SendTimedOut,
+    /// Nothing arrived within the read bound (the socket's read timeout).
+    ReadTimedOut,
 }
 
 impl From<Lost> for Fail {
@@ -491,14 +555,50 @@ struct Conn {
     random: Random,
     /// The request being built (frame room, then the message).
     out: Vec<u8>,
+    /// With a call timeout: the bound of one whole write (the socket's
+    /// write timeout); None: the write timeout bounds each write(2).
+    write_bound: Option<Duration>,
+}
+
+/// The socket timeouts of a Wire's connections.
+#[derive(Debug, Clone, Copy)]
+struct Bounds {
+    /// Dialing, the upgrade and hello (each read and write).
+    connect: Duration,
+    /// Each write of a request (each write(2), or with a call timeout the
+    /// whole write).
+    send: Duration,
+    /// Each read of an answer.
+    answer: Duration,
+    /// Whether `send` bounds the whole write (a call timeout).
+    whole_write: bool,
+}
+
+impl Bounds {
+    fn new(call_timeout: Option<Duration>) -> Bounds {
+        match call_timeout {
+            None => Bounds {
+                connect: CONNECT_TIMEOUT,
+                send: SEND_TIMEOUT,
+                answer: ANSWER_TIMEOUT,
+                whole_write: false,
+            },
+            Some(d) => Bounds {
+                connect: d,
+                send: d,
+                answer: d,
+                whole_write: true,
+            },
+        }
+    }
 }
 
 impl Conn {
-    fn dial(path: &Path) -> std::result::Result<Conn, Fail> {
+    fn dial(path: &Path, bounds: Bounds) -> std::result::Result<Conn, Fail> {
         let sock = UnixStream::connect(path).map_err(|e| lost(e.to_string()))?;
         let io = |e: std::io::Error| lost(e.to_string());
-        sock.set_read_timeout(Some(CONNECT_TIMEOUT)).map_err(io)?;
-        sock.set_write_timeout(Some(CONNECT_TIMEOUT)).map_err(io)?;
+        sock.set_read_timeout(Some(bounds.connect)).map_err(io)?;
+        sock.set_write_timeout(Some(bounds.connect)).map_err(io)?;
         let mut c = Conn {
             sock,
             buf: vec![0; READ_ROOM],
@@ -508,11 +608,13 @@ impl Conn {
             max_size: DEFAULT_MAX_MESSAGE,
             random: Random { block: Vec::new() },
             out: Vec::with_capacity(16 << 10),
+            write_bound: None,
         };
         c.upgrade()?;
         c.hello()?;
-        c.sock.set_read_timeout(Some(ANSWER_TIMEOUT)).map_err(io)?;
-        c.sock.set_write_timeout(Some(SEND_TIMEOUT)).map_err(io)?;
+        c.sock.set_read_timeout(Some(bounds.answer)).map_err(io)?;
+        c.sock.set_write_timeout(Some(bounds.send)).map_err(io)?;
+        c.write_bound = bounds.whole_write.then_some(bounds.send);
         Ok(c)
     }
 
@@ -537,6 +639,7 @@ impl Conn {
                 Ok(0) => return Err(lost("the daemon closed the connection during the upgrade")),
                 Ok(_) => {}
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if timed_out(&e) => return Err(Fail::ReadTimedOut),
                 Err(e) => return Err(lost(e.to_string())),
             }
         };
@@ -605,10 +708,57 @@ impl Conn {
         Ok(())
     }
 
-    /// Writes all of `data`; SendFailed when not all of it left (the
-    /// daemon then drops the partial frame unread: no request was made).
+    /// Writes all of `data`; SendFailed (SendTimedOut: the write bound
+    /// passed) when not all of it left (the daemon then drops the partial
+    /// frame unread: no request was made).
     fn send_all(&mut self, data: &[u8]) -> std::result::Result<(), Fail> {
-        self.sock.write_all(data).map_err(|_| Fail::SendFailed)
+        let fail = |e: &std::io::Error| {
+            if timed_out(e) {
+                Fail::SendTimedOut
+            } else {
+                Fail::SendFailed
+            }
+        };
+        let Some(bound) = self.write_bound else {
+            return self.sock.write_all(data).map_err(|e| fail(&e));
+        };
+        // A call timeout bounds the whole write, not each write(2): a
+        // frame larger than the socket's buffer takes several, and each
+        // one after the first gets what is left of the bound.
+        let start = Instant::now();
+        let mut at = 0;
+        let mut shortened = false;
+        let mut r = Ok(());
+        while at < data.len() {
+            if at > 0 {
+                let rest = bound.saturating_sub(start.elapsed());
+                if rest.is_zero() {
+                    r = Err(Fail::SendTimedOut);
+                    break;
+                }
+                shortened = true;
+                if self.sock.set_write_timeout(Some(rest)).is_err() {
+                    r = Err(Fail::SendFailed);
+                    break;
+                }
+            }
+            match self.sock.write(&data[at..]) {
+                Ok(0) => {
+                    r = Err(Fail::SendFailed);
+                    break;
+                }
+                Ok(n) => at += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    r = Err(fail(&e));
+                    break;
+                }
+            }
+        }
+        if shortened && self.sock.set_write_timeout(Some(bound)).is_err() {
+            r = r.and(Err(Fail::SendFailed));
+        }
+        r
     }
 
     /// Sends one request (params: appends the CBOR of its params; None:
@@ -782,16 +932,9 @@ impl Conn {
                     ));
                 }
                 Ok(_) => {}
-                Err(e) => match e.kind() {
-                    ErrorKind::Interrupted => {}
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut => {
-                        return Err(lost(format!(
-                            "no answer within {}s",
-                            ANSWER_TIMEOUT.as_secs()
-                        )));
-                    }
-                    _ => return Err(lost(e.to_string())),
-                },
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if timed_out(&e) => return Err(Fail::ReadTimedOut),
+                Err(e) => return Err(lost(e.to_string())),
             }
         }
         Ok(())
@@ -1012,10 +1155,15 @@ struct State {
 /// The native checkpoint path of one daemon-mode Client.
 pub struct Wire {
     state: Mutex<State>,
+    /// The Client's call timeout (whole ms, non-zero), if it has one.
+    call_timeout: Option<Duration>,
+    bounds: Bounds,
     pid: u32,
     closed: AtomicBool,
     /// The checkpoints this path sent (tests read it).
     sent: AtomicU64,
+    /// The checkpoints it left to libcairn (tests read it).
+    handed: AtomicU64,
 }
 
 impl std::fmt::Debug for Wire {
@@ -1028,23 +1176,38 @@ impl std::fmt::Debug for Wire {
 
 impl Wire {
     /// A path for a client of `workspace` (None: the one libcairn found,
-    /// asked for when first needed).
-    pub fn new(workspace: Option<PathBuf>) -> Wire {
+    /// asked for when first needed) whose calls libcairn bounds with
+    /// `call_timeout` (None: no bound).
+    pub fn new(workspace: Option<PathBuf>, call_timeout: Option<Duration>) -> Wire {
+        let call_timeout = call_timeout.filter(|d| !d.is_zero());
         Wire {
             state: Mutex::new(State {
                 conn: None,
                 retry_at: None,
                 workspace,
             }),
+            call_timeout,
+            bounds: Bounds::new(call_timeout),
             pid: std::process::id(),
             closed: AtomicBool::new(false),
             sent: AtomicU64::new(0),
+            handed: AtomicU64::new(0),
         }
     }
 
     /// How many checkpoints this path sent.
     pub fn sent(&self) -> u64 {
         self.sent.load(Ordering::Relaxed)
+    }
+
+    /// Counts a checkpoint this path left to libcairn (its Client calls it).
+    pub fn handed(&self) {
+        self.handed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many checkpoints this path left to libcairn.
+    pub fn handed_count(&self) -> u64 {
+        self.handed.load(Ordering::Relaxed)
     }
 
     /// Holds the connection as a call in progress does (for tests).
@@ -1085,20 +1248,33 @@ impl Wire {
         }
     }
 
-    fn connect(&self, st: &mut State, workspace: &dyn Fn() -> Option<PathBuf>) -> Option<Conn> {
+    /// A new connection; None: none to be had (use libcairn); an error:
+    /// with a call timeout, a dial the daemon took and did not answer
+    /// within it (stopped, stuck), which libcairn would wait on again.
+    fn connect(
+        &self,
+        st: &mut State,
+        workspace: &dyn Fn() -> Option<PathBuf>,
+    ) -> Result<Option<Conn>> {
         if st.retry_at.is_some_and(|t| Instant::now() < t) {
-            return None;
+            return Ok(None);
         }
         if st.workspace.is_none() {
             st.workspace = workspace();
         }
-        let conn = st
+        let dialed = st
             .workspace
             .as_deref()
             .and_then(socket_path)
-            .and_then(|p| Conn::dial(&p).ok());
-        st.retry_at = conn.is_none().then(|| Instant::now() + RETRY_GAP);
-        conn
+            .map(|p| Conn::dial(&p, self.bounds));
+        st.retry_at = (!matches!(dialed, Some(Ok(_)))).then(|| Instant::now() + RETRY_GAP);
+        match (dialed, self.call_timeout) {
+            (Some(Ok(c)), _) => Ok(Some(c)),
+            (Some(Err(Fail::ReadTimedOut | Fail::SendTimedOut)), Some(d)) => {
+                Err(no_answer("checkpoint", d))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// Sends the checkpoint `r` and returns its result; Ok(None) means
@@ -1134,7 +1310,7 @@ impl Wire {
             }
         }
         if st.conn.is_none() {
-            st.conn = self.connect(st, workspace);
+            st.conn = self.connect(st, workspace)?;
         }
         let Some(c) = st.conn.as_mut() else {
             return Ok(None);
@@ -1142,10 +1318,14 @@ impl Wire {
         let id = match c.send_request("checkpoint", |b| encode_checkpoint(b, r)) {
             Ok(Some(id)) => id,
             Ok(None) => return Ok(None),
-            Err(_) => {
+            Err(f) => {
                 // Lost or not sent whole: nothing was processed.
                 self.drop_conn(st, false);
-                return Ok(None);
+                return match (f, self.call_timeout) {
+                    // The call's bound passed: libcairn would wait again.
+                    (Fail::SendTimedOut, Some(d)) => Err(no_answer("checkpoint", d)),
+                    _ => Ok(None),
+                };
             }
         };
         self.sent.fetch_add(1, Ordering::Relaxed);
@@ -1156,10 +1336,15 @@ impl Wire {
             Ok(res) => res.map(Some),
             Err(f) => {
                 self.drop_conn(st, false);
-                let why = match f {
-                    Fail::Lost(Lost(s)) => s,
+                let why = match (f, self.call_timeout) {
+                    (Fail::Lost(Lost(s)), _) => s,
+                    (Fail::ReadTimedOut, d) => {
+                        return Err(no_answer("checkpoint", d.unwrap_or(ANSWER_TIMEOUT)));
+                    }
+                    // A pong whose write the call's bound cut.
+                    (Fail::SendTimedOut, Some(d)) => return Err(no_answer("checkpoint", d)),
                     // A pong that did not leave whole.
-                    Fail::SendFailed => "write failed".into(),
+                    (Fail::SendFailed, _) | (Fail::SendTimedOut, None) => "write failed".into(),
                 };
                 Err(Error::new(
                     ErrorCode::Unavailable,
@@ -1374,7 +1559,7 @@ mod tests {
             let dir = std::env::temp_dir().join(format!("crs-up-{}-{i}", std::process::id()));
             std::fs::create_dir_all(dir.join(".cairn")).unwrap();
             let seen = fake_daemon(&dir, answer);
-            let w = Wire::new(Some(dir.clone()));
+            let w = Wire::new(Some(dir.clone()), None);
             assert!(w.checkpoint(&r, &|| None).unwrap().is_none(), "answer {i}");
             assert!(w.checkpoint(&r, &|| None).unwrap().is_none(), "answer {i}");
             w.close();
@@ -1399,6 +1584,57 @@ mod tests {
             drop(g);
             std::fs::remove_dir_all(&dir).unwrap();
         }
+    }
+
+    #[test]
+    fn go_durations() {
+        let cases: [(u64, &str); 16] = [
+            (0, "0s"),
+            (1, "1ms"),
+            (400, "400ms"),
+            (999, "999ms"),
+            (1000, "1s"),
+            (1005, "1.005s"),
+            (1500, "1.5s"),
+            (59_990, "59.99s"),
+            (60_000, "1m0s"),
+            (90_250, "1m30.25s"),
+            (300_000, "5m0s"),
+            (3_599_999, "59m59.999s"),
+            (3_600_000, "1h0m0s"),
+            (3_723_004, "1h2m3.004s"),
+            (86_400_000, "24h0m0s"),
+            (90_061_100, "25h1m1.1s"),
+        ];
+        for (ms, want) in cases {
+            assert_eq!(go_duration(Duration::from_millis(ms)), want, "{ms}ms");
+        }
+        assert_eq!(go_duration(ANSWER_TIMEOUT), "5m0s");
+        let e = no_answer("checkpoint", Duration::from_millis(400));
+        assert_eq!(e.code, ErrorCode::Unavailable);
+        assert_eq!(
+            e.message,
+            "protocol: no answer to checkpoint from cairnd within 400ms: the outcome is \
+             unknown (a request that reached the daemon may still be carried out)"
+        );
+    }
+
+    #[test]
+    fn bounds_follow_the_call_timeout() {
+        let b = Bounds::new(None);
+        assert_eq!(
+            (b.connect, b.send, b.answer, b.whole_write),
+            (CONNECT_TIMEOUT, SEND_TIMEOUT, ANSWER_TIMEOUT, false)
+        );
+        let d = Duration::from_millis(400);
+        let b = Bounds::new(Some(d));
+        assert_eq!(
+            (b.connect, b.send, b.answer, b.whole_write),
+            (d, d, d, true)
+        );
+        let d = Duration::from_secs(3600);
+        let b = Bounds::new(Some(d));
+        assert_eq!((b.connect, b.send, b.answer), (d, d, d));
     }
 
     #[test]

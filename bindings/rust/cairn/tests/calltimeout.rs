@@ -1,0 +1,332 @@
+//! `Options::call_timeout` against a real cairnd stopped with SIGSTOP: a
+//! checkpoint on the client's own connection (src/wire.rs) and calls
+//! through libcairn (a Client made with CAIRN_RUST_WIRE=0) fail alike,
+//! with libcairn's code and message, once the bound passes; once the
+//! daemon runs again the same clients work.
+
+mod common;
+
+use std::process::Command;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use cairn::*;
+use common::*;
+use serde_json::{Value, json};
+
+const ENV: &str = "CAIRN_RUST_WIRE";
+
+/// How long a test lets one call take before it fails (rather than hang).
+const LIMIT: Duration = Duration::from_secs(10);
+
+const BOUND: Duration = Duration::from_millis(400);
+
+/// The call timeout of the client whose big checkpoint's write is cut.
+const BOUND2: Duration = Duration::from_secs(1);
+
+/// Serializes the tests' changes of the environment and the connects that
+/// read it.
+fn env_lock() -> MutexGuard<'static, ()> {
+    static L: Mutex<()> = Mutex::new(());
+    L.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// cairn::connect(options) with CAIRN_RUST_WIRE set to value (None: unset).
+fn connect_env(value: Option<&str>, options: Options) -> Result<Client> {
+    let _g = env_lock();
+    let old = std::env::var_os(ENV);
+    // SAFETY: every test of this binary that reads or writes the
+    // environment holds env_lock.
+    unsafe {
+        match value {
+            Some(v) => std::env::set_var(ENV, v),
+            None => std::env::remove_var(ENV),
+        }
+    }
+    let r = cairn::connect(options);
+    // SAFETY: as above.
+    unsafe {
+        match old {
+            Some(v) => std::env::set_var(ENV, v),
+            None => std::env::remove_var(ENV),
+        }
+    }
+    r
+}
+
+fn signal(sig: &str, pid: i64) {
+    let st = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success(), "kill {sig} {pid}");
+}
+
+/// The workspace's daemon: continued (in case) and stopped on drop.
+struct Fixture {
+    ws: TempDir,
+    pid: Option<i64>,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid {
+            let _ = Command::new("kill")
+                .args(["-CONT", &pid.to_string()])
+                .status();
+            stop_process(pid);
+        }
+    }
+}
+
+/// A daemon stopped with SIGSTOP until `cont` or the guard's drop (a
+/// failing assertion included) sends SIGCONT.
+struct Stopped {
+    pid: i64,
+    stopped: bool,
+}
+
+impl Stopped {
+    fn new(pid: i64) -> Stopped {
+        signal("-STOP", pid);
+        Stopped { pid, stopped: true }
+    }
+
+    fn cont(&mut self) {
+        if std::mem::take(&mut self.stopped) {
+            signal("-CONT", self.pid);
+        }
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        if std::mem::take(&mut self.stopped) {
+            let _ = Command::new("kill")
+                .args(["-CONT", &self.pid.to_string()])
+                .status();
+        }
+    }
+}
+
+/// Runs f on a thread: its result and how long it took; fails the test
+/// when it has not returned within LIMIT.
+fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> (T, Duration) {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        let r = f();
+        let _ = tx.send((r, start.elapsed()));
+    });
+    match rx.recv_timeout(LIMIT) {
+        Ok(r) => r,
+        Err(_) => panic!("{what} still waiting after {LIMIT:?}"),
+    }
+}
+
+fn no_answer(method: &str, within: &str) -> String {
+    format!(
+        "protocol: no answer to {method} from cairnd within {within}: the outcome is unknown \
+         (a request that reached the daemon may still be carried out)"
+    )
+}
+
+/// Checks that `r` failed as a call whose bound (400ms) passed does.
+fn check(what: &str, r: Result<impl std::fmt::Debug>, took: Duration, method: &str) -> Error {
+    check_within(what, r, took, method, BOUND, "400ms")
+}
+
+fn check_within(
+    what: &str,
+    r: Result<impl std::fmt::Debug>,
+    took: Duration,
+    method: &str,
+    bound: Duration,
+    spelt: &str,
+) -> Error {
+    let e = r.expect_err(what);
+    assert_eq!(e.code, ErrorCode::Unavailable, "{what}: {e}");
+    assert_eq!(e.message, no_answer(method, spelt), "{what}");
+    assert!(
+        took >= bound,
+        "{what} gave up after {took:?}, before its {bound:?}"
+    );
+    e
+}
+
+fn checkpoint(c: &Client, rid: &str, turn: i64, msg: Value) -> Result<CheckpointResult> {
+    c.checkpoint(&CheckpointRequest {
+        run_id: rid.into(),
+        turn,
+        new_messages: vec![msg].into(),
+        ..Default::default()
+    })
+}
+
+fn big(tag: &str) -> Value {
+    // 16 MiB cannot sit in the socket's buffers: the write itself blocks.
+    json!({"role": "user", "content": format!("big {tag} {}", "x".repeat(16 << 20))})
+}
+
+fn sent(c: &Client) -> u64 {
+    c.wire_sent().expect("the path is on")
+}
+
+fn handed(c: &Client) -> u64 {
+    c.wire_handed().expect("the path is on")
+}
+
+#[test]
+fn stopped_daemon() {
+    let mut f = Fixture {
+        ws: TempDir::new("cto"),
+        pid: None,
+    };
+    let opts = Options::new(f.ws.path())
+        .daemon(cairnd())
+        .daemon_args(["--idle-timeout=20s"])
+        .call_timeout(BOUND);
+    // n: the own connection for checkpoints; n2: another, for the big
+    // checkpoint; l: libcairn only.
+    let n = Arc::new(connect_env(None, opts.clone()).unwrap());
+    let n2 = Arc::new(connect_env(None, opts.clone().call_timeout(BOUND2)).unwrap());
+    let l = Arc::new(connect_env(Some("0"), opts).unwrap());
+    assert_eq!(l.wire_sent(), None);
+    let pid = n.status().unwrap().daemon.unwrap().pid;
+    f.pid = Some(pid);
+    assert_eq!(l.status().unwrap().daemon.unwrap().pid, pid);
+    l.save(
+        "s",
+        &Change::append_messages([json!({"role": "user", "content": "one"})]),
+        None,
+    )
+    .unwrap();
+    let [rn, rn2, rl] = ["rn", "rn2", "rl"].map(|r| l.begin_run("s", Some(r)).unwrap().run_id);
+    checkpoint(&n, &rn, 1, json!({"t": "n1"})).unwrap();
+    checkpoint(&n2, &rn2, 1, json!({"t": "n2-1"})).unwrap();
+    checkpoint(&l, &rl, 1, json!({"t": "l1"})).unwrap();
+    assert_eq!((sent(&n), sent(&n2)), (1, 1));
+
+    let mut stopped = Stopped::new(pid);
+
+    // The own connection: the answer's bound.
+    let (c, r) = (n.clone(), rn.clone());
+    let (res, took) = within("own checkpoint", move || {
+        checkpoint(&c, &r, 2, json!({"t": "n2"}))
+    });
+    let en = check("own checkpoint", res, took, "checkpoint");
+    assert_eq!(sent(&n), 2, "the checkpoint went on the own connection");
+
+    // libcairn: the same error.
+    let (c, r) = (l.clone(), rl.clone());
+    let (res, took) = within("libcairn checkpoint", move || {
+        checkpoint(&c, &r, 2, json!({"t": "l2"}))
+    });
+    let el = check("libcairn checkpoint", res, took, "checkpoint");
+    assert_eq!((en.code, en.message), (el.code, el.message));
+
+    // A 16 MiB save through libcairn: its write is cut.
+    let c = l.clone();
+    let (res, took) = within("libcairn 16 MiB save", move || {
+        c.save("s", &Change::append_messages([big("save")]), None)
+    });
+    check("libcairn 16 MiB save", res, took, "save");
+
+    // A 16 MiB checkpoint on the own connection: its write is cut, and
+    // the checkpoint is not handed to libcairn afterwards, which would
+    // wait on the stopped daemon again.
+    let (c, r) = (n2.clone(), rn2.clone());
+    let m = big("checkpoint");
+    let (res, took) = within("own 16 MiB checkpoint", move || checkpoint(&c, &r, 2, m));
+    check_within(
+        "own 16 MiB checkpoint",
+        res,
+        took,
+        "checkpoint",
+        BOUND2,
+        "1s",
+    );
+    assert_eq!(sent(&n2), 1, "a request not written whole is not counted");
+    assert_eq!(
+        handed(&n2),
+        0,
+        "a checkpoint whose write was cut went on to libcairn"
+    );
+
+    // The own connection was dropped: the next call dials, and the dial,
+    // which the stopped daemon does not answer, is bounded by the call
+    // timeout too; nothing is sent, and nothing handed to libcairn.
+    let (c, r) = (n.clone(), rn.clone());
+    let (res, took) = within("own checkpoint, redialing", move || {
+        checkpoint(&c, &r, 3, json!({"t": "n3"}))
+    });
+    check("own checkpoint, redialing", res, took, "checkpoint");
+    assert_eq!((sent(&n), handed(&n)), (2, 0));
+
+    stopped.cont();
+
+    // The same clients work again: libcairn reconnects, the own path
+    // dials again (after its retry gap).
+    let deadline = Instant::now() + LIMIT;
+    let retry = |what: &str, f: &dyn Fn() -> Result<()>| loop {
+        match f() {
+            Ok(()) => return,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("{what}: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => panic!("{what} once the daemon runs again: {e}"),
+        }
+    };
+    retry("libcairn save", &|| {
+        l.save(
+            "s",
+            &Change::append_messages([json!({"role": "user", "content": "two"})]),
+            None,
+        )
+        .map(drop)
+    });
+    retry("libcairn checkpoint", &|| {
+        checkpoint(&l, &rl, 10, json!({"t": "l10"})).map(drop)
+    });
+    std::thread::sleep(Duration::from_millis(300)); // the path's retry gap
+    for (c, r) in [(&n, &rn), (&n2, &rn2)] {
+        let before = sent(c);
+        checkpoint(c, r, 10, json!({"t": "10"})).unwrap();
+        assert_eq!(sent(c), before + 1, "{r}: the own connection again");
+        checkpoint(c, r, 11, json!({"t": "11"})).unwrap();
+        assert_eq!(sent(c), before + 2);
+    }
+    // The requests whose writes were cut are not in the session: the
+    // daemon dropped their partial frames.
+    let msgs = l.messages("s", &MessagesQuery::default()).unwrap().messages;
+    let text = serde_json::to_string(&msgs).unwrap();
+    assert!(text.contains("\"one\"") && text.contains("\"two\""));
+    assert!(!text.contains("big "), "a cut request was carried out");
+}
+
+#[test]
+fn out_of_range() {
+    let ws = TempDir::new("ctr");
+    let opts = || Options::new(ws.path()).daemon(cairnd()).auto_start(false);
+    for d in [
+        Duration::from_secs(100_000),
+        Duration::from_millis(86_400_001),
+        Duration::MAX,
+    ] {
+        let e = connect_env(None, opts().call_timeout(d)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument, "{d:?}: {e}");
+        assert!(e.message.contains("call_timeout_ms"), "{d:?}: {e}");
+    }
+    // One day is the largest; embedded mode takes (and ignores) it.
+    let c = connect_env(
+        None,
+        Options::new(ws.path())
+            .embedded(true)
+            .call_timeout(Duration::from_secs(86_400)),
+    )
+    .unwrap();
+    c.save("s", &Change::append_messages([json!({"a": 1})]), None)
+        .unwrap();
+}
