@@ -37,7 +37,8 @@ func callWithin(t *testing.T, limit time.Duration, h uint64, method, req string)
 // that does not answer (stopped with SIGSTOP) fails with unavailable once
 // the bound passes, saying the outcome is unknown; so does a save whose
 // request the stopped daemon cannot take in (its write is cut, and the
-// connection closed). Once the daemon runs again the handle reconnects,
+// connection closed), and so does the next call, whose dial the stopped
+// daemon does not answer. Once the daemon runs again the handle reconnects,
 // and the save whose write was cut is not in the session: the daemon
 // dropped its partial frame.
 func TestCallTimeoutStoppedDaemon(t *testing.T) {
@@ -70,6 +71,13 @@ func TestCallTimeoutStoppedDaemon(t *testing.T) {
 	_, _, err = callWithin(t, 10*time.Second, h, "save", big)
 	if codeOf(err) != "unavailable" || !strings.Contains(messageOf(err), "no answer to save from cairnd within 400ms") {
 		t.Fatalf("a 16 MiB save on a stopped daemon: %v (code %s), want unavailable, no answer within 400ms", err, codeOf(err))
+	}
+
+	// The cut write closed the connection: the next call dials, and the
+	// stopped daemon's socket takes the connection and never answers it.
+	_, took, err = callWithin(t, 10*time.Second, h, "summary", `{"session_id":"s"}`)
+	if codeOf(err) != "unavailable" || !strings.Contains(messageOf(err), "no answer to summary from cairnd within 400ms") || took < 400*time.Millisecond {
+		t.Fatalf("summary on a stopped daemon, redialing: %v (code %s) after %v, want unavailable, no answer within 400ms", err, codeOf(err), took)
 	}
 
 	resume()
