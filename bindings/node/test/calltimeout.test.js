@@ -9,7 +9,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { performance } = require('node:perf_hooks');
-const { cairn, daemon, daemonOptions, tmpWorkspace } = require('./helpers');
+const { cairn, daemon, daemonOptions, tmpWorkspace, withEnv, outcome } = require('./helpers');
 const wire = require('../checkpoint-wire.js');
 
 const BOUNDED = { timeout: 90000 };
@@ -17,34 +17,11 @@ const BOUND = 400;
 // A call still pending after LIMIT fails the test instead of hanging it.
 const LIMIT = 10000;
 
-/** fn() with CAIRN_NODE_WIRE set to value (undefined: unset) while it runs. */
-async function withEnv(value, fn) {
-  const old = process.env[wire.ENV];
-  if (value === undefined) delete process.env[wire.ENV];
-  else process.env[wire.ENV] = value;
-  try {
-    return await fn();
-  } finally {
-    if (old === undefined) delete process.env[wire.ENV];
-    else process.env[wire.ENV] = old;
-  }
-}
-
 /** A client made with CAIRN_NODE_WIRE=env (undefined: the path on), closed after the test. */
 async function client(t, options, env) {
   const c = await withEnv(env, () => cairn.connect(options));
   t.after(() => c.close().catch(() => {}));
   return c;
-}
-
-/** fn()'s result, or its error as [class name, code, message, rc]. */
-async function outcome(fn) {
-  try {
-    return await fn();
-  } catch (err) {
-    if (!(err instanceof cairn.CairnError)) throw err;
-    return [err.constructor.name, err.code, err.message, err.rc];
-  }
 }
 
 /** fn()'s outcome and the milliseconds it took; throws when it takes LIMIT. */

@@ -8,6 +8,7 @@ const os = require('os');
 const path = require('path');
 const { spawn } = require('child_process');
 const cairn = require('..');
+const wire = require('../checkpoint-wire.js');
 
 const REPO = path.resolve(__dirname, '..', '..', '..');
 const DAEMON = process.env.CAIRN_DAEMON || path.join(REPO, 'build', 'cairnd');
@@ -106,4 +107,27 @@ function runChild(script, env = {}) {
   });
 }
 
-module.exports = { cairn, REPO, DAEMON, tmpWorkspace, stopDaemon, alive, daemonOptions, embedded, daemon, MODES, msg, runChild };
+/** fn() with CAIRN_NODE_WIRE set to value (undefined: unset) while it runs. */
+async function withEnv(value, fn) {
+  const old = process.env[wire.ENV];
+  if (value === undefined) delete process.env[wire.ENV];
+  else process.env[wire.ENV] = value;
+  try {
+    return await fn();
+  } finally {
+    if (old === undefined) delete process.env[wire.ENV];
+    else process.env[wire.ENV] = old;
+  }
+}
+
+/** fn()'s result, or its error as [class name, code, message, rc]. */
+async function outcome(fn) {
+  try {
+    return await fn();
+  } catch (err) {
+    if (!(err instanceof cairn.CairnError)) throw err;
+    return [err.constructor.name, err.code, err.message, err.rc];
+  }
+}
+
+module.exports = { cairn, REPO, DAEMON, tmpWorkspace, stopDaemon, alive, daemonOptions, embedded, daemon, MODES, msg, runChild, withEnv, outcome };

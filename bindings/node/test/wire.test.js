@@ -13,26 +13,13 @@ const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
-const { cairn, daemon, daemonOptions, stopDaemon, alive, DAEMON, runChild } = require('./helpers');
+const { cairn, daemon, daemonOptions, stopDaemon, alive, DAEMON, runChild, withEnv, outcome } = require('./helpers');
 const wire = require('../checkpoint-wire.js');
 
 
 // Every test is bounded in time (a call the path lost would wait for its
 // 300 s answer timeout).
 const BOUNDED = { timeout: 90000 };
-
-/** fn() with CAIRN_NODE_WIRE set to value (undefined: unset) while it runs. */
-async function withEnv(value, fn) {
-  const old = process.env[wire.ENV];
-  if (value === undefined) delete process.env[wire.ENV];
-  else process.env[wire.ENV] = value;
-  try {
-    return await fn();
-  } finally {
-    if (old === undefined) delete process.env[wire.ENV];
-    else process.env[wire.ENV] = old;
-  }
-}
 
 /** A daemon-mode client of ws with the path on (whatever the environment says), closed after the test. */
 async function natClient(t, options) {
@@ -61,16 +48,6 @@ async function pair(t, extra = {}) {
   assert.notEqual(d.c._wire, null, 'run the suite without CAIRN_NODE_WIRE=0');
   const lib = await libClient(t, daemonOptions(d.ws, extra));
   return { ...d, nat: d.c, lib };
-}
-
-/** fn()'s result, or its error as [class name, code, message]. */
-async function outcome(fn) {
-  try {
-    return await fn();
-  } catch (err) {
-    if (!(err instanceof cairn.CairnError)) throw err;
-    return [err.constructor.name, err.code, err.message, err.rc];
-  }
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -7,15 +7,13 @@
 mod common;
 
 use std::process::Command;
+use std::sync::Arc;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use cairn::*;
 use common::*;
 use serde_json::{Value, json};
-
-const ENV: &str = "CAIRN_RUST_WIRE";
 
 /// How long a test lets one call take before it fails (rather than hang).
 const LIMIT: Duration = Duration::from_secs(10);
@@ -24,36 +22,6 @@ const BOUND: Duration = Duration::from_millis(400);
 
 /// The call timeout of the client whose big checkpoint's write is cut.
 const BOUND2: Duration = Duration::from_secs(1);
-
-/// Serializes the tests' changes of the environment and the connects that
-/// read it.
-fn env_lock() -> MutexGuard<'static, ()> {
-    static L: Mutex<()> = Mutex::new(());
-    L.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// cairn::connect(options) with CAIRN_RUST_WIRE set to value (None: unset).
-fn connect_env(value: Option<&str>, options: Options) -> Result<Client> {
-    let _g = env_lock();
-    let old = std::env::var_os(ENV);
-    // SAFETY: every test of this binary that reads or writes the
-    // environment holds env_lock.
-    unsafe {
-        match value {
-            Some(v) => std::env::set_var(ENV, v),
-            None => std::env::remove_var(ENV),
-        }
-    }
-    let r = cairn::connect(options);
-    // SAFETY: as above.
-    unsafe {
-        match old {
-            Some(v) => std::env::set_var(ENV, v),
-            None => std::env::remove_var(ENV),
-        }
-    }
-    r
-}
 
 fn signal(sig: &str, pid: i64) {
     let st = Command::new("kill")

@@ -12,44 +12,12 @@ use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cairn::*;
 use common::*;
 use serde_json::{Value, json};
-
-const ENV: &str = "CAIRN_RUST_WIRE";
-
-/// Serializes the tests' changes of the environment and the connects that
-/// read it.
-fn env_lock() -> MutexGuard<'static, ()> {
-    static L: Mutex<()> = Mutex::new(());
-    L.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// cairn::connect(options) with CAIRN_RUST_WIRE set to value (None: unset).
-fn connect_env(value: Option<&str>, options: Options) -> Result<Client> {
-    let _g = env_lock();
-    let old = std::env::var_os(ENV);
-    // SAFETY: every test of this binary that reads or writes the
-    // environment holds env_lock.
-    unsafe {
-        match value {
-            Some(v) => std::env::set_var(ENV, v),
-            None => std::env::remove_var(ENV),
-        }
-    }
-    let r = cairn::connect(options);
-    // SAFETY: as above.
-    unsafe {
-        match old {
-            Some(v) => std::env::set_var(ENV, v),
-            None => std::env::remove_var(ENV),
-        }
-    }
-    r
-}
 
 /// A daemon-mode Client with the native path on, whatever the environment
 /// says.

@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use cairn::{Client, Options};
+use cairn::{Client, Options, Result};
 
 /// A temporary directory, removed on drop.
 pub struct TempDir(PathBuf);
@@ -359,4 +360,37 @@ pub fn exercise_all(c: &Client) {
         .map(|s| s.session_id)
         .collect();
     assert_eq!(ids, ["s1"]);
+}
+
+/// The variable that turns the binding's own checkpoint connection off.
+pub const WIRE_ENV: &str = "CAIRN_RUST_WIRE";
+
+/// Serializes the tests' changes of the environment and the connects that
+/// read it.
+pub fn env_lock() -> MutexGuard<'static, ()> {
+    static L: Mutex<()> = Mutex::new(());
+    L.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// cairn::connect(options) with CAIRN_RUST_WIRE (WIRE_ENV) set to value (None: unset).
+pub fn connect_env(value: Option<&str>, options: Options) -> Result<Client> {
+    let _g = env_lock();
+    let old = std::env::var_os(WIRE_ENV);
+    // SAFETY: every test of this binary that reads or writes the
+    // environment holds env_lock.
+    unsafe {
+        match value {
+            Some(v) => std::env::set_var(WIRE_ENV, v),
+            None => std::env::remove_var(WIRE_ENV),
+        }
+    }
+    let r = cairn::connect(options);
+    // SAFETY: as above.
+    unsafe {
+        match old {
+            Some(v) => std::env::set_var(WIRE_ENV, v),
+            None => std::env::remove_var(WIRE_ENV),
+        }
+    }
+    r
 }
