@@ -59,6 +59,21 @@ func ProcessKind(pid int) string {
 	return filepath.Base(strings.TrimSuffix(exe, " (deleted)"))
 }
 
+// DaemonPID returns the pid of the cairnd that holds workspace's store
+// lock (the daemon serving it, answering or not), or 0: the lock is free,
+// its holder is not a cairnd, or it cannot be told (see embeddedHolder).
+func DaemonPID(workspace string) int {
+	lockPath := layout.Lock(workspace)
+	pid := lockPID(lockPath)
+	if pid <= 0 || ProcessKind(pid) != "cairnd" {
+		return 0
+	}
+	if !lockHeld(lockPath) || lockPID(lockPath) != pid {
+		return 0
+	}
+	return pid
+}
+
 // lockPID returns the pid the lock file at path holds, or 0.
 func lockPID(path string) int {
 	b, err := os.ReadFile(path)

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,16 +43,25 @@ func cli(t *testing.T, ws string, stdin string, args ...string) (string, string,
 	return cliEnv(t, ws, stdin, nil, args...)
 }
 
+// cliLimit bounds one cairn command in the tests: one that waits longer
+// (on a daemon that does not answer, say) is killed and fails the test.
+const cliLimit = 2 * time.Minute
+
 // cliEnv is cli with extra environment variables.
 func cliEnv(t *testing.T, ws, stdin string, env []string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(bin.cairn, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), cliLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin.cairn, args...)
 	cmd.Dir = ws
 	cmd.Env = append(append(os.Environ(), "CAIRN_DAEMON="), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("cairn %v: still running after %v (killed)\nstderr: %s", args, cliLimit, errb.String())
+	}
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

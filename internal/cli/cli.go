@@ -439,12 +439,26 @@ func (e *env) run(pos []string) error {
 
 // connect returns a client for the workspace, starting cairnd if needed
 // (unless --socket was given).
+// A daemon that holds the workspace but does not take the connection
+// fails it after answerWait (notAnsweringError).
 func (e *env) connect(daemonArgs ...string) (*protocol.Client, error) {
 	opts := &protocol.Options{ClientName: "cairn-cli", DaemonArgs: daemonArgs}
 	if e.socket != "" {
-		return protocol.Dial(e.ctx, e.socket, opts)
+		ctx, cancel := context.WithTimeout(e.ctx, answerWait)
+		defer cancel()
+		c, err := protocol.Dial(ctx, e.socket, opts)
+		return c, e.noAnswer(err, "", e.socket)
 	}
-	return protocol.Connect(e.ctx, e.workspace, opts)
+	ctx := e.ctx
+	ws, err := protocol.Workspace(e.workspace)
+	if err == nil && protocol.DaemonPID(ws) > 0 {
+		// A daemon runs: no start to wait for, only its answer.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, answerWait)
+		defer cancel()
+	}
+	c, err := protocol.Connect(ctx, e.workspace, opts)
+	return c, e.noAnswer(err, ws, e.workspace)
 }
 
 // dialExisting returns a client for a running daemon, without starting
@@ -460,13 +474,17 @@ func (e *env) dialExisting() (*protocol.Client, error) {
 			return nil, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(e.ctx, answerWait)
 	defer cancel()
 	c, err := protocol.Dial(ctx, sock, &protocol.Options{ClientName: "cairn-cli"})
 	if errors.Is(err, protocol.ErrNoDaemon) {
 		return nil, fmt.Errorf("%w (no daemon at %s)", errNoDaemonRunning, sock)
 	}
-	return c, err
+	ws := ""
+	if e.socket == "" {
+		ws, _ = protocol.Workspace(e.workspace)
+	}
+	return c, e.noAnswer(err, ws, sock)
 }
 
 // Run is Main for the process: it uses os.Args, the standard streams and

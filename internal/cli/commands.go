@@ -57,21 +57,33 @@ func (e *env) daemonStop() error {
 		fmt.Fprintln(e.stdout, "cairnd is not running")
 		return nil
 	}
-	if err != nil {
+	var pid int
+	var na *notAnsweringError
+	switch {
+	case errors.As(err, &na) && na.pid > 0:
+		// A daemon that does not answer is still the lock's holder (a
+		// cairnd): it is stopped with a signal all the same.
+		pid = na.pid
+	case err != nil:
 		return err
+	default:
+		pid = c.Hello().PID
+		c.Close()
 	}
-	pid := c.Hello().PID
-	c.Close()
 	if pid <= 0 {
 		return fmt.Errorf("daemon stop: the daemon did not report its pid")
 	}
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("daemon stop: signal pid %d: %w", pid, err)
 	}
+	if na != nil {
+		// A stopped process acts on the SIGTERM once continued.
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	}
 	deadline := time.Now().Add(stopWait)
 	for !proc.Gone(pid) {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("daemon stop: cairnd pid %d still running %v after SIGTERM", pid, stopWait)
+			return fmt.Errorf("daemon stop: cairnd pid %d still running %v after SIGTERM (`kill -KILL %d` ends it; every acknowledged commit is on disk)", pid, stopWait, pid)
 		}
 		select {
 		case <-e.ctx.Done():
@@ -80,7 +92,11 @@ func (e *env) daemonStop() error {
 		}
 	}
 	if e.json {
-		return e.printJSON(map[string]any{"stopped": true, "pid": pid})
+		return e.printJSON(map[string]any{"stopped": true, "pid": pid, "answered": na == nil})
+	}
+	if na != nil {
+		fmt.Fprintf(e.stdout, "cairnd (pid %d) did not answer within %v; stopped it with SIGTERM\n", pid, answerWait)
+		return nil
 	}
 	fmt.Fprintf(e.stdout, "cairnd (pid %d) stopped\n", pid)
 	return nil

@@ -3,6 +3,7 @@ package proc
 import (
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -33,5 +34,31 @@ func TestGone(t *testing.T) {
 	cmd.Wait()
 	if !Gone(pid) {
 		t.Fatal("a reaped child counts as running")
+	}
+}
+
+func TestState(t *testing.T) {
+	if st := State(os.Getpid()); st != 'R' && st != 'S' {
+		t.Fatalf("this process's state is %q, want R or S", st)
+	}
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("sleep: %v", err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	pid := cmd.Process.Pid
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for State(pid) != 'T' {
+		if time.Now().After(deadline) {
+			t.Fatalf("a stopped child's state is %q, want T", State(pid))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st := State(1 << 30); st != 0 {
+		t.Fatalf("a pid that does not exist has state %q, want 0", st)
 	}
 }
