@@ -92,7 +92,10 @@ const char *cairn_version(void);
  *                  embedded fails at once with CAIRN_E_LOCKED naming its
  *                  pid (no daemon is started); a daemon that goes away
  *                  during the handshake is dialed again, and one started,
- *                  before CAIRN_E_UNAVAILABLE.
+ *                  before CAIRN_E_UNAVAILABLE. A daemon that takes the
+ *                  connection and does not answer it (stopped, stuck on
+ *                  its disk) fails the open after 15 s with
+ *                  CAIRN_E_UNAVAILABLE naming its pid and its state.
  *   "daemon":      path of the cairnd executable to start (default: the
  *                  CAIRN_DAEMON variable, then cairnd in the directory of
  *                  the loaded libcairn (found with dladdr), then next to

@@ -118,6 +118,10 @@ func (c *Client) connectLocked(ctx context.Context) (*conn, error) {
 			if c.opts.NoAutoStart {
 				return nil, fmt.Errorf("protocol.Connect: %w", err)
 			}
+		case errors.As(err, new(*NoAnswerError)):
+			// A daemon that took the connection and kept silent until the
+			// caller's deadline: nothing is left to wait with.
+			return nil, err
 		case errors.Is(err, ErrUnavailable):
 			// Going away: dial again until it is gone (or back).
 		default:

@@ -17,6 +17,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/proc"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -169,6 +170,7 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		},
 		DisableKeepAlives: true,
 	}}
+	start := time.Now()
 	ws, resp, err := websocket.Dial(ctx, "ws://cairnd/", &websocket.DialOptions{
 		HTTPClient:   hc,
 		Subprotocols: []string{Subprotocol},
@@ -177,6 +179,8 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		switch {
 		case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
 			return nil, fmt.Errorf("%w at %s: %w", ErrNoDaemon, path, err)
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return nil, c.noAnswer(start)
 		case ctx.Err() != nil:
 		case resp != nil && resp.StatusCode == http.StatusServiceUnavailable:
 			return nil, fmt.Errorf("protocol.Dial %s: the daemon refused the connection (503: stopping, or at its connection limit): %w: %w", path, ErrUnavailable, err)
@@ -193,6 +197,9 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	var h api.HelloResult
 	if err := cn.call(ctx, api.Hello.Name, api.HelloParams{ProtocolVersion: api.ProtocolVersion, Client: c.opts.ClientName}, &h); err != nil {
 		cn.close(ErrClosed)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, c.noAnswer(start)
+		}
 		if errors.Is(err, ErrConnectionLost) {
 			return nil, fmt.Errorf("protocol.Dial %s: hello: the daemon went away: %w: %w", path, ErrUnavailable, err)
 		}
@@ -205,6 +212,26 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		cn.maxSize = l
 	}
 	return cn, nil
+}
+
+// noAnswer is the error of a handshake (upgrade or hello) that the
+// caller's deadline ended after start: the socket took the connection and
+// nothing answered. It names the cairnd holding the workspace, and its
+// state, when they can be told.
+func (c *Client) noAnswer(start time.Time) error {
+	after := time.Since(start)
+	if after >= time.Second {
+		after = after.Round(time.Second) // the caller's bound, nearly: 5s, not 4.998s
+	} else {
+		after = after.Round(10 * time.Millisecond)
+	}
+	e := &NoAnswerError{Socket: c.socket, After: after}
+	if c.workspace != "" {
+		if e.PID = DaemonPID(c.workspace); e.PID > 0 {
+			e.State = proc.State(e.PID)
+		}
+	}
+	return e
 }
 
 // goingAway reports whether a handshake error is what a daemon that is
@@ -233,8 +260,10 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	tctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	err := c.call(tctx, method, params, result)
-	if err != nil && ctx.Err() == nil && tctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
-		return &noAnswerError{method: method, after: d}
+	// The bound may have ended a redial too (a handshake's NoAnswerError):
+	// the call is worded the same.
+	if err != nil && ctx.Err() == nil && tctx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrNoAnswer)) {
+		return &NoAnswerError{Method: method, After: d}
 	}
 	return err
 }

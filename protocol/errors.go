@@ -25,9 +25,10 @@ var (
 	// the answer arrived; whether the daemon carried the request out is
 	// unknown.
 	ErrConnectionLost = errors.New("protocol: connection lost")
-	// ErrNoAnswer is wrapped by the error of a call that got no answer
-	// within Options.CallTimeout; whether the daemon carried the request
-	// out is unknown. Such an error also wraps ErrUnavailable.
+	// ErrNoAnswer is matched by a NoAnswerError: a call that got no answer
+	// within Options.CallTimeout (whether the daemon carried the request
+	// out is unknown), or a handshake the daemon did not answer. Such an
+	// error also matches ErrUnavailable.
 	ErrNoAnswer = errors.New("protocol: no answer in time")
 	// ErrNoDaemon is returned by Dial and Connect when no daemon answers at
 	// the workspace's socket (and, for Connect, none could be started).
@@ -37,18 +38,47 @@ var (
 	ErrTooLarge = fmt.Errorf("protocol: message too large: %w", session.ErrTooLarge)
 )
 
-// noAnswerError is a call's failure to get an answer within
-// Options.CallTimeout.
-type noAnswerError struct {
-	method string
-	after  time.Duration
+// NoAnswerError is a daemon's silence: a call that got no answer within
+// Options.CallTimeout (Method set; its outcome is unknown), or a
+// connection whose handshake the daemon took and did not answer before
+// the caller's context ended (Socket set): a cairnd that is stopped, stuck
+// on its disk or overloaded. It matches ErrNoAnswer and ErrUnavailable.
+type NoAnswerError struct {
+	Method string        // the call's method; "" for a handshake
+	Socket string        // the handshake's socket
+	After  time.Duration // how long the client waited
+	PID    int           // a handshake's: the cairnd holding the workspace (0: unknown)
+	State  byte          // its state letter from /proc (internal/proc.State; 0: unknown)
 }
 
-func (e *noAnswerError) Error() string {
-	return fmt.Sprintf("protocol: no answer to %s from cairnd within %v: the outcome is unknown (a request that reached the daemon may still be carried out)", e.method, e.after)
+func (e *NoAnswerError) Error() string {
+	if e.Method != "" {
+		return fmt.Sprintf("protocol: no answer to %s from cairnd within %v: the outcome is unknown (a request that reached the daemon may still be carried out)", e.Method, e.After)
+	}
+	return "protocol.Dial " + e.Socket + ": " + e.Reason()
 }
 
-func (e *noAnswerError) Is(target error) bool {
+// Reason says, for people, what a handshake's NoAnswerError means and
+// what to do about it: which daemon, what state it is in.
+func (e *NoAnswerError) Reason() string {
+	if e.PID <= 0 {
+		return fmt.Sprintf("cairnd did not answer the connection within %v", e.After)
+	}
+	head := fmt.Sprintf("cairnd (pid %d) did not answer the connection within %v: ", e.PID, e.After)
+	switch e.State {
+	case 'T':
+		return head + fmt.Sprintf("it is stopped (SIGSTOP, or a shell's ^Z); `kill -CONT %d` resumes it, `cairn daemon stop` ends it", e.PID)
+	case 't':
+		return head + "it is stopped by a debugger; resume it there, or `cairn daemon stop` ends it once it runs"
+	case 'D':
+		return head + "it is waiting on the disk (uninterruptible sleep); calls wait with it until the disk answers"
+	case 0:
+		return head + "its state cannot be read; `cairn daemon stop` ends it"
+	}
+	return head + fmt.Sprintf("it is running (state %c) but did not take the connection; `cairn daemon stop` ends it", e.State)
+}
+
+func (e *NoAnswerError) Is(target error) bool {
 	return target == ErrNoAnswer || target == ErrUnavailable
 }
 

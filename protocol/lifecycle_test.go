@@ -241,3 +241,39 @@ func TestCallToADeadDaemonIsSentAgain(t *testing.T) {
 		t.Fatalf("messages %q, want %q", got, want)
 	}
 }
+
+// TestConnectToAStoppedDaemon: a daemon stopped with SIGSTOP takes the
+// connection and never answers. Connect gives up when the caller's
+// context ends, with a NoAnswerError (unavailable) naming the daemon's pid
+// and its stopped state, instead of dialing again until then and saying
+// only that the context ended; after SIGCONT the same workspace connects.
+func TestConnectToAStoppedDaemon(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ws, opts, c, pid := connectNew(ctx, t)
+	c.Close()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+
+	short, stop := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer stop()
+	_, err := protocol.Connect(short, ws, opts)
+	var na *protocol.NoAnswerError
+	if !errors.As(err, &na) || na.PID != pid || na.State != 'T' || protocol.CodeOf(err) != api.CodeUnavailable {
+		t.Fatalf("Connect to a stopped daemon: %v, want a NoAnswerError naming pid %d, stopped, code unavailable", err, pid)
+	}
+	if !errors.Is(err, protocol.ErrNoAnswer) || !strings.Contains(err.Error(), fmt.Sprintf("`kill -CONT %d` resumes it", pid)) {
+		t.Fatalf("Connect to a stopped daemon: %v", err)
+	}
+
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	c, err = protocol.Connect(ctx, ws, opts)
+	if err != nil {
+		t.Fatalf("Connect once the daemon runs again: %v", err)
+	}
+	c.Close()
+}

@@ -33,8 +33,7 @@ func TestCLIDaemonNotAnswering(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
 
 	want := []string{
-		fmt.Sprintf("cairnd (pid %d) serves", pid),
-		"did not answer within 5s: it is stopped",
+		fmt.Sprintf("cairnd (pid %d) did not answer the connection within 5s: it is stopped", pid),
 		fmt.Sprintf("`kill -CONT %d` resumes it", pid),
 	}
 	has := func(what, s string) {

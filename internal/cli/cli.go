@@ -446,8 +446,7 @@ func (e *env) connect(daemonArgs ...string) (*protocol.Client, error) {
 	if e.socket != "" {
 		ctx, cancel := context.WithTimeout(e.ctx, answerWait)
 		defer cancel()
-		c, err := protocol.Dial(ctx, e.socket, opts)
-		return c, e.noAnswer(err, "", e.socket)
+		return protocol.Dial(ctx, e.socket, opts)
 	}
 	ctx := e.ctx
 	ws, err := protocol.Workspace(e.workspace)
@@ -457,8 +456,7 @@ func (e *env) connect(daemonArgs ...string) (*protocol.Client, error) {
 		ctx, cancel = context.WithTimeout(ctx, answerWait)
 		defer cancel()
 	}
-	c, err := protocol.Connect(ctx, e.workspace, opts)
-	return c, e.noAnswer(err, ws, e.workspace)
+	return protocol.Connect(ctx, e.workspace, opts)
 }
 
 // dialExisting returns a client for a running daemon, without starting
@@ -480,11 +478,11 @@ func (e *env) dialExisting() (*protocol.Client, error) {
 	if errors.Is(err, protocol.ErrNoDaemon) {
 		return nil, fmt.Errorf("%w (no daemon at %s)", errNoDaemonRunning, sock)
 	}
-	ws := ""
 	if e.socket == "" {
-		ws, _ = protocol.Workspace(e.workspace)
+		ws, _ := protocol.Workspace(e.workspace)
+		err = withHolder(err, ws)
 	}
-	return c, e.noAnswer(err, ws, sock)
+	return c, err
 }
 
 // Run is Main for the process: it uses os.Args, the standard streams and

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/internal/proc"
 	"github.com/cairn-dev/cairn/internal/version"
+	"github.com/cairn-dev/cairn/protocol"
 )
 
 // printJSON writes v as indented JSON.
@@ -58,12 +59,12 @@ func (e *env) daemonStop() error {
 		return nil
 	}
 	var pid int
-	var na *notAnsweringError
+	var na *protocol.NoAnswerError
 	switch {
-	case errors.As(err, &na) && na.pid > 0:
+	case errors.As(err, &na) && na.PID > 0:
 		// A daemon that does not answer is still the lock's holder (a
 		// cairnd): it is stopped with a signal all the same.
-		pid = na.pid
+		pid = na.PID
 	case err != nil:
 		return err
 	default:
@@ -95,7 +96,7 @@ func (e *env) daemonStop() error {
 		return e.printJSON(map[string]any{"stopped": true, "pid": pid, "answered": na == nil})
 	}
 	if na != nil {
-		fmt.Fprintf(e.stdout, "cairnd (pid %d) did not answer within %v; stopped it with SIGTERM\n", pid, answerWait)
+		fmt.Fprintf(e.stdout, "cairnd (pid %d) did not answer within %v; stopped it with SIGTERM\n", pid, na.After)
 		return nil
 	}
 	fmt.Fprintf(e.stdout, "cairnd (pid %d) stopped\n", pid)

@@ -30,8 +30,6 @@ func (e *env) fail(err error) int {
 		status, code = ExitNotFound, "not_running"
 	case errors.As(err, new(*dirError)):
 		code = string(session.CodeInvalidArgument)
-	case errors.As(err, new(*notAnsweringError)):
-		code = "unavailable"
 	case code == string(session.CodeInternal) && strings.HasPrefix(err.Error(), connectPrefix):
 		code = "unavailable" // no daemon could be started
 
@@ -82,14 +80,14 @@ func plain(err error) string {
 	var nw *noWorkspaceError
 	var pe *fs.PathError
 	var de *dirError
-	var na *notAnsweringError
+	var na *protocol.NoAnswerError
 	switch {
 	case errors.As(err, &nw):
 		return nw.Error()
 	case errors.As(err, &de):
 		return de.Error()
-	case errors.As(err, &na):
-		return na.Error()
+	case errors.As(err, &na) && na.Method == "":
+		return na.Reason()
 	case errors.Is(err, errUsage):
 		return strings.TrimPrefix(err.Error(), errUsage.Error()+": ")
 	case errors.As(err, &re):
