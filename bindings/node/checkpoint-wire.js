@@ -536,7 +536,7 @@ function goDuration(ms) {
   return `${s}s`;
 }
 
-/** libcairn's message (protocol.ErrNoAnswer's) for a call to method that got no answer within ms. */
+/** libcairn's message (protocol.NoAnswerError's) for a call to method that got no answer within ms. */
 function noAnswerMessage(method, ms) {
   return `protocol: no answer to ${method} from cairnd within ${goDuration(ms)}: the outcome is unknown (a request that reached the daemon may still be carried out)`;
 }

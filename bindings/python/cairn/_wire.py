@@ -380,7 +380,7 @@ class _Lost(Exception):
 
 class _NoAnswer(_Lost):
     # The answer (or, with a call timeout, the send) did not come in time:
-    # worded as libcairn's ErrNoAnswer.
+    # worded as libcairn's NoAnswerError (protocol).
     def __init__(self, method: str, seconds: float) -> None:
         super().__init__(no_answer_message(method, seconds))
 

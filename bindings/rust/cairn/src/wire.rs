@@ -131,7 +131,7 @@ pub fn go_duration(d: Duration) -> String {
 }
 
 /// The error of a call whose bound passed with no answer, worded as
-/// libcairn's (protocol.ErrNoAnswer's noAnswerError).
+/// libcairn's (protocol.NoAnswerError's).
 pub fn no_answer(method: &str, bound: Duration) -> Error {
     Error::new(
         ErrorCode::Unavailable,
