@@ -277,3 +277,96 @@ func TestConnectToAStoppedDaemon(t *testing.T) {
 	}
 	c.Close()
 }
+
+// TestRunSettlesATurnOfUnknownOutcome: AgentRun.Turn on a stopped daemon
+// fails with unavailable (a call timeout). When the daemon carries the
+// checkpoint out after all, the host's retry of that Turn returns its
+// number without saving it twice and the next Turn follows it; when the
+// request was cut before it was whole, the next Turn takes its number.
+// The totals are what was committed.
+func TestRunSettlesATurnOfUnknownOutcome(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ws, opts, plain, pid := connectNew(ctx, t)
+	defer plain.Close()
+	bounded := *opts
+	bounded.CallTimeout = 400 * time.Millisecond
+	c, err := protocol.Connect(ctx, ws, &bounded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	stopped := false
+	defer func() {
+		if stopped {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}()
+	signal := func(sig syscall.Signal) {
+		t.Helper()
+		if err := syscall.Kill(pid, sig); err != nil {
+			t.Fatal(err)
+		}
+		stopped = sig == syscall.SIGSTOP
+	}
+	msg := func(s string) []session.Value { return []session.Value{session.Value(fmt.Sprintf(`{"t":%q}`, s))} }
+	run, err := c.StartRun(ctx, "s", protocol.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn := func(tt protocol.Turn, want int64) {
+		t.Helper()
+		if n, err := run.Turn(ctx, tt); err != nil || n != want {
+			t.Fatalf("turn: %d, %v; want %d", n, err, want)
+		}
+	}
+	turn(protocol.Turn{Messages: msg("1"), Usage: session.Usage{InputTokens: 1}, ToolCalls: 1}, 1)
+
+	second := protocol.Turn{Messages: msg("2"), Usage: session.Usage{InputTokens: 2}, ToolCalls: 1, State: session.Value(`{"k":2}`)}
+	signal(syscall.SIGSTOP)
+	if _, err := run.Turn(ctx, second); !errors.Is(err, protocol.ErrNoAnswer) {
+		t.Fatalf("turn on a stopped daemon: %v, want no answer", err)
+	}
+	signal(syscall.SIGCONT)
+	for {
+		rec, err := plain.Run(ctx, api.RunRequest{RunID: run.RunID()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Checkpoint != nil && rec.Checkpoint.Turn == 2 {
+			break // the daemon carried it out
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	turn(second, 2)
+	if u, n := run.Usage(), run.ToolCallsCount(); u.InputTokens != 3 || n != 2 || string(run.State()) != `{"k":2}` {
+		t.Fatalf("totals after the settled turn: %+v, %d, %s", u, n, run.State())
+	}
+	turn(protocol.Turn{Messages: msg("3")}, 3)
+
+	signal(syscall.SIGSTOP)
+	big := protocol.Turn{Messages: msg(strings.Repeat("x", 16<<20)), Usage: session.Usage{InputTokens: 9}, ToolCalls: 9}
+	if _, err := run.Turn(ctx, big); !errors.Is(err, protocol.ErrNoAnswer) {
+		t.Fatalf("a 16 MiB turn on a stopped daemon: %v, want no answer", err)
+	}
+	signal(syscall.SIGCONT)
+	turn(protocol.Turn{Messages: msg("4"), Usage: session.Usage{InputTokens: 4}}, 4)
+	if err := run.Complete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := plain.Run(ctx, api.RunRequest{RunID: run.RunID()})
+	if err != nil || rec.Run.Usage.InputTokens != 7 || rec.Run.ToolCallsCount != 2 {
+		t.Fatalf("the completed run: %+v, %v; want 7 input tokens, 2 tool calls", rec.Run, err)
+	}
+	ms, err := plain.Messages(ctx, api.MessagesRequest{SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range ms.Messages {
+		got = append(got, string(m))
+	}
+	if want := []string{`{"t":"1"}`, `{"t":"2"}`, `{"t":"3"}`, `{"t":"4"}`}; !slices.Equal(got, want) {
+		t.Fatalf("messages: %.200q, want %q", got, want)
+	}
+}

@@ -1,8 +1,10 @@
 package protocol
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/cairn-dev/cairn/api"
@@ -39,6 +41,13 @@ type Turn struct {
 // the run; a run never completed (an error, a crash) is left running, for
 // StartRun with Resume to pick up. An AgentRun is safe for one goroutine
 // at a time; Turn and Complete serialize.
+//
+// A Turn whose checkpoint fails with code unavailable (a lost connection,
+// a call timeout: the outcome is unknown) is settled by the next Turn (or
+// Complete, Fail): it first reads the run to learn whether that checkpoint
+// was committed. If it was, the run counts it, and a Turn equal to it is
+// the host retrying it: it returns its number without saving it again;
+// any other Turn is the next one. If it was not, the Turn is saved anew.
 type AgentRun struct {
 	c         *Client
 	sessionID string
@@ -52,6 +61,17 @@ type AgentRun struct {
 	tools int64
 	state session.Value
 	done  bool
+	// unsure is the last Turn when its checkpoint's outcome is unknown.
+	unsure *attempt
+}
+
+// attempt is a Turn whose checkpoint's outcome is unknown: its number,
+// the totals it carried and the Turn itself.
+type attempt struct {
+	n     int64
+	usage session.Usage
+	tools int64
+	t     Turn
 }
 
 // StartRun starts a run of sessionID (creating the session when it does
@@ -159,6 +179,13 @@ func (r *AgentRun) Turn(ctx context.Context, t Turn) (int64, error) {
 	if r.done {
 		return 0, session.Wrap(session.CodeConflict, errRunDone, "turn: run %s", r.runID)
 	}
+	a, err := r.settle(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if a != nil && sameTurn(a.t, t) {
+		return r.turns, nil // the host retrying the turn that was committed
+	}
 	n, usage, tools := r.turns+1, r.usage.Add(t.Usage), r.tools+t.ToolCalls
 	msgs := t.Messages
 	if msgs == nil {
@@ -166,6 +193,12 @@ func (r *AgentRun) Turn(ctx context.Context, t Turn) (int64, error) {
 	}
 	if _, err := r.c.Checkpoint(ctx, api.CheckpointRequest{RunID: r.runID, SessionID: r.sessionID, Turn: n,
 		NewMessages: msgs, Usage: usage, ToolCallsCount: tools, State: t.State}); err != nil {
+		if CodeOf(err) == api.CodeUnavailable {
+			// The caller may reuse its slices: keep copies.
+			t.Messages = cloneValues(t.Messages)
+			t.State = slices.Clone(t.State)
+			r.unsure = &attempt{n: n, usage: usage, tools: tools, t: t}
+		}
 		return 0, err
 	}
 	r.turns, r.usage, r.tools = n, usage, tools
@@ -192,6 +225,9 @@ func (r *AgentRun) end(ctx context.Context, status string) error {
 	if r.done {
 		return nil
 	}
+	if _, err := r.settle(ctx); err != nil {
+		return err
+	}
 	usage, tools := r.usage, r.tools
 	if _, err := r.c.CompleteRun(ctx, api.CompleteRunRequest{RunID: r.runID, SessionID: r.sessionID, Status: status,
 		Usage: &usage, ToolCallsCount: &tools}); err != nil {
@@ -213,4 +249,42 @@ func (c *Client) WithRun(ctx context.Context, sessionID string, opts RunOptions,
 		return err
 	}
 	return r.Complete(ctx)
+}
+
+// settle learns whether the Turn whose outcome was unknown was committed
+// (the run's checkpoint has reached it) and, if so, counts it and returns
+// it; nil otherwise. An error reading the run leaves it unknown.
+func (r *AgentRun) settle(ctx context.Context) (*attempt, error) {
+	a := r.unsure
+	if a == nil {
+		return nil, nil
+	}
+	rec, err := r.c.Run(ctx, api.RunRequest{RunID: r.runID, SessionID: r.sessionID})
+	if err != nil {
+		return nil, err
+	}
+	r.unsure = nil
+	if rec.Checkpoint == nil || rec.Checkpoint.Turn < a.n {
+		return nil, nil
+	}
+	r.turns, r.usage, r.tools = a.n, a.usage, a.tools
+	if a.t.State != nil {
+		r.state = a.t.State
+	}
+	return a, nil
+}
+
+// sameTurn reports whether a and b carry the same messages, usage, tool
+// calls and state (the JSON texts, byte for byte).
+func sameTurn(a, b Turn) bool {
+	return a.Usage == b.Usage && a.ToolCalls == b.ToolCalls && bytes.Equal(a.State, b.State) &&
+		slices.EqualFunc(a.Messages, b.Messages, func(x, y session.Value) bool { return bytes.Equal(x, y) })
+}
+
+func cloneValues(vs []session.Value) []session.Value {
+	out := make([]session.Value, len(vs))
+	for i, v := range vs {
+		out[i] = slices.Clone(v)
+	}
+	return out
 }

@@ -14,6 +14,15 @@ completed tool turn, with the turn's messages, the run's running totals
 commit. A process killed anywhere, even in the middle of a tool call,
 resumes from the last completed turn with its counters carried on.
 
+A turn whose checkpoint fails with :class:`~cairn.UnavailableError`
+(a lost connection, a call timeout: the outcome is unknown) is settled by
+the next call: ``turn`` (or ``complete``) first reads the run to learn
+whether that checkpoint was committed. If it was, the helper counts it;
+a ``turn`` with the same arguments is then the host retrying it and
+returns its number without saving it twice, and any other ``turn`` is
+the next one. If it was not, the turn is saved anew. So a host may retry
+a failed turn, or go on, and the run holds each turn once.
+
 On a clean exit of the ``with`` block the run is completed
 (``completeRun``, status ``"completed"``, with the final totals). On an
 exception the run is left running, as after a crash, so that
@@ -32,9 +41,9 @@ The asyncio client has the same helper, awaitable
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Dict, List, Literal, Optional, Sequence
+from typing import Any, Awaitable, Callable, Dict, List, Literal, Optional, Sequence, Tuple
 
-from .errors import NotFoundError
+from .errors import NotFoundError, UnavailableError
 
 __all__ = ["RunLoop", "AsyncRunLoop"]
 
@@ -78,6 +87,9 @@ class RunLoop:
         self.resumed_from: Optional[str] = None
         self.messages: List[Any] = []
         self.ended = False
+        # _unsure: the last turn, when its checkpoint's outcome is unknown:
+        # (turn, usage, tool_calls, state, the arguments it was given).
+        self._unsure: Optional[Tuple[int, Dict[str, Any], int, Any, Tuple[Any, ...]]] = None
 
     # -- begin / resume ---------------------------------------------------------
 
@@ -136,19 +148,41 @@ class RunLoop:
             self.start()
         if self.ended:
             raise RuntimeError(f"start_run: run {self.run_id!r} has ended")
+        msgs = list(new_messages)
+        args = (msgs, usage, tool_calls, state)
+        if self._settle() == args:
+            return self.turn_no  # the host retrying the turn that was committed
         total_usage = _add_usage(self.usage, usage)
         total_calls = self.tool_calls + tool_calls
         n = self.turn_no + 1
-        self.client.checkpoint(
-            self.run_id, n, list(new_messages), total_usage, total_calls, state, session_id=self.session_id
-        )
+        try:
+            self.client.checkpoint(self.run_id, n, msgs, total_usage, total_calls, state, session_id=self.session_id)
+        except UnavailableError:
+            self._unsure = (n, total_usage, total_calls, state, args)
+            raise
         self.turn_no, self.usage, self.tool_calls, self.state = n, total_usage, total_calls, state
         return n
+
+    def _settle(self) -> Optional[Tuple[Any, ...]]:
+        """Learns whether the turn whose outcome was unknown was committed
+        (the run's checkpoint has reached it) and, if so, counts it and
+        returns the arguments it was given; None otherwise. Raises what
+        reading the run raises (the outcome stays unknown)."""
+        u = self._unsure
+        if u is None:
+            return None
+        cp = self.client.run(self.run_id, session_id=self.session_id).get("checkpoint") or {}
+        self._unsure = None
+        if cp.get("turn", 0) < u[0]:
+            return None
+        self.turn_no, self.usage, self.tool_calls, self.state = u[0], u[1], u[2], u[3]
+        return u[4]
 
     def complete(self, status: str = "completed") -> None:
         """Ends the run (``completeRun``) with the run's totals."""
         if self.run_id is None or self.ended:
             return
+        self._settle()
         self.client.complete_run(self.run_id, status, self.usage, self.tool_calls, session_id=self.session_id)
         self.ended = True
 

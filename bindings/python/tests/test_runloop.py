@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import List
 
@@ -81,3 +83,56 @@ def test_on_error_fail_ends_the_run(embedded: cairn.Client) -> None:
             run.turn([{"role": "user", "content": "a"}])
             raise ValueError("x")
     assert embedded.run(run.run_id)["run"]["status"] == "failed"
+
+
+def _wait_turn(c: cairn.Client, run_id: str, turn: int) -> None:
+    deadline = time.monotonic() + 10
+    while ((c.run(run_id).get("checkpoint") or {}).get("turn", 0)) < turn:
+        assert time.monotonic() < deadline, f"run {run_id} never reached turn {turn}"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("path", ["own", "libcairn"])
+def test_a_turn_of_unknown_outcome_is_settled(path: str, workspace: str, daemons: List[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A turn whose checkpoint got no answer (a stopped daemon, a call
+    timeout) raises UnavailableError. When the daemon carried it out after
+    all, the host's retry of the same turn returns its number without
+    saving it twice, and the next turn follows it; when it did not (a
+    request cut before it was whole), the host's next turn takes its
+    number. Totals follow what was committed."""
+    if path == "libcairn":
+        monkeypatch.setenv("CAIRN_PY_WIRE", "0")
+    c = connect_daemon(workspace, daemons, call_timeout=0.4)
+    pid = daemons[-1]
+    stopped = False
+    try:
+        run = c.start_run("s")
+        assert run.turn([{"t": 1}], usage={"input_tokens": 1}, tool_calls=1) == 1
+        os.kill(pid, signal.SIGSTOP)
+        stopped = True
+        with pytest.raises(cairn.UnavailableError, match="no answer to checkpoint"):
+            run.turn([{"t": 2}], usage={"input_tokens": 2}, tool_calls=1, state={"k": 2})
+        os.kill(pid, signal.SIGCONT)
+        stopped = False
+        _wait_turn(c, run.run_id, 2)  # the daemon carried it out
+        assert run.turn([{"t": 2}], usage={"input_tokens": 2}, tool_calls=1, state={"k": 2}) == 2
+        assert (run.turn_no, run.usage, run.tool_calls, run.state) == (2, {"input_tokens": 3}, 2, {"k": 2})
+        assert run.turn([{"t": 3}]) == 3
+
+        # Cut before it was whole: not carried out; the next turn is 4.
+        os.kill(pid, signal.SIGSTOP)
+        stopped = True
+        with pytest.raises(cairn.UnavailableError, match="no answer to checkpoint"):
+            run.turn([{"t": "x" * (16 << 20)}], usage={"input_tokens": 9}, tool_calls=9)
+        os.kill(pid, signal.SIGCONT)
+        stopped = False
+        assert run.turn([{"t": 4}], usage={"input_tokens": 4}) == 4
+        assert (run.usage, run.tool_calls) == ({"input_tokens": 7}, 2)
+        run.complete()
+        got = c.run(run.run_id)
+        assert got["run"]["status"] == "completed" and got["run"]["usage"]["input_tokens"] == 7
+        assert [m["t"] for m in c.messages("s")["messages"]] == [1, 2, 3, 4]
+    finally:
+        if stopped:
+            os.kill(pid, signal.SIGCONT)
+        c.close()
