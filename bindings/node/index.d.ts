@@ -352,8 +352,15 @@ export class AgentRun {
   /** On resume: the session's messages up to the last finished turn. */
   readonly messages: Json[];
   readonly done: boolean;
-  /** Checkpoints one finished turn; resolves to its number. */
+  /**
+   * Checkpoints one finished turn; resolves to its number. When the
+   * previous turn's checkpoint failed with UnavailableError (its outcome
+   * unknown), it first reads the run to settle it: a committed one is
+   * counted, and a call with the same arguments (the host retrying it)
+   * resolves to its number without saving it twice.
+   */
   turn(newMessages?: Json[], options?: TurnOptions): Promise<number>;
+  /** Ends the run with its totals, after settling a turn of unknown outcome. */
   complete(status?: 'completed' | 'failed' | 'interrupted'): Promise<void>;
   fail(): Promise<void>;
 }

@@ -7,6 +7,15 @@
 // finished turn, never from half of one. A clean exit completes the run
 // (completeRun); an error or a crash leaves it running, and
 // startRun(sessionId, {resume: true}) picks it up with its counters.
+//
+// A turn whose checkpoint fails with UnavailableError (code 'unavailable':
+// a lost connection, a call timeout: the outcome is unknown) is settled by
+// the next call: turn() (or complete()) first reads the run to learn
+// whether that checkpoint was committed. If it was, the helper counts it;
+// a turn() with the same arguments is then the host retrying it and
+// resolves to its number without saving it twice, and any other turn() is
+// the next one. If it was not, the turn is saved anew. So a host may retry
+// a failed turn, or go on, and the run holds each turn once.
 
 const ZERO_USAGE = Object.freeze({ input_tokens: 0, output_tokens: 0, total_tokens: 0, cost: 0 });
 
@@ -24,6 +33,27 @@ function toolCallCount(toolCalls) {
   if (Array.isArray(toolCalls)) return toolCalls.length;
   if (Number.isInteger(toolCalls) && toolCalls >= 0) return toolCalls;
   throw new TypeError('toolCalls must be a count or an array of tool calls');
+}
+
+// JSON with object keys sorted, so that two deeply equal values (keys in
+// any order) give the same text; undefined stays undefined.
+function canonical(value) {
+  return JSON.stringify(value, (_k, v) => {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
+    const out = {};
+    for (const k of Object.keys(v).sort()) out[k] = v[k];
+    return out;
+  });
+}
+
+// Whether a turn's arguments are those of the remembered attempt u.
+function sameArgs(u, newMessages, usage, toolCalls, state) {
+  return (
+    u.args.messages === canonical(newMessages) &&
+    u.args.usage === canonical(usage) &&
+    u.args.toolCalls === canonical(toolCalls) &&
+    u.args.state === canonical(state)
+  );
 }
 
 /**
@@ -54,50 +84,115 @@ class AgentRun {
     this.messages = init.messages || [];
     this.done = false;
     this._busy = false;
+    // The last turn when its checkpoint's outcome is unknown (it failed
+    // with 'unavailable'): {turn, usage, toolCallsCount, state, args}, args
+    // being the canonical JSON of the arguments the host passed; else null.
+    this._unsure = null;
   }
 
   /**
    * Checkpoints one finished turn: its new messages, the usage and tool
    * calls it spent (added to the totals) and, optionally, a state to
    * resume with. Resolves to the turn's number.
+   *
+   * When the previous turn's checkpoint failed with code 'unavailable'
+   * (its outcome unknown), this first reads the run to settle it: if it
+   * was committed it is counted, and a call with the same arguments (the
+   * host retrying it) resolves to its number without saving it again.
    */
   async turn(newMessages = [], { usage, toolCalls, state } = {}) {
     if (this.done) throw new Error(`run ${this.runId} is finished`);
     if (this._busy) throw new Error(`run ${this.runId}: a turn is already being saved; await it first`);
     if (!Array.isArray(newMessages)) throw new TypeError('newMessages must be an array');
-    const n = this.turns + 1;
-    const nextUsage = addUsage(this.usage, usage);
-    const nextCount = this.toolCallsCount + toolCallCount(toolCalls);
+    const calls = toolCallCount(toolCalls);
     this._busy = true;
     try {
-      await this.client.checkpoint(this.runId, {
-        turn: n,
-        newMessages,
-        usage: nextUsage,
-        toolCallsCount: nextCount,
-        state,
+      const attempt = await this._settle();
+      if (attempt !== null && sameArgs(attempt, newMessages, usage, toolCalls, state)) {
+        return this.turns; // the host retrying the turn that was committed
+      }
+      const n = this.turns + 1;
+      const nextUsage = addUsage(this.usage, usage);
+      const nextCount = this.toolCallsCount + calls;
+      try {
+        await this.client.checkpoint(this.runId, {
+          turn: n,
+          newMessages,
+          usage: nextUsage,
+          toolCallsCount: nextCount,
+          state,
+          sessionId: this.sessionId,
+        });
+      } catch (err) {
+        // Only 'unavailable' leaves the outcome unknown: any other error
+        // is an answer (nothing was saved).
+        if (err && err.code === 'unavailable') {
+          this._unsure = {
+            turn: n,
+            usage: nextUsage,
+            toolCallsCount: nextCount,
+            state,
+            args: {
+              messages: canonical(newMessages),
+              usage: canonical(usage),
+              toolCalls: canonical(toolCalls),
+              state: canonical(state),
+            },
+          };
+        }
+        throw err;
+      }
+      // Only a saved turn counts: a failed checkpoint leaves the totals as
+      // the store has them.
+      this.turns = n;
+      this.usage = nextUsage;
+      this.toolCallsCount = nextCount;
+      if (state !== undefined) this.state = state;
+      return n;
+    } finally {
+      this._busy = false;
+    }
+  }
+
+  /**
+   * Settles the turn whose checkpoint's outcome is unknown, if any: reads
+   * the run and, when its checkpoint has reached that turn (it was
+   * committed), counts it and returns it; null otherwise. Throws what
+   * reading the run throws (the turn then stays unsettled).
+   * @internal
+   */
+  async _settle() {
+    const u = this._unsure;
+    if (u === null) return null;
+    const r = await this.client.run(this.runId, { sessionId: this.sessionId });
+    this._unsure = null;
+    const cp = (r && r.checkpoint) || {};
+    if ((cp.turn || 0) < u.turn) return null;
+    this.turns = u.turn;
+    this.usage = u.usage;
+    this.toolCallsCount = u.toolCallsCount;
+    if (u.state !== undefined) this.state = u.state;
+    return u;
+  }
+
+  /**
+   * Ends the run (completed unless told otherwise) with its totals, after
+   * settling a turn whose outcome is unknown.
+   */
+  async complete(status = 'completed') {
+    if (this.done) return;
+    if (this._busy) throw new Error(`run ${this.runId}: a turn is already being saved; await it first`);
+    this._busy = true;
+    try {
+      await this._settle();
+      await this.client.completeRun(this.runId, status, {
+        usage: this.usage,
+        toolCallsCount: this.toolCallsCount,
         sessionId: this.sessionId,
       });
     } finally {
       this._busy = false;
     }
-    // Only a saved turn counts: a failed checkpoint leaves the totals as
-    // the store has them.
-    this.turns = n;
-    this.usage = nextUsage;
-    this.toolCallsCount = nextCount;
-    if (state !== undefined) this.state = state;
-    return n;
-  }
-
-  /** Ends the run (completed unless told otherwise) with its totals. */
-  async complete(status = 'completed') {
-    if (this.done) return;
-    await this.client.completeRun(this.runId, status, {
-      usage: this.usage,
-      toolCallsCount: this.toolCallsCount,
-      sessionId: this.sessionId,
-    });
     this.done = true;
   }
 

@@ -116,3 +116,167 @@ test('run helper: withRun completes on return and leaves the run resumable on th
   assert.equal(fresh.turns, 0);
   await fresh.complete();
 });
+
+// --- A turn whose checkpoint's outcome is unknown --------------------------
+
+const { daemon, withEnv } = require('./helpers');
+
+/** Resolves when run runId's checkpoint has reached turn (10 s at most). */
+async function waitTurn(c, runId, turn) {
+  const deadline = Date.now() + 10000;
+  for (;;) {
+    const r = await c.run(runId);
+    if (((r.checkpoint || {}).turn || 0) >= turn) return;
+    assert.ok(Date.now() < deadline, `run ${runId} never reached turn ${turn}`);
+    await new Promise((res) => setTimeout(res, 20));
+  }
+}
+
+for (const [path_, env] of [
+  ['own connection', undefined],
+  ['libcairn', '0'],
+]) {
+  test(`run helper (${path_}): a turn of unknown outcome is settled by the next call`, { timeout: 90000 }, async (t) => {
+    // A turn whose checkpoint got no answer (a stopped daemon, a call
+    // timeout) rejects with UnavailableError. When the daemon carried it
+    // out after all, the host's retry of the same turn resolves to its
+    // number without saving it twice, and the next turn follows it; when
+    // it did not (a request cut before it was whole), the host's next turn
+    // takes its number. The totals follow what was committed.
+    const { c, pid } = await withEnv(env, () => daemon(t, { callTimeoutMs: 400 }));
+    assert.equal(c._wire === null, env === '0', 'the path under test');
+    const sent = [];
+    const checkpoint = c.checkpoint;
+    c.checkpoint = function (runId, o) {
+      sent.push(o.turn);
+      return checkpoint.call(this, runId, o);
+    };
+    const m = (t_) => ({ role: 'user', content: `turn ${t_}`, t: t_ });
+    let stopped = false;
+    const stop = () => {
+      process.kill(pid, 'SIGSTOP');
+      stopped = true;
+    };
+    const cont = () => {
+      process.kill(pid, 'SIGCONT');
+      stopped = false;
+    };
+    try {
+      const run = await c.startRun('s');
+      assert.equal(await run.turn([m(1)], { usage: { input_tokens: 1 }, toolCalls: 1 }), 1);
+
+      // 2. No answer; the daemon carries it out once it runs again.
+      const two = () => run.turn([m(2)], { usage: { input_tokens: 2 }, toolCalls: [{ name: 'a' }], state: { k: 2 } });
+      stop();
+      await assert.rejects(two(), (err) => {
+        assert.ok(err instanceof cairn.UnavailableError, String(err));
+        assert.match(err.message, /no answer to checkpoint/);
+        return true;
+      });
+      cont();
+      await waitTurn(c, run.runId, 2);
+      assert.equal(run.turns, 1, 'not counted before it is settled');
+
+      // 3. The host retries it: counted, not sent again.
+      assert.equal(await two(), 2);
+      assert.deepEqual(sent, [1, 2]);
+      assert.equal(run.turns, 2);
+      assert.equal(run.usage.input_tokens, 3);
+      assert.equal(run.toolCallsCount, 2);
+      assert.deepEqual(run.state, { k: 2 });
+      assert.equal(await run.turn([m(3)]), 3);
+      assert.deepEqual(sent, [1, 2, 3]);
+
+      // 4. Cut before it was whole: not carried out; the next turn is 4.
+      stop();
+      await assert.rejects(
+        run.turn([{ role: 'user', content: 'x'.repeat(16 << 20), t: 'big' }], { usage: { input_tokens: 9 }, toolCalls: 9 }),
+        (err) => {
+          assert.ok(err instanceof cairn.UnavailableError, String(err));
+          assert.match(err.message, /no answer to checkpoint/);
+          return true;
+        }
+      );
+      cont();
+      assert.equal(await run.turn([m(4)], { usage: { input_tokens: 4 } }), 4);
+      assert.deepEqual(sent, [1, 2, 3, 4, 4]);
+      assert.equal(run.usage.input_tokens, 7);
+      assert.equal(run.toolCallsCount, 2);
+      assert.deepEqual(run.state, { k: 2 });
+      const before = (await c.run(run.runId)).checkpoint;
+      assert.equal(before.turn, 4);
+      assert.equal(before.usage.input_tokens, 7);
+      assert.equal(before.tool_calls_count, 2);
+      await run.complete();
+
+      const got = await c.run(run.runId);
+      assert.equal(got.run.status, 'completed');
+      assert.equal(got.run.usage.input_tokens, 7);
+      assert.equal(got.run.tool_calls_count, 2);
+      assert.deepEqual((await c.messages('s')).messages.map((x) => x.t), [1, 2, 3, 4]);
+    } finally {
+      if (stopped) process.kill(pid, 'SIGCONT');
+    }
+  });
+}
+
+test('run helper: settling with a stand-in client (not committed, other errors, a failed read)', async () => {
+  const calls = [];
+  let committed = 0;
+  let fail = null;
+  let readFails = false;
+  const client = {
+    async checkpoint(runId, o) {
+      calls.push(['checkpoint', o.turn]);
+      if (fail) {
+        const err = fail;
+        fail = null;
+        throw err;
+      }
+      committed = o.turn;
+      return {};
+    },
+    async run() {
+      calls.push(['run']);
+      if (readFails) throw new cairn.UnavailableError('read failed');
+      return { run: {}, checkpoint: committed ? { turn: committed } : null };
+    },
+    async completeRun(runId, status, o) {
+      calls.push(['completeRun', o.toolCallsCount]);
+    },
+  };
+  const { AgentRun } = require('../run.js');
+  const run = new AgentRun(client, 's', { runId: 'r' });
+
+  // Another error is an answer: nothing remembered, no read next time.
+  fail = new cairn.ConflictError('no');
+  await assert.rejects(run.turn([{ a: 1 }]), cairn.ConflictError);
+  assert.equal(await run.turn([{ a: 1 }]), 1);
+  assert.deepEqual(calls.splice(0), [['checkpoint', 1], ['checkpoint', 1]]);
+
+  // Unknown and not committed: the retry is saved anew as turn 2.
+  fail = new cairn.UnavailableError('lost');
+  await assert.rejects(run.turn([{ a: 2 }], { toolCalls: 1 }), cairn.UnavailableError);
+  assert.equal(await run.turn([{ a: 2 }], { toolCalls: 1 }), 2);
+  assert.deepEqual(calls.splice(0), [['checkpoint', 2], ['run'], ['checkpoint', 2]]);
+
+  // Unknown; the read fails: that error, and the turn stays unsettled.
+  fail = new cairn.UnavailableError('lost');
+  await assert.rejects(run.turn([{ a: 3 }], { state: { b: 1, c: 2 } }), cairn.UnavailableError);
+  committed = 3; // it was carried out after all
+  readFails = true;
+  await assert.rejects(run.turn([{ a: 3 }], { state: { b: 1, c: 2 } }), /read failed/);
+  assert.equal(run.turns, 2);
+  readFails = false;
+  // Deeply equal (keys in another order): the retry, not sent again.
+  assert.equal(await run.turn([{ a: 3 }], { state: { c: 2, b: 1 } }), 3);
+  assert.deepEqual(calls.splice(0), [['checkpoint', 3], ['run'], ['run']]);
+
+  // complete() settles first: a committed attempt is counted in the totals.
+  fail = new cairn.UnavailableError('lost');
+  await assert.rejects(run.turn([{ a: 4 }], { toolCalls: 5 }), cairn.UnavailableError);
+  committed = 4;
+  await run.complete();
+  assert.equal(run.turns, 4);
+  assert.deepEqual(calls.splice(0), [['checkpoint', 4], ['run'], ['completeRun', 6]]);
+});
