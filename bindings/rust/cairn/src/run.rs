@@ -6,6 +6,16 @@
 //! last finished turn. [`AgentRun::complete`] ends the run; a run never
 //! completed (an error, a crash) is left running, for
 //! [`Client::start_run`] with `resume` to pick up with its counters.
+//!
+//! A turn whose checkpoint fails with [`ErrorCode::Unavailable`] (a lost
+//! connection, a call timeout: the outcome is unknown) is settled by the
+//! next call: [`AgentRun::turn`] (or [`AgentRun::complete`],
+//! [`AgentRun::fail`]) first reads the run to learn whether that checkpoint
+//! was committed. If it was, the helper counts it; a `turn` with the same
+//! arguments is then the host retrying it and returns its number without
+//! saving it twice, and any other `turn` is the next one. If it was not,
+//! the turn is saved anew. So a host may retry a failed turn, or go on, and
+//! the run holds each turn once.
 
 use std::borrow::Cow;
 
@@ -65,6 +75,31 @@ pub struct AgentRun<'c> {
     tool_calls_count: i64,
     state: Option<Value>,
     done: bool,
+    /// The last turn, when its checkpoint's outcome is unknown.
+    unsure: Option<Unsure>,
+}
+
+/// A turn whose checkpoint failed with `Unavailable`: the turn number and
+/// run totals it would commit, and the arguments it was given (owned).
+#[derive(Debug)]
+struct Unsure {
+    turn: i64,
+    usage: Usage,
+    tool_calls_count: i64,
+    messages: Vec<Value>,
+    turn_usage: Usage,
+    turn_tool_calls: i64,
+    state: Option<Value>,
+}
+
+impl Unsure {
+    /// Whether `t` is the turn this attempt was given (deep equality).
+    fn same(&self, t: &Turn<'_>) -> bool {
+        self.messages.as_slice() == t.messages
+            && self.turn_usage == t.usage
+            && self.turn_tool_calls == t.tool_calls
+            && self.state.as_ref() == t.state
+    }
 }
 
 fn add_usage(a: Usage, b: Usage) -> Usage {
@@ -110,6 +145,7 @@ impl Client {
                     tool_calls_count: r.tool_calls_count,
                     state: r.state,
                     done: false,
+                    unsure: None,
                 });
             }
         }
@@ -126,6 +162,7 @@ impl Client {
             tool_calls_count: 0,
             state: None,
             done: false,
+            unsure: None,
         })
     }
 
@@ -204,6 +241,14 @@ impl AgentRun<'_> {
 
     /// Checkpoints one finished turn and returns its number. The totals
     /// change only when the checkpoint is saved.
+    ///
+    /// When the checkpoint fails with [`ErrorCode::Unavailable`] its
+    /// outcome is unknown: the next `turn` (or `complete`, `fail`) reads
+    /// the run first. If that checkpoint was committed it is counted, and
+    /// a `turn` equal to it (messages, usage, tool calls, state) is the
+    /// host's retry, answered with its number and not saved again; any
+    /// other turn follows it. If it was not, this turn takes its number.
+    /// An error reading the run is returned and the question stays open.
     pub fn turn(&mut self, turn: &Turn<'_>) -> Result<i64> {
         if self.done {
             return Err(Error::new(
@@ -211,10 +256,13 @@ impl AgentRun<'_> {
                 format!("turn: run {} is finished", self.run_id),
             ));
         }
+        if self.settle()?.is_some_and(|u| u.same(turn)) {
+            return Ok(self.turns); // the host retrying the turn that was committed
+        }
         let n = self.turns + 1;
         let usage = add_usage(self.usage, turn.usage);
         let tools = self.tool_calls_count + turn.tool_calls;
-        self.client.checkpoint(&CheckpointRequest {
+        let r = self.client.checkpoint(&CheckpointRequest {
             run_id: Cow::Borrowed(&self.run_id),
             session_id: Some(Cow::Borrowed(&self.session_id)),
             turn: n,
@@ -222,14 +270,49 @@ impl AgentRun<'_> {
             usage,
             tool_calls_count: tools,
             state: turn.state.map(Cow::Borrowed),
-        })?;
+        });
+        if let Err(e) = r {
+            if e.code == ErrorCode::Unavailable {
+                self.unsure = Some(Unsure {
+                    turn: n,
+                    usage,
+                    tool_calls_count: tools,
+                    messages: turn.messages.to_vec(),
+                    turn_usage: turn.usage,
+                    turn_tool_calls: turn.tool_calls,
+                    state: turn.state.cloned(),
+                });
+            }
+            return Err(e);
+        }
+        self.commit(n, usage, tools, turn.state);
+        Ok(n)
+    }
+
+    fn commit(&mut self, n: i64, usage: Usage, tools: i64, state: Option<&Value>) {
         self.turns = n;
         self.usage = usage;
         self.tool_calls_count = tools;
-        if let Some(s) = turn.state {
+        if let Some(s) = state {
             self.state = Some(s.clone());
         }
-        Ok(n)
+    }
+
+    /// Learns whether the turn whose outcome was unknown was committed
+    /// (the run's checkpoint has reached it) and, if so, counts it and
+    /// returns it; `None` otherwise. An error reading the run is returned
+    /// and the turn stays unsettled.
+    fn settle(&mut self) -> Result<Option<Unsure>> {
+        let Some(n) = self.unsure.as_ref().map(|u| u.turn) else {
+            return Ok(None);
+        };
+        let r = self.client.run(&self.run_id, Some(&self.session_id))?;
+        let u = self.unsure.take().expect("unsure");
+        if r.checkpoint.map_or(0, |c| c.turn) < n {
+            return Ok(None);
+        }
+        self.commit(u.turn, u.usage, u.tool_calls_count, u.state.as_ref());
+        Ok(Some(u))
     }
 
     /// Ends the run as completed, with its totals. Completing again does
@@ -247,6 +330,7 @@ impl AgentRun<'_> {
         if self.done {
             return Ok(());
         }
+        self.settle()?;
         self.client.complete_run(&CompleteRunRequest {
             run_id: Cow::Borrowed(&self.run_id),
             session_id: Some(Cow::Borrowed(&self.session_id)),
