@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -22,61 +21,6 @@ const BOUND: Duration = Duration::from_millis(400);
 
 /// The call timeout of the client whose big checkpoint's write is cut.
 const BOUND2: Duration = Duration::from_secs(1);
-
-fn signal(sig: &str, pid: i64) {
-    let st = Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success(), "kill {sig} {pid}");
-}
-
-/// The workspace's daemon: continued (in case) and stopped on drop.
-struct Fixture {
-    ws: TempDir,
-    pid: Option<i64>,
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        if let Some(pid) = self.pid {
-            let _ = Command::new("kill")
-                .args(["-CONT", &pid.to_string()])
-                .status();
-            stop_process(pid);
-        }
-    }
-}
-
-/// A daemon stopped with SIGSTOP until `cont` or the guard's drop (a
-/// failing assertion included) sends SIGCONT.
-struct Stopped {
-    pid: i64,
-    stopped: bool,
-}
-
-impl Stopped {
-    fn new(pid: i64) -> Stopped {
-        signal("-STOP", pid);
-        Stopped { pid, stopped: true }
-    }
-
-    fn cont(&mut self) {
-        if std::mem::take(&mut self.stopped) {
-            signal("-CONT", self.pid);
-        }
-    }
-}
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        if std::mem::take(&mut self.stopped) {
-            let _ = Command::new("kill")
-                .args(["-CONT", &self.pid.to_string()])
-                .status();
-        }
-    }
-}
 
 /// Runs f on a thread: its result and how long it took; fails the test
 /// when it has not returned within LIMIT.

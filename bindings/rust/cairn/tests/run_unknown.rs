@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -19,61 +18,6 @@ use serde_json::{Value, json};
 
 /// How long a test lets one call (or a wait) take before it fails.
 const LIMIT: Duration = Duration::from_secs(10);
-
-fn signal(sig: &str, pid: i64) {
-    let st = Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success(), "kill {sig} {pid}");
-}
-
-/// The workspace's daemon: continued (in case) and stopped on drop.
-struct Fixture {
-    _ws: TempDir,
-    pid: Option<i64>,
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        if let Some(pid) = self.pid {
-            let _ = Command::new("kill")
-                .args(["-CONT", &pid.to_string()])
-                .status();
-            stop_process(pid);
-        }
-    }
-}
-
-/// A daemon stopped with SIGSTOP until `cont` or the guard's drop (a
-/// failing assertion included) sends SIGCONT.
-struct Stopped {
-    pid: i64,
-    stopped: bool,
-}
-
-impl Stopped {
-    fn new(pid: i64) -> Stopped {
-        signal("-STOP", pid);
-        Stopped { pid, stopped: true }
-    }
-
-    fn cont(&mut self) {
-        if std::mem::take(&mut self.stopped) {
-            signal("-CONT", self.pid);
-        }
-    }
-}
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        if std::mem::take(&mut self.stopped) {
-            let _ = Command::new("kill")
-                .args(["-CONT", &self.pid.to_string()])
-                .status();
-        }
-    }
-}
 
 /// Runs f on a thread and returns its result; fails the test when it has
 /// not returned within LIMIT.
@@ -150,10 +94,10 @@ fn wait_turn(c: &Client, run_id: &str, n: i64) {
 
 fn settles(tag: &str, wire: Option<&str>) {
     let mut f = Fixture {
-        _ws: TempDir::new(tag),
+        ws: TempDir::new(tag),
         pid: None,
     };
-    let opts = Options::new(f._ws.path())
+    let opts = Options::new(f.ws.path())
         .daemon(cairnd())
         .daemon_args(["--idle-timeout=20s"])
         .call_timeout(Duration::from_millis(400));

@@ -394,3 +394,59 @@ pub fn connect_env(value: Option<&str>, options: Options) -> Result<Client> {
     }
     r
 }
+
+/// Sends sig ("-STOP", "-CONT", ...) to pid with kill(1).
+pub fn signal(sig: &str, pid: i64) {
+    let st = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success(), "kill {sig} {pid}");
+}
+
+/// The workspace's daemon: continued (in case) and stopped on drop.
+pub struct Fixture {
+    pub ws: TempDir,
+    pub pid: Option<i64>,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid {
+            let _ = Command::new("kill")
+                .args(["-CONT", &pid.to_string()])
+                .status();
+            stop_process(pid);
+        }
+    }
+}
+
+/// A daemon stopped with SIGSTOP until `cont` or the guard's drop (a
+/// failing assertion included) sends SIGCONT.
+pub struct Stopped {
+    pid: i64,
+    stopped: bool,
+}
+
+impl Stopped {
+    pub fn new(pid: i64) -> Stopped {
+        signal("-STOP", pid);
+        Stopped { pid, stopped: true }
+    }
+
+    pub fn cont(&mut self) {
+        if std::mem::take(&mut self.stopped) {
+            signal("-CONT", self.pid);
+        }
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        if std::mem::take(&mut self.stopped) {
+            let _ = Command::new("kill")
+                .args(["-CONT", &self.pid.to_string()])
+                .status();
+        }
+    }
+}
