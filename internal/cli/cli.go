@@ -438,9 +438,8 @@ func (e *env) run(pos []string) error {
 }
 
 // connect returns a client for the workspace, starting cairnd if needed
-// (unless --socket was given).
-// A daemon that holds the workspace but does not take the connection
-// fails it after answerWait (notAnsweringError).
+// (unless --socket was given). A daemon that runs but does not take the
+// connection fails it after answerWait (protocol.NoAnswerError).
 func (e *env) connect(daemonArgs ...string) (*protocol.Client, error) {
 	opts := &protocol.Options{ClientName: "cairn-cli", DaemonArgs: daemonArgs}
 	if e.socket != "" {
