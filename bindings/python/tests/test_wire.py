@@ -923,3 +923,35 @@ def test_call_timeout_is_checked(workspace: str) -> None:
     cairn.connect(workspace, embedded=True, call_timeout=1).close()
     with pytest.raises(cairn.InvalidArgumentError, match="call_timeout_ms"):
         asyncio.run(cairn.aio.connect(workspace, daemon=DAEMON, auto_start=False, call_timeout=-1))
+
+
+def test_a_call_timeout_bounds_the_whole_send() -> None:
+    """With a call timeout, the send's bound is for the whole frame, not
+    for each send(): once a first send() has waited it out (returning what
+    fitted in the socket's buffer), no second one waits again."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    sends = []
+
+    class Counting:
+        def __init__(self, s: socket.socket) -> None:
+            self.s = s
+
+        def send(self, data: Any) -> int:
+            sends.append(len(data))
+            return self.s.send(data)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.s, name)
+
+    try:
+        c = _wire._Conn.__new__(_wire._Conn)
+        c.answer_timeout = c.send_timeout = 0.3
+        c.bounded_send = True
+        c.sock = Counting(a)  # type: ignore[assignment]
+        _wire._set_timeouts(a, 0.3, 0.3)
+        with pytest.raises(_wire._NoAnswer):
+            c._send_all(b"x" * (16 << 20))  # b never reads
+        assert len(sends) == 1, sends
+    finally:
+        a.close()
+        b.close()
