@@ -53,6 +53,11 @@ type Options struct {
 	// short closes the connection (the daemon drops the partial frame
 	// unread); the next call reconnects. 0 means no bound beyond ctx.
 	CallTimeout time.Duration
+	// HandshakeTimeout bounds each connection's upgrade and hello: a
+	// daemon that takes the connection and does not answer within it (one
+	// stopped, or stuck on its disk) fails the dial with a NoAnswerError,
+	// which Connect returns at once. 0 means the caller's context alone.
+	HandshakeTimeout time.Duration
 }
 
 // DefaultEventBuffer is the default buffer of a Subscription's channel.
@@ -163,6 +168,11 @@ func dialUnix(ctx context.Context, path string) (net.Conn, error) {
 
 // dial opens one connection to c.socket and says hello.
 func (c *Client) dial(ctx context.Context) (*conn, error) {
+	if d := c.opts.HandshakeTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
 	path := c.socket
 	hc := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -214,8 +224,8 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	return cn, nil
 }
 
-// noAnswer is the error of a handshake (upgrade or hello) that the
-// caller's deadline ended after start: the socket took the connection and
+// noAnswer is the error of a handshake (upgrade or hello) that a deadline
+// (the caller's, or HandshakeTimeout) ended after start: the socket took the connection and
 // nothing answered. It names the cairnd holding the workspace, and its
 // state, when they can be told.
 func (c *Client) noAnswer(start time.Time) error {

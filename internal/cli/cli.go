@@ -441,21 +441,11 @@ func (e *env) run(pos []string) error {
 // (unless --socket was given). A daemon that runs but does not take the
 // connection fails it after answerWait (protocol.NoAnswerError).
 func (e *env) connect(daemonArgs ...string) (*protocol.Client, error) {
-	opts := &protocol.Options{ClientName: "cairn-cli", DaemonArgs: daemonArgs}
+	opts := &protocol.Options{ClientName: "cairn-cli", DaemonArgs: daemonArgs, HandshakeTimeout: answerWait}
 	if e.socket != "" {
-		ctx, cancel := context.WithTimeout(e.ctx, answerWait)
-		defer cancel()
-		return protocol.Dial(ctx, e.socket, opts)
+		return protocol.Dial(e.ctx, e.socket, opts)
 	}
-	ctx := e.ctx
-	ws, err := protocol.Workspace(e.workspace)
-	if err == nil && protocol.DaemonPID(ws) > 0 {
-		// A daemon runs: no start to wait for, only its answer.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, answerWait)
-		defer cancel()
-	}
-	return protocol.Connect(ctx, e.workspace, opts)
+	return protocol.Connect(e.ctx, e.workspace, opts)
 }
 
 // dialExisting returns a client for a running daemon, without starting
@@ -471,9 +461,7 @@ func (e *env) dialExisting() (*protocol.Client, error) {
 			return nil, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, answerWait)
-	defer cancel()
-	c, err := protocol.Dial(ctx, sock, &protocol.Options{ClientName: "cairn-cli"})
+	c, err := protocol.Dial(e.ctx, sock, &protocol.Options{ClientName: "cairn-cli", HandshakeTimeout: answerWait})
 	if errors.Is(err, protocol.ErrNoDaemon) {
 		return nil, fmt.Errorf("%w (no daemon at %s)", errNoDaemonRunning, sock)
 	}
