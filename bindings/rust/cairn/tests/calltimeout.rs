@@ -91,14 +91,8 @@ fn handed(c: &Client) -> u64 {
 
 #[test]
 fn stopped_daemon() {
-    let mut f = Fixture {
-        ws: TempDir::new("cto"),
-        pid: None,
-    };
-    let opts = Options::new(f.ws.path())
-        .daemon(cairnd())
-        .daemon_args(["--idle-timeout=20s"])
-        .call_timeout(BOUND);
+    let d = Daemon::start("cto");
+    let opts = daemon_options(&d.ws).call_timeout(BOUND);
     // n: the own connection for checkpoints; n2: another, for the big
     // checkpoint; l: libcairn only.
     let n = Arc::new(connect_env(None, opts.clone()).unwrap());
@@ -106,7 +100,7 @@ fn stopped_daemon() {
     let l = Arc::new(connect_env(Some("0"), opts).unwrap());
     assert_eq!(l.wire_sent(), None);
     let pid = n.status().unwrap().daemon.unwrap().pid;
-    f.pid = Some(pid);
+    assert_eq!(pid, d.pid);
     assert_eq!(l.status().unwrap().daemon.unwrap().pid, pid);
     l.save(
         "s",

@@ -93,20 +93,14 @@ fn wait_turn(c: &Client, run_id: &str, n: i64) {
 }
 
 fn settles(tag: &str, wire: Option<&str>) {
-    let mut f = Fixture {
-        ws: TempDir::new(tag),
-        pid: None,
-    };
-    let opts = Options::new(f.ws.path())
-        .daemon(cairnd())
-        .daemon_args(["--idle-timeout=20s"])
-        .call_timeout(Duration::from_millis(400));
+    let d = Daemon::start(tag);
+    let opts = daemon_options(&d.ws).call_timeout(Duration::from_millis(400));
     // Leaked, so that a call on a thread that outlives its bound can
     // hold it.
     let c: &'static Client = Box::leak(Box::new(connect_env(wire, opts).unwrap()));
     assert_eq!(c.wire_sent().is_some(), wire.is_none());
     let pid = c.status().unwrap().daemon.unwrap().pid;
-    f.pid = Some(pid);
+    assert_eq!(pid, d.pid);
 
     let r = within("start_run", || c.start_run("s", &RunOptions::default()));
     let mut run = Some(r.unwrap());

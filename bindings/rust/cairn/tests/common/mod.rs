@@ -404,23 +404,6 @@ pub fn signal(sig: &str, pid: i64) {
     assert!(st.success(), "kill {sig} {pid}");
 }
 
-/// The workspace's daemon: continued (in case) and stopped on drop.
-pub struct Fixture {
-    pub ws: TempDir,
-    pub pid: Option<i64>,
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        if let Some(pid) = self.pid {
-            let _ = Command::new("kill")
-                .args(["-CONT", &pid.to_string()])
-                .status();
-            stop_process(pid);
-        }
-    }
-}
-
 /// A daemon stopped with SIGSTOP until `cont` or the guard's drop (a
 /// failing assertion included) sends SIGCONT.
 pub struct Stopped {
