@@ -36,7 +36,7 @@ func (c *Client) embeddedHolder(bin string) error {
 	if !ok || isDaemonExe(exe, bin) {
 		return nil
 	}
-	if !lockHeld(lockPath) || lockPID(lockPath) != pid {
+	if !stillHolds(lockPath, pid) {
 		return nil
 	}
 	return fmt.Errorf("protocol.Connect: pid %d (%s) holds workspace %s in embedded mode, so no daemon can serve it: "+
@@ -68,10 +68,17 @@ func DaemonPID(workspace string) int {
 	if pid <= 0 || ProcessKind(pid) != "cairnd" {
 		return 0
 	}
-	if !lockHeld(lockPath) || lockPID(lockPath) != pid {
+	if !stillHolds(lockPath, pid) {
 		return 0
 	}
 	return pid
+}
+
+// stillHolds reports whether pid, read from the lock file at lockPath,
+// holds that lock now: the lock is taken and the file names pid still
+// (the file outlives its holder, so the pid alone proves nothing).
+func stillHolds(lockPath string, pid int) bool {
+	return lockHeld(lockPath) && lockPID(lockPath) == pid
 }
 
 // lockPID returns the pid the lock file at path holds, or 0.
