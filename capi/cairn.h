@@ -126,8 +126,15 @@ const char *cairn_version(void);
  *                  request that reached the daemon may still be carried
  *                  out (a save's expect_generation tells). A write it cuts
  *                  short closes the connection; the next call reconnects.
- *                  0 to 86400000; default 0: wait as long as the daemon
- *                  takes. Embedded mode ignores it.
+ *                  0 to 86400000; 0: wait as long as the daemon takes;
+ *                  default 300000 (5 minutes: long enough that only a
+ *                  daemon that is stopped or stuck reaches it, so a slow
+ *                  commit is never failed early). It never bounds the
+ *                  methods whose work grows with the store or that have a
+ *                  timeout of their own: verify, repair, export,
+ *                  exportFile, import, importFile, fork, runtime.check and
+ *                  runtime.restart wait as long as the daemon takes.
+ *                  Embedded mode ignores it.
  * Unknown option names are rejected (CAIRN_E_INVALID_ARGUMENT).
  * Returns CAIRN_OK and sets *handle; or CAIRN_E_INVALID_ARGUMENT,
  * CAIRN_E_LOCKED, CAIRN_E_NO_SPACE (embedded mode, a full file system),

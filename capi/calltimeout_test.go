@@ -113,3 +113,74 @@ func TestCallTimeoutRange(t *testing.T) {
 	}
 	_ = closeHandle(h)
 }
+
+// TestCallTimeoutDefault: a handle opened without call_timeout_ms bounds
+// its calls by defaultCallTimeout (shortened here), and one given 0 waits
+// as long as the daemon takes. Neither bound touches the methods whose
+// work grows with the store (verify here): on a stopped daemon they wait,
+// and finish once it runs again.
+func TestCallTimeoutDefault(t *testing.T) {
+	defer func(d time.Duration) { defaultCallTimeout = d }(defaultCallTimeout)
+	defaultCallTimeout = 400 * time.Millisecond
+	h, pid := daemonHandleWith(t, "")
+	if _, err := call(h, "save", []byte(`{"session_id":"s","change":{"append_messages":[{"role":"user","content":"one"}]}}`)); err != nil {
+		t.Fatal(err)
+	}
+	in, err := lookup(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unbounded, err := openHandle(fmt.Sprintf(`{"workspace":%q,"auto_start":false,"call_timeout_ms":0}`, in.workspace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = closeHandle(unbounded) }()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+
+	// Both waits start before the bounded call, which takes 400 ms.
+	type result struct {
+		method string
+		out    []byte
+		err    error
+	}
+	waiting := make(chan result, 2)
+	go func() {
+		out, err := call(unbounded, "summary", []byte(`{"session_id":"s"}`))
+		waiting <- result{"summary with call_timeout_ms 0", out, err}
+	}()
+	go func() {
+		out, err := call(h, "verify", nil)
+		waiting <- result{"verify", out, err}
+	}()
+
+	_, took, err := callWithin(t, 10*time.Second, h, "summary", `{"session_id":"s"}`)
+	if codeOf(err) != "unavailable" || !strings.Contains(messageOf(err), "no answer to summary from cairnd within 400ms") || took < 400*time.Millisecond {
+		t.Fatalf("summary on a stopped daemon, no call_timeout_ms: %v (code %s) after %v, want unavailable, no answer within 400ms", err, codeOf(err), took)
+	}
+	select {
+	case r := <-waiting:
+		t.Fatalf("%s on a stopped daemon returned %v, %.100s; want it waiting", r.method, r.err, r.out)
+	case <-time.After(time.Second):
+	}
+	resume()
+	for range 2 {
+		select {
+		case r := <-waiting:
+			if r.err != nil {
+				t.Fatalf("%s once the daemon runs again: %v", r.method, r.err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a call still waiting 10s after the daemon runs again")
+		}
+	}
+}

@@ -43,13 +43,22 @@ type openOptions struct {
 	// (pgstore); daemon mode passes it as --store to a daemon it starts.
 	Store string `json:"store"`
 	// CallTimeoutMS bounds each call's wait for the daemon (daemon mode;
-	// protocol.Options.CallTimeout); 0: no bound. Embedded mode has no
-	// daemon to wait for and ignores it.
-	CallTimeoutMS int64 `json:"call_timeout_ms"`
+	// protocol.Options.CallTimeout, which leaves the methods named by
+	// protocol.Unbounded alone); absent: defaultCallTimeout; 0: no bound.
+	// Embedded mode has no daemon to wait for and ignores it.
+	CallTimeoutMS *int64 `json:"call_timeout_ms"`
 }
 
 // maxCallTimeout is the largest call_timeout_ms cairn_open takes.
 const maxCallTimeout = 24 * time.Hour
+
+// defaultCallTimeout bounds a daemon-mode call when cairn_open is not
+// given call_timeout_ms: long enough that only a daemon that is stopped
+// or stuck reaches it (a commit's fdatasync takes milliseconds, seconds on
+// a disk under heavy writeback), so a slow commit is never failed early;
+// the bindings' own checkpoint connections wait as long. A variable so
+// that tests can shorten it.
+var defaultCallTimeout = 5 * time.Minute
 
 // connectTimeout bounds cairn_open in daemon mode, daemon start included.
 const connectTimeout = 15 * time.Second
@@ -97,8 +106,13 @@ func openInstance(raw string) (*instance, error) {
 	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
 		return nil, session.Errorf(session.CodeInvalidArgument, "cairn_open: workspace %s is not a directory", ws)
 	}
-	if o.CallTimeoutMS < 0 || o.CallTimeoutMS > maxCallTimeout.Milliseconds() {
-		return nil, session.Errorf(session.CodeInvalidArgument, "cairn_open: call_timeout_ms %d is out of range (0 to %d; 0: no bound)", o.CallTimeoutMS, maxCallTimeout.Milliseconds())
+	callTimeout := defaultCallTimeout
+	if o.CallTimeoutMS != nil {
+		ms := *o.CallTimeoutMS
+		if ms < 0 || ms > maxCallTimeout.Milliseconds() {
+			return nil, session.Errorf(session.CodeInvalidArgument, "cairn_open: call_timeout_ms %d is out of range (0 to %d; 0: no bound)", ms, maxCallTimeout.Milliseconds())
+		}
+		callTimeout = time.Duration(ms) * time.Millisecond
 	}
 	in := &instance{pid: os.Getpid(), workspace: ws, subs: map[uint64]*subscription{}}
 	if o.Embedded {
@@ -142,7 +156,7 @@ func openInstance(raw string) (*instance, error) {
 		DaemonPath:  o.Daemon,
 		DaemonArgs:  dargs,
 		ClientName:  "libcairn " + version.Version,
-		CallTimeout: time.Duration(o.CallTimeoutMS) * time.Millisecond,
+		CallTimeout: callTimeout,
 	}
 	if o.AutoStart != nil && !*o.AutoStart {
 		popts.NoAutoStart = true

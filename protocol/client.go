@@ -51,7 +51,9 @@ type Options struct {
 	// with an error wrapping ErrNoAnswer (and ErrUnavailable); a request
 	// that reached the daemon may still be carried out. A write it cuts
 	// short closes the connection (the daemon drops the partial frame
-	// unread); the next call reconnects. 0 means no bound beyond ctx.
+	// unread); the next call reconnects. 0 means no bound beyond ctx. It
+	// leaves alone the methods that Unbounded names, whose work grows with
+	// the store or has a timeout of its own.
 	CallTimeout time.Duration
 	// HandshakeTimeout bounds each connection's upgrade and hello: a
 	// daemon that takes the connection and does not answer within it (one
@@ -264,7 +266,7 @@ func goingAway(err error) bool {
 // attempt, so nothing is done twice.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
 	d := c.opts.CallTimeout
-	if d <= 0 {
+	if d <= 0 || Unbounded(method) {
 		return c.call(ctx, method, params, result)
 	}
 	tctx, cancel := context.WithTimeout(ctx, d)
@@ -276,6 +278,20 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		return &NoAnswerError{Method: method, After: d}
 	}
 	return err
+}
+
+// Unbounded reports whether Options.CallTimeout leaves method alone: the
+// methods whose work grows with the store or a session (verify, repair,
+// export, exportFile, import, importFile, fork) and those with a timeout of
+// their own, up to 5 minutes (runtime.check, runtime.restart). They wait
+// as long as the caller's context allows.
+func Unbounded(method string) bool {
+	switch method {
+	case api.Verify.Name, api.Repair.Name, api.Export.Name, api.ExportFile.Name, api.Import.Name, api.ImportFile.Name, api.Fork.Name,
+		api.RuntimeCheck.Name, api.RuntimeRestart.Name:
+		return true
+	}
+	return false
 }
 
 func (c *Client) call(ctx context.Context, method string, params, result any) error {
