@@ -76,10 +76,10 @@ CONNECT_TIMEOUT = 5.0
 # (a frame begun and not finished within it is dropped, unprocessed).
 SEND_TIMEOUT = 30.0
 # ANSWER_TIMEOUT bounds the wait for an answer once the request was sent,
-# unless the Client has a call_timeout (which then bounds the send too).
-# libcairn waits as long as the daemon takes unless given call_timeout_ms;
-# this default bound only turns a hung daemon into UnavailableError
-# (outcome unknown), never an early failure of a slow commit.
+# unless the Client has a call_timeout (which then bounds the send too; 0:
+# no bound). It is libcairn's default call_timeout_ms: it only turns a hung
+# daemon into UnavailableError (outcome unknown), never an early failure
+# of a slow commit.
 ANSWER_TIMEOUT = 300.0
 # RETRY_GAP is how long after a failed dial the path leaves calls to
 # libcairn before dialing again, so a daemon that refuses (503) is not
@@ -430,11 +430,13 @@ class _Conn:
 
     def __init__(self, path: str, call_timeout: Optional[float] = None) -> None:
         # call_timeout (the Client's) bounds the dial, the send and the
-        # answer; else CONNECT_TIMEOUT, SEND_TIMEOUT and ANSWER_TIMEOUT.
+        # answer; None: CONNECT_TIMEOUT, SEND_TIMEOUT and ANSWER_TIMEOUT
+        # (libcairn's default); 0: the answer is waited for as long as the
+        # daemon takes (SO_RCVTIMEO 0), the dial and the send as for None.
         self.connect_timeout = call_timeout or CONNECT_TIMEOUT
-        self.answer_timeout = call_timeout or ANSWER_TIMEOUT
+        self.answer_timeout = ANSWER_TIMEOUT if call_timeout is None else call_timeout
         self.send_timeout = call_timeout or SEND_TIMEOUT
-        self.bounded_send = call_timeout is not None
+        self.bounded_send = bool(call_timeout)
         self.sock: Optional[socket.socket] = None
         self.buf = b""
         self.next_id = 1
@@ -808,7 +810,7 @@ class Wire:
             return _Conn(path, self._call_timeout)
         except (TimeoutError, BlockingIOError, _NoAnswer) as e:
             self._retry_at = time.monotonic() + RETRY_GAP
-            if self._call_timeout is None:
+            if not self._call_timeout:
                 return None
             # A daemon that takes the connection and does not answer it
             # (stopped, stuck): libcairn would wait on it again.

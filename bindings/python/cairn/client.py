@@ -1071,9 +1071,13 @@ def connect(
     stopped or stuck then raises :class:`~cairn.UnavailableError` ("no
     answer to <method> from cairnd within ..."), and the call's outcome is
     unknown (a request that reached the daemon may still be carried out; a
-    save's ``expect_generation`` tells). Default None: libcairn waits as
-    long as the daemon takes (the checkpoint's own connection, 300 s).
-    At most one day; embedded mode ignores it.
+    save's ``expect_generation`` tells). Default None: 5 minutes,
+    libcairn's default, long enough that only a daemon that is stopped or
+    stuck reaches it; 0: wait as long as the daemon takes. At most one day;
+    embedded mode ignores it. It never bounds the methods whose work grows
+    with the store or that have a timeout of their own (``verify``,
+    ``repair``, export, import, ``fork``, ``runtime_check``,
+    ``runtime_restart``).
     """
     lib = _lib.load()
     opts: Dict[str, Any] = {}
@@ -1104,5 +1108,6 @@ def connect(
     rc = lib.cairn_open(_dumps(opts), _byref(h), _byref(e))
     if rc:
         raise _take_error(lib, rc, e)
-    bound = opts.get("call_timeout_ms", 0) / 1000 or None
+    ms = opts.get("call_timeout_ms")
+    bound = None if ms is None else ms / 1000
     return Client(lib, h.value, None if ws is None else os.path.abspath(ws), embedded, bound)

@@ -913,6 +913,44 @@ def test_call_timeout_on_a_stopped_daemon(workspace: str, daemons: List[int], mo
         lib.close()
 
 
+def test_call_timeout_default_and_zero_on_the_path(workspace: str, daemons: List[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without call_timeout the path's checkpoint waits for its answer as
+    long as libcairn's default (ANSWER_TIMEOUT, shortened here), then
+    raises libcairn's UnavailableError; with call_timeout=0 it waits as
+    long as the daemon takes, and gets its answer once the daemon runs
+    again."""
+    monkeypatch.setattr(_wire, "ANSWER_TIMEOUT", 0.4)
+    default = nat_client(workspace, daemons)
+    zero = nat_client(workspace, daemons, call_timeout=0)
+    pid = daemons[-1]
+    stopped = False
+    try:
+        default.save("s", change={"append_messages": [{"role": "system"}]})
+        zero.save("z", change={"append_messages": [{"role": "system"}]})
+        rid, zid = default.begin_run("s")["run_id"], zero.begin_run("z")["run_id"]
+        assert default.checkpoint(rid, 1, [{"t": 1}])["message_count"] == 2
+        assert zero.checkpoint(zid, 1, [{"t": 1}])["message_count"] == 2
+        os.kill(pid, signal.SIGSTOP)
+        stopped = True
+        waiting: List[Any] = []
+        t = threading.Thread(target=lambda: waiting.append(outcome(lambda: zero.checkpoint(zid, 2, [{"t": 2}]))), daemon=True)
+        t.start()
+        took, got = within(10, lambda: default.checkpoint(rid, 2, [{"t": 2}]))
+        assert got == (cairn.UnavailableError, "unavailable", _wire.no_answer_message("checkpoint", 0.4)) and took >= 0.4
+        t.join(1.0)
+        assert waiting == [], "a checkpoint with call_timeout=0 gave up on a stopped daemon"
+        os.kill(pid, signal.SIGCONT)
+        stopped = False
+        t.join(10)
+        assert waiting and waiting[0]["message_count"] == 3, waiting
+        assert sent(default) == 2 and sent(zero) == 2
+    finally:
+        if stopped:
+            os.kill(pid, signal.SIGCONT)
+        default.close()
+        zero.close()
+
+
 def test_call_timeout_is_checked(workspace: str) -> None:
     for bad in (-1, 86_400.001):
         with pytest.raises(cairn.InvalidArgumentError, match="call_timeout_ms"):
