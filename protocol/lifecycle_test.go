@@ -281,7 +281,8 @@ func TestConnectToAStoppedDaemon(t *testing.T) {
 // TestRunSettlesATurnOfUnknownOutcome: AgentRun.Turn on a stopped daemon
 // fails with unavailable (a call timeout). When the daemon carries the
 // checkpoint out after all, the host's retry of that Turn returns its
-// number without saving it twice and the next Turn follows it; when the
+// number without saving it twice (even when the retry's JSON texts differ
+// from the first's) and the next Turn follows it; when the
 // request was cut before it was whole, the next Turn takes its number.
 // The totals are what was committed.
 func TestRunSettlesATurnOfUnknownOutcome(t *testing.T) {
@@ -338,7 +339,10 @@ func TestRunSettlesATurnOfUnknownOutcome(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	turn(second, 2)
+	// The host retries the turn it encoded again: the same values in
+	// other texts.
+	again := protocol.Turn{Messages: []session.Value{session.Value(`{ "t": "2" }`)}, Usage: second.Usage, ToolCalls: 1, State: session.Value(`{"k": 2.0}`)}
+	turn(again, 2)
 	if u, n := run.Usage(), run.ToolCallsCount(); u.InputTokens != 3 || n != 2 || string(run.State()) != `{"k":2}` {
 		t.Fatalf("totals after the settled turn: %+v, %d, %s", u, n, run.State())
 	}

@@ -3,7 +3,9 @@ package protocol
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"math/big"
 	"slices"
 	"sync"
 
@@ -275,10 +277,72 @@ func (r *AgentRun) settle(ctx context.Context) (*attempt, error) {
 }
 
 // sameTurn reports whether a and b carry the same messages, usage, tool
-// calls and state (the JSON texts, byte for byte).
+// calls and state: the same JSON values, however their texts are spaced,
+// ordered or spelled (a host that encodes a retried turn again), as the
+// Python, Node.js and Rust helpers compare them.
 func sameTurn(a, b Turn) bool {
-	return a.Usage == b.Usage && a.ToolCalls == b.ToolCalls && bytes.Equal(a.State, b.State) &&
-		slices.EqualFunc(a.Messages, b.Messages, func(x, y session.Value) bool { return bytes.Equal(x, y) })
+	return a.Usage == b.Usage && a.ToolCalls == b.ToolCalls && sameValue(a.State, b.State) &&
+		slices.EqualFunc(a.Messages, b.Messages, sameValue)
+}
+
+// sameValue reports whether x and y are the same JSON value: objects with
+// the same members in any order, numbers of the same value however
+// written (1, 1.0 and 1e0 are one number). An absent value (nil) is only
+// the same as another absent one.
+func sameValue(x, y session.Value) bool {
+	if bytes.Equal(x, y) {
+		return true
+	}
+	if len(x) == 0 || len(y) == 0 {
+		return false
+	}
+	vx, err := decodeValue(x)
+	if err != nil {
+		return false
+	}
+	vy, err := decodeValue(y)
+	return err == nil && equalValues(vx, vy)
+}
+
+func decodeValue(v session.Value) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(v))
+	d.UseNumber()
+	var out any
+	err := d.Decode(&out)
+	return out, err
+}
+
+func equalValues(x, y any) bool {
+	switch x := x.(type) {
+	case map[string]any:
+		y, ok := y.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !equalValues(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := y.([]any)
+		return ok && slices.EqualFunc(x, y, equalValues)
+	case json.Number:
+		y, ok := y.(json.Number)
+		if !ok {
+			return false
+		}
+		if x == y {
+			return true
+		}
+		rx, okx := new(big.Rat).SetString(string(x))
+		ry, oky := new(big.Rat).SetString(string(y))
+		return okx && oky && rx.Cmp(ry) == 0
+	default: // string, bool, nil
+		return x == y
+	}
 }
 
 func cloneValues(vs []session.Value) []session.Value {
