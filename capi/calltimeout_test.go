@@ -184,3 +184,43 @@ func TestCallTimeoutDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenOnAStoppedDaemon: cairn_open in daemon mode gives up on a daemon
+// that takes the connection and never answers it once connectTimeout
+// (shortened here) passes, with unavailable naming its pid and that it is
+// stopped, rather than waiting for ever or saying only that a deadline
+// passed.
+func TestOpenOnAStoppedDaemon(t *testing.T) {
+	defer func(d time.Duration) { connectTimeout = d }(connectTimeout)
+	connectTimeout = time.Second
+	h, pid := daemonHandleWith(t, "")
+	in, err := lookup(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	type result struct {
+		h   uint64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		h, err := openHandle(fmt.Sprintf(`{"workspace":%q,"auto_start":false}`, in.workspace))
+		done <- result{h, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err == nil {
+			_ = closeHandle(r.h)
+		}
+		want := fmt.Sprintf("cairnd (pid %d) did not answer the connection within 1s: it is stopped", pid)
+		if codeOf(r.err) != "unavailable" || !strings.Contains(messageOf(r.err), want) {
+			t.Fatalf("cairn_open on a stopped daemon: %v (code %s), want unavailable: %s", r.err, codeOf(r.err), want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("cairn_open on a stopped daemon still waiting after 10s")
+	}
+}

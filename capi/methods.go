@@ -60,8 +60,9 @@ const maxCallTimeout = 24 * time.Hour
 // that tests can shorten it.
 var defaultCallTimeout = 5 * time.Minute
 
-// connectTimeout bounds cairn_open in daemon mode, daemon start included.
-const connectTimeout = 15 * time.Second
+// connectTimeout bounds cairn_open in daemon mode, daemon start included
+// (a variable so that tests can shorten it).
+var connectTimeout = 15 * time.Second
 
 // instance is what a handle refers to: an engine in this process, or a
 // client of the workspace's daemon.
