@@ -38,12 +38,16 @@
 //   by the client's callTimeoutMs (libcairn's call_timeout_ms; then from
 //   its dial on, as libcairn dials under the call's deadline, though a
 //   dial that fails otherwise than by the bound passing still leaves the
-//   call to libcairn), else by ANSWER_TIMEOUT_MS. When the bound passes,
-//   the connection is destroyed and the call rejects with UnavailableError
-//   "protocol: no answer to checkpoint from cairnd within <bound>: the
-//   outcome is unknown ...", as libcairn words it; it never goes to
-//   libcairn then, even unsent (a stopped daemon that does not read it
-//   would hold libcairn as long again);
+//   call to libcairn), else by ANSWER_TIMEOUT_MS (libcairn's default).
+//   callTimeoutMs 0 means no bound, as it does for libcairn: the write and
+//   the answer are waited for as long as the daemon takes (a dial, as
+//   without callTimeoutMs, that takes CONNECT_TIMEOUT_MS leaves the call
+//   to libcairn). When the bound passes, the connection is destroyed and
+//   the call rejects with UnavailableError "protocol: no answer to
+//   checkpoint from cairnd within <bound>: the outcome is unknown ...",
+//   as libcairn words it; it never goes to libcairn then, even unsent (a
+//   stopped daemon that does not read it would hold libcairn as long
+//   again);
 // - a second checkpoint while one is in flight on the connection (or
 //   while it is being dialed), and a closed Client: libcairn.
 //
@@ -81,11 +85,16 @@ const SIZE_SLACK = 64;
 // is slower than that is left to libcairn (which waits up to 15 s).
 const CONNECT_TIMEOUT_MS = 5000;
 // ANSWER_TIMEOUT_MS bounds a checkpoint, its request's write included,
-// when the client has no callTimeoutMs. libcairn then waits as long as the
-// daemon takes; a bound here only turns a stopped or hung daemon (one that
-// neither answers nor reads) into UnavailableError (outcome unknown),
-// never an early failure of a slow commit.
+// when the client has no callTimeoutMs: it is libcairn's default
+// call_timeout_ms (5 minutes), long enough that only a stopped or hung
+// daemon (one that neither answers nor reads) reaches it, turning it into
+// UnavailableError (outcome unknown), never an early failure of a slow
+// commit.
 const ANSWER_TIMEOUT_MS = 300000;
+// defaults.answerTimeoutMs is the bound a Wire made from then on takes
+// without callTimeoutMs: ANSWER_TIMEOUT_MS, in an object so that a test can
+// shorten it (as libcairn's tests shorten its defaultCallTimeout).
+const defaults = { answerTimeoutMs: ANSWER_TIMEOUT_MS };
 // RETRY_GAP_MS is how long after a failed dial the path leaves calls to
 // libcairn before dialing again, so a daemon that refuses (503) is not
 // asked once a turn.
@@ -893,7 +902,7 @@ class Conn {
    * Sends a checkpoint (enc: encodeCheckpoint's) and resolves to its
    * answer; null (nothing sent) when it is too close to the size limit.
    * Past ms from now, the write and the answer included, the connection
-   * fails (a WireFailure with late set).
+   * fails (a WireFailure with late set); ms 0: never.
    */
   checkpoint(enc, ms) {
     const id = this.nextId;
@@ -901,6 +910,15 @@ class Conn {
     if (n > this.maxSize - SIZE_SLACK) return null;
     this.nextId = id + 1;
     this.sock.ref();
+    // No timer at all for no bound (one of 0 ms would fire at once). A
+    // connection's calls come from one Wire, so either all of them have a
+    // bound or none has: no timer of an earlier call is left to clear.
+    if (ms > 0) this.arm(ms);
+    return this.request(id, (b, o) => putCheckpoint(b, o, id, enc, lens), n);
+  }
+
+  /** Arms the timer that fails the call in flight once ms passed. */
+  arm(ms) {
     if (this.timer !== null && this.timerMs === ms) {
       this.timer.refresh();
     } else {
@@ -911,7 +929,6 @@ class Conn {
       this.timer.unref();
       this.timerMs = ms;
     }
-    return this.request(id, (b, o) => putCheckpoint(b, o, id, enc, lens), n);
   }
 
   onTimeout() {
@@ -995,13 +1012,13 @@ function checkpointAnswer(msg, errorFor) {
  * answer; lost(message) the UnavailableError of a lost connection.
  */
 class Wire {
-  constructor({ workspace, errorFor, lost, callTimeoutMs = 0 }) {
+  constructor({ workspace, errorFor, lost, callTimeoutMs }) {
     this._workspace = workspace;
     this._errorFor = errorFor;
     this._lost = lost;
-    // One checkpoint's bound (see the header); _boundsDial: it runs from
-    // the dial on, not only from the send.
-    this._bound = callTimeoutMs > 0 ? callTimeoutMs : ANSWER_TIMEOUT_MS;
+    // One checkpoint's bound (see the header), 0 for none (callTimeoutMs
+    // 0); _boundsDial: it runs from the dial on, not only from the send.
+    this._bound = callTimeoutMs === undefined ? defaults.answerTimeoutMs : callTimeoutMs;
     this._boundsDial = callTimeoutMs > 0;
     this._conn = null;
     this._busy = false;
@@ -1053,9 +1070,10 @@ class Wire {
 
   async _dialThenSend(enc, lib) {
     const t0 = performance.now();
-    // With callTimeoutMs the dial has the call's bound, and a dial it cuts
-    // short ends the call (libcairn would wait as long again); a dial that
-    // fails otherwise, or without callTimeoutMs, leaves it to libcairn.
+    // With a callTimeoutMs other than 0 the dial has the call's bound, and
+    // a dial it cuts short ends the call (libcairn would wait as long
+    // again); a dial that fails otherwise, or under CONNECT_TIMEOUT_MS
+    // (without callTimeoutMs, or with 0), leaves it to libcairn.
     let c = null;
     let late = false;
     try {
@@ -1171,6 +1189,7 @@ class Wire {
 module.exports = {
   ENV,
   RETRY_GAP_MS,
+  defaults,
   enabled,
   socketPath,
   encodeCheckpoint,

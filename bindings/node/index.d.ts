@@ -63,8 +63,10 @@ export interface ConnectOptions {
   /**
    * Daemon mode: how long each call waits for the daemon, its request's sending included, in milliseconds
    * (a fraction is rounded up). Past it the call rejects with UnavailableError ("no answer to <method> from
-   * cairnd within ..."), its outcome unknown. 0 to 86400000; default none (the checkpoint's own connection: 300 s).
-   * Embedded mode ignores it.
+   * cairnd within ..."), its outcome unknown. 0 to 86400000; default 5 minutes, libcairn's (long enough that only a
+   * stopped or stuck daemon reaches it); 0: no bound. It never bounds verify, repair, export, exportFile, import,
+   * importFile, fork, runtimeCheck and runtimeRestart, whose work grows with the store or that have a timeout of their
+   * own. Embedded mode ignores it.
    */
   callTimeoutMs?: number;
 }

@@ -881,7 +881,11 @@ class Subscription {
  * (daemon mode) bounds how long each call waits for the daemon, its
  * request's sending included: past it the call rejects with
  * UnavailableError ("no answer to <method> from cairnd within ...") and
- * its outcome is unknown. 0 to 86400000; default none.
+ * its outcome is unknown. 0 to 86400000; default 5 minutes, libcairn's
+ * (long enough that only a stopped or stuck daemon reaches it); 0: no
+ * bound. It never bounds verify, repair, export, exportFile, import,
+ * importFile, fork, runtimeCheck and runtimeRestart, whose work grows with
+ * the store or that have a timeout of their own.
  */
 async function connect(options = {}) {
   const n = load();
@@ -921,7 +925,7 @@ async function connect(options = {}) {
   );
   if (rc !== 0) throw takeError(n, errp[0], rc);
   const c = new Client(h[0], options);
-  if (useWire) c._wire = newWire(c, wireWorkspace, o.call_timeout_ms || 0);
+  if (useWire) c._wire = newWire(c, wireWorkspace, o.call_timeout_ms);
   return c;
 }
 
@@ -946,7 +950,7 @@ function describe(v) {
  * dialing the daemon of workspace: the absolute path given, or, when
  * connect found the workspace (null), the one libcairn reports (asked
  * once, when first needed). callTimeoutMs: the bound libcairn was given
- * (0: none).
+ * (undefined: none given, libcairn's default; 0: no bound).
  */
 function newWire(c, workspace, callTimeoutMs) {
   let ws = workspace;

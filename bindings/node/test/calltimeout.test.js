@@ -5,6 +5,9 @@
 // whose request cannot be written, one that has to dial, and libcairn's
 // checkpoint and 16 MiB save each fail with libcairn's no-answer error once
 // the bound passes, and every client goes on once the daemon runs again.
+// Without callTimeoutMs the own connection's checkpoint fails so at the
+// default bound (shortened for the test); with 0 it waits for as long as
+// the daemon is stopped.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -164,6 +167,52 @@ test('callTimeoutMs: a stopped daemon fails checkpoints (own connection, its wri
   const libTs = (await lib.messages('lib')).messages.map((m) => m.t);
   assert.ok(!libTs.includes(BIG), 'the cut save is not stored');
   assert.deepEqual(libTs.slice(-2), [3, 'after']);
+});
+
+test('callTimeoutMs: unset, a checkpoint on the own connection fails at the default bound; 0 waits as long as the daemon is stopped', BOUNDED, async (t) => {
+  // The clients' Wires take BOUND as their default bound: a client that
+  // fell back on it for 0 would fail its checkpoint as the unset one does.
+  // libcairn's stays 5 minutes (no call below waits on it).
+  const was = wire.defaults.answerTimeoutMs;
+  wire.defaults.answerTimeoutMs = BOUND;
+  let unset, ws, pid, zero;
+  try {
+    ({ c: unset, ws, pid } = await withEnv(undefined, () => daemon(t)));
+    zero = await client(t, daemonOptions(ws, { callTimeoutMs: 0 }));
+  } finally {
+    wire.defaults.answerTimeoutMs = was;
+  }
+  const rid = await session(unset, 'unset');
+  const zid = await session(zero, 'zero');
+  // Both own connections are up: the checkpoints below are written on them.
+  assert.equal((await unset.checkpoint(rid, { turn: 1, newMessages: [{ t: 1 }] })).message_count, 2);
+  assert.equal((await zero.checkpoint(zid, { turn: 1, newMessages: [{ t: 1 }] })).message_count, 2);
+  assert.ok(unset._wire._conn && zero._wire._conn);
+  for (const c of [unset, zero]) spy(c);
+
+  const pending = Symbol('pending');
+  let waiting;
+  process.kill(pid, 'SIGSTOP');
+  try {
+    const t0 = performance.now();
+    waiting = outcome(() => zero.checkpoint(zid, { turn: 2, newMessages: [{ t: 2 }] }));
+    const r = await timed(() => unset.checkpoint(rid, { turn: 2, newMessages: [{ t: 2 }] }));
+    assert.deepEqual(r.got, noAnswer('checkpoint'));
+    assert.ok(r.took >= BOUND, `gave up after ${r.took} ms`);
+    assert.equal(unset._wireSent, 2, 'on the own connection');
+    assert.equal(unset.handed, 0);
+    // Well past the default bound, the checkpoint with 0 still waits.
+    const left = 1500 - (performance.now() - t0);
+    const got = await Promise.race([waiting, new Promise((r) => setTimeout(r, Math.max(0, left), pending))]);
+    assert.equal(got, pending, `a checkpoint with callTimeoutMs 0 gave up on a stopped daemon: ${JSON.stringify(got)}`);
+  } finally {
+    process.kill(pid, 'SIGCONT');
+  }
+  // Once the daemon runs again, it gets the checkpoint's own answer.
+  const { got } = await timed(() => waiting);
+  assert.equal(got.message_count, 3, JSON.stringify(got));
+  assert.equal(zero._wireSent, 2, 'on the own connection');
+  assert.equal(zero.handed, 0);
 });
 
 test('callTimeoutMs is checked at connect', BOUNDED, async (t) => {
