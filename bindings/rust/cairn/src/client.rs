@@ -52,9 +52,15 @@ pub struct Options {
     /// (`protocol: no answer to <method> from cairnd within <bound>: the
     /// outcome is unknown ...`, the bound as Go prints a duration: `400ms`,
     /// `1.5s`, `1m0s`): a request that reached the daemon may still be
-    /// carried out. None or zero (the default): no bound. Passed as
-    /// cairn_open's `call_timeout_ms`, rounded up to whole milliseconds;
-    /// more than one day fails [`connect`] with `invalid_argument`.
+    /// carried out. None (the default): libcairn's default, 5 minutes,
+    /// long enough that only a daemon that is stopped or stuck reaches it,
+    /// so a slow commit never fails early. Zero: no bound, a call waits as
+    /// long as the daemon takes. Passed as cairn_open's `call_timeout_ms`,
+    /// rounded up to whole milliseconds; more than one day fails
+    /// [`connect`] with `invalid_argument`. It never bounds the methods
+    /// whose work grows with the store or that have a timeout of their
+    /// own: `verify`, `repair`, `export`, `export_file`, `import`,
+    /// `import_file`, `fork`, `runtime_check`, `runtime_restart`.
     /// Daemon-mode checkpoints sent on the client's own connection are
     /// bounded alike. Embedded mode ignores it.
     #[serde(
@@ -128,8 +134,9 @@ impl Options {
     }
 
     /// Bounds each daemon-mode call's wait for the daemon, its request's
-    /// write included (the `call_timeout` field says how);
-    /// `Duration::ZERO`: no bound.
+    /// write included (the `call_timeout` field says how, and which
+    /// methods it never bounds); `Duration::ZERO`: no bound. Without it:
+    /// libcairn's default, 5 minutes.
     pub fn call_timeout(mut self, timeout: Duration) -> Options {
         self.call_timeout = Some(timeout);
         self
@@ -200,6 +207,12 @@ fn millis_up(d: Duration) -> u64 {
         .min(i64::MAX as u64)
 }
 
+/// The bound libcairn applies to a call for `call_timeout`, which the
+/// wire path applies too: whole ms; zero: none; None: libcairn's default.
+fn lib_call_timeout(call_timeout: Option<Duration>) -> Option<Duration> {
+    call_timeout.map(|d| Duration::from_millis(millis_up(d)))
+}
+
 fn name_of(method: &CStr) -> &str {
     method.to_str().unwrap_or("?")
 }
@@ -259,19 +272,13 @@ impl Client {
         // with status when first needed).
         let wire = (!options.embedded && wire::enabled()).then(|| {
             let ws = &options.workspace;
-            // The bound libcairn applies (whole ms; zero: none).
-            let call_timeout = options
-                .call_timeout
-                .map(millis_up)
-                .filter(|&ms| ms > 0)
-                .map(Duration::from_millis);
             Wire::new(
                 if ws.as_os_str().is_empty() {
                     None
                 } else {
                     std::path::absolute(ws).ok()
                 },
-                call_timeout,
+                lib_call_timeout(options.call_timeout),
             )
         });
         let json = serde_json::to_vec(&options).map_err(|e| Error::encode("options", e))?;
@@ -1022,5 +1029,13 @@ mod tests {
         assert_eq!(json(&o)["call_timeout_ms"], 1500);
         let o = Options::new("w").call_timeout(Duration::ZERO);
         assert_eq!(json(&o)["call_timeout_ms"], 0);
+        // The wire path gets what libcairn applies: zero (no bound) kept,
+        // not taken for None (libcairn's default).
+        assert_eq!(lib_call_timeout(None), None);
+        assert_eq!(lib_call_timeout(Some(Duration::ZERO)), Some(Duration::ZERO));
+        assert_eq!(
+            lib_call_timeout(Some(Duration::from_micros(400_001))),
+            Some(Duration::from_millis(401))
+        );
     }
 }

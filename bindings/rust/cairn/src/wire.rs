@@ -36,11 +36,14 @@
 //!   passes, the connection is dropped and the call fails as libcairn's
 //!   does: `unavailable`, `protocol: no answer to checkpoint from cairnd
 //!   within <bound>: the outcome is unknown ...` ([`no_answer`]); such a
-//!   call is not handed to libcairn, which would wait again. Without one,
-//!   an answer that does
+//!   call is not handed to libcairn, which would wait again. Without one
+//!   (libcairn's default bound, the same 5 minutes), an answer that does
 //!   not come within [`ANSWER_TIMEOUT`] fails alike ("within 5m0s"), and
 //!   a write that does not finish within [`SEND_TIMEOUT`] (each write(2))
-//!   goes through libcairn as any failed send does;
+//!   or a dial within [`CONNECT_TIMEOUT`] goes through libcairn as any
+//!   failed send or dial does. A call timeout of zero (libcairn: no bound)
+//!   waits for the answer as long as the daemon takes, and dials and sends
+//!   as without one;
 //! - another thread's call in progress on the connection (a `try_lock`
 //!   that fails), a forked child (the parent's socket is never used there;
 //!   libcairn fails with `forked`), a closed Client: libcairn.
@@ -86,10 +89,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bounds writing one request: the daemon's own frame deadline (a frame
 /// begun and not finished within it is dropped, unprocessed).
 const SEND_TIMEOUT: Duration = Duration::from_secs(30);
-/// Bounds the wait for an answer once the request was sent. libcairn
-/// waits as long as the daemon takes; a bound here only turns a hung
-/// daemon into `unavailable` (outcome unknown), never an early failure of
-/// a slow commit.
+/// Bounds the wait for an answer once the request was sent, as libcairn's
+/// default call timeout bounds its calls: it only turns a hung daemon
+/// into `unavailable` (outcome unknown), never an early failure of a slow
+/// commit.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long after a failed dial the path leaves calls to libcairn before
 /// dialing again, so a daemon that refuses (503) is not asked once a turn.
@@ -568,8 +571,8 @@ struct Bounds {
     /// Each write of a request (each write(2), or with a call timeout the
     /// whole write).
     send: Duration,
-    /// Each read of an answer.
-    answer: Duration,
+    /// Each read of an answer; None: no bound (a call timeout of zero).
+    answer: Option<Duration>,
     /// Whether `send` bounds the whole write (a call timeout).
     whole_write: bool,
 }
@@ -580,13 +583,23 @@ impl Bounds {
             None => Bounds {
                 connect: CONNECT_TIMEOUT,
                 send: SEND_TIMEOUT,
-                answer: ANSWER_TIMEOUT,
+                answer: Some(ANSWER_TIMEOUT),
                 whole_write: false,
+            },
+            // No bound: libcairn waits for the answer as long as the
+            // daemon takes, and so does the path (None: std refuses a
+            // zero read timeout). The dial and the send keep the bounds
+            // they have without a call timeout: a daemon too slow for
+            // them is left to libcairn, as then (Wire::call_timeout is
+            // None).
+            Some(d) if d.is_zero() => Bounds {
+                answer: None,
+                ..Bounds::new(None)
             },
             Some(d) => Bounds {
                 connect: d,
                 send: d,
-                answer: d,
+                answer: Some(d),
                 whole_write: true,
             },
         }
@@ -612,7 +625,7 @@ impl Conn {
         };
         c.upgrade()?;
         c.hello()?;
-        c.sock.set_read_timeout(Some(bounds.answer)).map_err(io)?;
+        c.sock.set_read_timeout(bounds.answer).map_err(io)?;
         c.sock.set_write_timeout(Some(bounds.send)).map_err(io)?;
         c.write_bound = bounds.whole_write.then_some(bounds.send);
         Ok(c)
@@ -1155,7 +1168,8 @@ struct State {
 /// The native checkpoint path of one daemon-mode Client.
 pub struct Wire {
     state: Mutex<State>,
-    /// The Client's call timeout (whole ms, non-zero), if it has one.
+    /// The Client's call timeout (whole ms), if it bounds its calls: a
+    /// zero one is None here, its dial and send failing as without one.
     call_timeout: Option<Duration>,
     bounds: Bounds,
     pid: u32,
@@ -1177,16 +1191,16 @@ impl std::fmt::Debug for Wire {
 impl Wire {
     /// A path for a client of `workspace` (None: the one libcairn found,
     /// asked for when first needed) whose calls libcairn bounds with
-    /// `call_timeout` (None: no bound).
+    /// `call_timeout` (None: its default, [`ANSWER_TIMEOUT`]; zero: no
+    /// bound).
     pub fn new(workspace: Option<PathBuf>, call_timeout: Option<Duration>) -> Wire {
-        let call_timeout = call_timeout.filter(|d| !d.is_zero());
         Wire {
             state: Mutex::new(State {
                 conn: None,
                 retry_at: None,
                 workspace,
             }),
-            call_timeout,
+            call_timeout: call_timeout.filter(|d| !d.is_zero()),
             bounds: Bounds::new(call_timeout),
             pid: std::process::id(),
             closed: AtomicBool::new(false),
@@ -1621,17 +1635,28 @@ mod tests {
         let b = Bounds::new(None);
         assert_eq!(
             (b.connect, b.send, b.answer, b.whole_write),
-            (CONNECT_TIMEOUT, SEND_TIMEOUT, ANSWER_TIMEOUT, false)
+            (CONNECT_TIMEOUT, SEND_TIMEOUT, Some(ANSWER_TIMEOUT), false)
         );
+        // Zero: no bound on the answer; the dial and the send as without a
+        // call timeout.
+        let b = Bounds::new(Some(Duration::ZERO));
+        assert_eq!(
+            (b.connect, b.send, b.answer, b.whole_write),
+            (CONNECT_TIMEOUT, SEND_TIMEOUT, None, false)
+        );
+        let w = Wire::new(None, Some(Duration::ZERO));
+        assert_eq!(w.call_timeout, None);
+        assert_eq!(w.bounds.answer, None);
         let d = Duration::from_millis(400);
         let b = Bounds::new(Some(d));
         assert_eq!(
             (b.connect, b.send, b.answer, b.whole_write),
-            (d, d, d, true)
+            (d, d, Some(d), true)
         );
+        assert_eq!(Wire::new(None, Some(d)).call_timeout, Some(d));
         let d = Duration::from_secs(3600);
         let b = Bounds::new(Some(d));
-        assert_eq!((b.connect, b.send, b.answer), (d, d, d));
+        assert_eq!((b.connect, b.send, b.answer), (d, d, Some(d)));
     }
 
     #[test]

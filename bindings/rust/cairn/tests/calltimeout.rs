@@ -2,7 +2,8 @@
 //! checkpoint on the client's own connection (src/wire.rs) and calls
 //! through libcairn (a Client made with CAIRN_RUST_WIRE=0) fail alike,
 //! with libcairn's code and message, once the bound passes; once the
-//! daemon runs again the same clients work.
+//! daemon runs again the same clients work. A call timeout of zero (no
+//! bound) waits on that connection as long as the daemon takes.
 
 mod common;
 
@@ -210,6 +211,50 @@ fn stopped_daemon() {
     let text = serde_json::to_string(&msgs).unwrap();
     assert!(text.contains("\"one\"") && text.contains("\"two\""));
     assert!(!text.contains("big "), "a cut request was carried out");
+}
+
+#[test]
+fn zero_waits_for_a_stopped_daemon() {
+    let d = Daemon::start("ctz");
+    let z =
+        Arc::new(connect_env(None, daemon_options(&d.ws).call_timeout(Duration::ZERO)).unwrap());
+    z.save(
+        "s",
+        &Change::append_messages([json!({"role": "user", "content": "one"})]),
+        None,
+    )
+    .unwrap();
+    let rid = z.begin_run("s", Some("rz")).unwrap().run_id;
+    // The first checkpoint dials the own connection while the daemon runs.
+    let first = checkpoint(&z, &rid, 1, json!({"t": "z1"})).unwrap();
+    assert_eq!((first.message_count, sent(&z)), (2, 1));
+
+    let mut stopped = Stopped::new(d.pid);
+    let (tx, rx) = mpsc::channel();
+    let (c, r) = (z.clone(), rid.clone());
+    std::thread::spawn(move || {
+        let _ = tx.send(checkpoint(&c, &r, 2, json!({"t": "z2"})));
+    });
+    // No bound: the checkpoint neither fails nor returns while the daemon
+    // is stopped.
+    match rx.recv_timeout(Duration::from_millis(1500)) {
+        Err(mpsc::RecvTimeoutError::Timeout) => {}
+        other => panic!("a checkpoint with no bound did not wait for a stopped daemon: {other:?}"),
+    }
+    stopped.cont();
+    let res = match rx.recv_timeout(LIMIT) {
+        Ok(r) => r.expect("the checkpoint once the daemon runs again"),
+        Err(e) => panic!("the checkpoint has not returned {LIMIT:?} after SIGCONT: {e}"),
+    };
+    assert_eq!(res.message_count, 3);
+    assert!(res.generation > first.generation);
+    assert_eq!(
+        (sent(&z), handed(&z)),
+        (2, 0),
+        "the checkpoint went on the own connection"
+    );
+    let msgs = z.messages("s", &MessagesQuery::default()).unwrap().messages;
+    assert_eq!(msgs.last(), Some(&json!({"t": "z2"})));
 }
 
 #[test]
