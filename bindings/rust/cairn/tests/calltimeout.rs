@@ -26,23 +26,7 @@ const BOUND2: Duration = Duration::from_secs(1);
 /// Runs f on a thread: its result and how long it took; fails the test
 /// when it has not returned within LIMIT.
 fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> (T, Duration) {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let start = Instant::now();
-        let r = f();
-        let _ = tx.send((r, start.elapsed()));
-    });
-    match rx.recv_timeout(LIMIT) {
-        Ok(r) => r,
-        Err(_) => panic!("{what} still waiting after {LIMIT:?}"),
-    }
-}
-
-fn no_answer(method: &str, within: &str) -> String {
-    format!(
-        "protocol: no answer to {method} from cairnd within {within}: the outcome is unknown \
-         (a request that reached the daemon may still be carried out)"
-    )
+    common::within(LIMIT, what, f)
 }
 
 /// Checks that `r` failed as a call whose bound (400ms) passed does.

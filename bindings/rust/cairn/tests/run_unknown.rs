@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use cairn::*;
@@ -22,14 +21,7 @@ const LIMIT: Duration = Duration::from_secs(10);
 /// Runs f on a thread and returns its result; fails the test when it has
 /// not returned within LIMIT.
 fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    match rx.recv_timeout(LIMIT) {
-        Ok(r) => r,
-        Err(_) => panic!("{what} still waiting after {LIMIT:?}"),
-    }
+    common::within(LIMIT, what, f).0
 }
 
 fn usage(input: i64) -> Usage {

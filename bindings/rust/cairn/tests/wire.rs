@@ -638,6 +638,9 @@ struct Relay {
     /// closes that connection both ways (then clears itself).
     cut: Arc<AtomicBool>,
     socks: Arc<Mutex<Vec<UnixStream>>>,
+    /// While set, the relay reads what clients send only every SLOW_PAUSE
+    /// (then all that waits), as a daemon slow to read would.
+    slow: Arc<AtomicBool>,
     /// Each connection's record, relay end of the client's socket, and
     /// whether its end is to be hidden from the daemon (refuse_writes).
     clients: Arc<Mutex<Vec<RelayClient>>>,
@@ -657,13 +660,15 @@ impl Relay {
             streams: Arc::default(),
             cut: Arc::default(),
             socks: Arc::default(),
+            slow: Arc::default(),
             clients: Arc::default(),
             stop: Arc::default(),
         };
-        let (streams, cut, socks, stop) = (
+        let (streams, cut, socks, slow, stop) = (
             r.streams.clone(),
             r.cut.clone(),
             r.socks.clone(),
+            r.slow.clone(),
             r.stop.clone(),
         );
         let clients = r.clients.clone();
@@ -687,9 +692,10 @@ impl Relay {
                     .unwrap()
                     .push((rec.clone(), a.try_clone().unwrap(), frozen.clone()));
                 let (a2, b2) = (a.try_clone().unwrap(), b.try_clone().unwrap());
-                std::thread::spawn(move || pump(a, b, Some((rec, frozen)), None));
+                let slow = slow.clone();
+                std::thread::spawn(move || pump(a, b, Some((rec, frozen)), None, Some(slow)));
                 let cut = cut.clone();
-                std::thread::spawn(move || pump(b2, a2, None, Some(cut)));
+                std::thread::spawn(move || pump(b2, a2, None, Some(cut), None));
             }
         });
         r
@@ -708,6 +714,17 @@ impl Relay {
             })
             .expect("a native connection");
         (a.try_clone().unwrap(), frozen.clone())
+    }
+
+    /// What the newest native connection's client has sent so far.
+    fn native_sent(&self) -> Vec<u8> {
+        let cs = self.clients.lock().unwrap();
+        cs.iter()
+            .rev()
+            .map(|(rec, _, _)| rec.lock().unwrap())
+            .find(|rec| !rec.windows(14).any(|w| w == b"Go-http-client"))
+            .expect("a native connection")
+            .clone()
     }
 
     /// Sends frame to the native client as if the daemon had.
@@ -760,14 +777,23 @@ impl Drop for Relay {
 
 type Record = (Arc<Mutex<Vec<u8>>>, Arc<AtomicBool>);
 
+/// How long a slow relay leaves what clients send unread between reads.
+const SLOW_PAUSE: Duration = Duration::from_millis(750);
+
 fn pump(
     mut src: UnixStream,
     mut dst: UnixStream,
     rec: Option<Record>,
     cut: Option<Arc<AtomicBool>>,
+    slow: Option<Arc<AtomicBool>>,
 ) {
-    let mut buf = vec![0u8; 65536];
+    // More than a socket's buffer holds: a slow relay's read takes all
+    // that waits, which wakes a writer blocked on the full buffer.
+    let mut buf = vec![0u8; 1 << 20];
     loop {
+        if slow.as_ref().is_some_and(|s| s.load(Ordering::Acquire)) {
+            std::thread::sleep(SLOW_PAUSE);
+        }
         let n = match src.read(&mut buf) {
             Ok(0) | Err(_) => {
                 if rec
@@ -1118,6 +1144,61 @@ fn send_failure_goes_through_libcairn() {
         stored_turns(&srv),
         [None, Some(json!(1)), Some(json!(2)), Some(json!(3))]
     );
+}
+
+/// The call timeout of the client whose big checkpoint a slow relay
+/// holds up. SLOW_PAUSE lies between it and twice it. Longer, so that a
+/// write(2) that filled the socket's buffer waits its bound out and
+/// returns what fitted: SO_SNDTIMEO bounds each wait for room, not the
+/// write(2), and a relay reading more often than the bound would keep one
+/// write(2) going for the whole request. Shorter than twice, so that were
+/// each write(2) given the whole bound again, each would get room (the
+/// relay's next read) before its bound passed and the request would crawl
+/// on: only the whole-write bound ends the call, after about one bound.
+const SLOW_BOUND: Duration = Duration::from_millis(500);
+
+#[test]
+fn a_call_timeout_bounds_the_whole_write() {
+    // With a call timeout, a daemon that reads a request slowly cannot
+    // stretch its write past the bound: the bound covers the whole write,
+    // not each write(2). At the relay's pace, bounding each write(2)
+    // instead would take about 30 s for this request. The cut request is
+    // neither counted as sent nor handed to libcairn (which would wait
+    // again), and the daemon drops its partial frame.
+    let mut f = Fixture::new("wslow", &[]);
+    let (srv, relay, dir) = relayed(&mut f);
+    let n = Arc::new(nat(Options::new(dir.path().join("front"))
+        .auto_start(false)
+        .call_timeout(SLOW_BOUND)));
+    let rid = first_checkpoint(&srv, &n);
+    let before = relay.native_sent().len();
+    relay.slow.store(true, Ordering::Release);
+    let (c, r) = (n.clone(), rid.clone());
+    let m = [json!({"t": 2, "pad": "x".repeat(8 << 20)})];
+    let (res, took) = within(
+        Duration::from_secs(5),
+        "a big checkpoint through a slow relay",
+        move || c.checkpoint(&req(&r, 2, &m, Usage::default(), 0, None, None)),
+    );
+    relay.slow.store(false, Ordering::Release);
+    let e = res.expect_err("a big checkpoint through a slow relay");
+    assert_eq!(e.code, ErrorCode::Unavailable, "{e}");
+    assert_eq!(e.message, no_answer("checkpoint", "500ms"));
+    assert!(took >= SLOW_BOUND, "gave up after {took:?}");
+    assert_eq!(sent(&n), 1, "a request not written whole is not counted");
+    assert_eq!(
+        n.wire_handed(),
+        Some(0),
+        "the cut checkpoint went to libcairn"
+    );
+    // Part of the request reached the daemon, never all of it.
+    let got = relay.native_sent();
+    assert!(got.len() > before, "nothing of the big request was relayed");
+    assert_eq!(client_frames(&got, false).len(), 2, "hello, checkpoint 1");
+    // The next call dials again and works; the cut request is not stored.
+    assert_eq!(tick(&n, &rid, 3).unwrap().message_count, 3);
+    assert_eq!(sent(&n), 2);
+    assert_eq!(stored_turns(&srv), [None, Some(json!(1)), Some(json!(3))]);
 }
 
 #[test]

@@ -362,6 +362,34 @@ pub fn exercise_all(c: &Client) {
     assert_eq!(ids, ["s1"]);
 }
 
+/// Runs f on a thread: its result and how long it took; fails the test
+/// when it has not returned within limit (rather than hang).
+pub fn within<T: Send + 'static>(
+    limit: Duration,
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> (T, Duration) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        let r = f();
+        let _ = tx.send((r, start.elapsed()));
+    });
+    match rx.recv_timeout(limit) {
+        Ok(r) => r,
+        Err(_) => panic!("{what} still waiting after {limit:?}"),
+    }
+}
+
+/// libcairn's message for a call of `method` whose bound (`within`, as Go
+/// prints it: "400ms", "1s") passed with no answer.
+pub fn no_answer(method: &str, within: &str) -> String {
+    format!(
+        "protocol: no answer to {method} from cairnd within {within}: the outcome is unknown \
+         (a request that reached the daemon may still be carried out)"
+    )
+}
+
 /// The variable that turns the binding's own checkpoint connection off.
 pub const WIRE_ENV: &str = "CAIRN_RUST_WIRE";
 
