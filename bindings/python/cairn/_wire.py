@@ -558,30 +558,46 @@ class _Conn:
         # not reading, and libcairn would wait on it again.
         s = self.sock
         assert s is not None
-        # The clock is read only for a call timeout's deadline: an agent's
-        # every checkpoint comes through here.
-        start = time.monotonic() if self.bounded_send else 0.0
         try:
-            sent = s.send(frame)
-            if sent < len(frame):
-                view = memoryview(frame)
-                while sent < len(frame):
-                    if self.bounded_send:
-                        # SO_SNDTIMEO bounds each send(): a call timeout
-                        # bounds them all, so the next gets what is left.
-                        left = self.send_timeout - (time.monotonic() - start)
-                        if left <= 0:
-                            raise BlockingIOError("the send bound passed")
-                        _set_timeouts(s, self.answer_timeout, left)
-                    sent += s.send(view[sent:])
-                if self.bounded_send:
-                    _set_timeouts(s, self.answer_timeout, self.send_timeout)
-        except BlockingIOError as e:  # SO_SNDTIMEO passed
+            if self.bounded_send:
+                self._send_within(s, frame)
+            else:
+                sent = s.send(frame)
+                if sent < len(frame):
+                    view = memoryview(frame)
+                    while sent < len(frame):
+                        sent += s.send(view[sent:])
+        except BlockingIOError as e:  # SO_SNDTIMEO, or the call's send bound, passed
             if self.bounded_send:
                 raise _NoAnswer("checkpoint", self.send_timeout) from e
             raise _SendFailed(str(e)) from e
         except OSError as e:
             raise _SendFailed(str(e)) from e
+
+    def _send_within(self, s: socket.socket, frame: bytes) -> None:
+        # A call timeout bounds the whole send. SO_SNDTIMEO cannot: it
+        # bounds each wait for room in the socket's buffer, so a daemon
+        # that keeps reading a little keeps one send() going for as long
+        # as the frame takes. Sends that never wait (MSG_DONTWAIT), and
+        # between them a poll for room for what is left of the bound. A
+        # frame that fits is one send(), as without a bound.
+        deadline = time.monotonic() + self.send_timeout
+        view = memoryview(frame)
+        sent = 0
+        p: Optional[select.poll] = None
+        while True:
+            try:
+                sent += s.send(view[sent:], socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                pass
+            if sent == len(frame):
+                return
+            left = deadline - time.monotonic()
+            if p is None:
+                p = select.poll()
+                p.register(s.fileno(), select.POLLOUT)
+            if left <= 0 or not p.poll(math.ceil(left * 1000)):
+                raise BlockingIOError("the send bound passed")
 
     def send_request(self, method: bytes, params: List[bytes]) -> Optional[int]:
         """Sends one request (method: its method's _REQ_ bytes; params:

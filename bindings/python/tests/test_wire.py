@@ -965,31 +965,47 @@ def test_call_timeout_is_checked(workspace: str) -> None:
 
 def test_a_call_timeout_bounds_the_whole_send() -> None:
     """With a call timeout, the send's bound is for the whole frame, not
-    for each send(): once a first send() has waited it out (returning what
-    fitted in the socket's buffer), no second one waits again."""
-    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    sends = []
+    for each send() nor for each wait for room: a reader that takes
+    nothing, and one that keeps taking a little (which would keep a
+    blocking send() with SO_SNDTIMEO going for as long as the frame takes,
+    about 50 s here), both end the send once the bound passes."""
+    for trickle in (False, True):
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        stop = threading.Event()
 
-    class Counting:
-        def __init__(self, s: socket.socket) -> None:
-            self.s = s
+        def read() -> None:
+            while trickle and not stop.wait(0.05):
+                try:
+                    b.recv(16 << 10)
+                except OSError:
+                    return
 
-        def send(self, data: Any) -> int:
-            sends.append(len(data))
-            return self.s.send(data)
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        box: List[Any] = []
 
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self.s, name)
+        def send() -> None:
+            try:
+                c._send_all(b"x" * (16 << 20))
+                box.append("sent")
+            except BaseException as e:
+                box.append(e)
 
-    try:
-        c = _wire._Conn.__new__(_wire._Conn)
-        c.answer_timeout = c.send_timeout = 0.3
-        c.bounded_send = True
-        c.sock = Counting(a)  # type: ignore[assignment]
-        _wire._set_timeouts(a, 0.3, 0.3)
-        with pytest.raises(_wire._NoAnswer):
-            c._send_all(b"x" * (16 << 20))  # b never reads
-        assert len(sends) == 1, sends
-    finally:
-        a.close()
-        b.close()
+        try:
+            c = _wire._Conn.__new__(_wire._Conn)
+            c.answer_timeout = c.send_timeout = 0.3
+            c.bounded_send = True
+            c.sock = a
+            _wire._set_timeouts(a, 0.3, 0.3)
+            start = time.monotonic()
+            t = threading.Thread(target=send, daemon=True)
+            t.start()
+            t.join(5)
+            assert box, f"a bounded send still going after 5 s (trickle {trickle})"
+            assert isinstance(box[0], _wire._NoAnswer), box
+            assert time.monotonic() - start >= 0.3
+        finally:
+            stop.set()
+            a.close()
+            b.close()
+            reader.join(5)
