@@ -558,8 +558,9 @@ struct Conn {
     random: Random,
     /// The request being built (frame room, then the message).
     out: Vec<u8>,
-    /// With a call timeout: the bound of one whole write (the socket's
-    /// write timeout); None: the write timeout bounds each write(2).
+    /// With a call timeout: the bound of one whole write (sends that never
+    /// wait, and polls for room between them); None: the socket's write
+    /// timeout bounds each write(2).
     write_bound: Option<Duration>,
 }
 
@@ -735,43 +736,29 @@ impl Conn {
         let Some(bound) = self.write_bound else {
             return self.sock.write_all(data).map_err(|e| fail(&e));
         };
-        // A call timeout bounds the whole write, not each write(2): a
-        // frame larger than the socket's buffer takes several, and each
-        // one after the first gets what is left of the bound.
-        let start = Instant::now();
+        // A call timeout bounds the whole write. SO_SNDTIMEO cannot: it
+        // bounds each wait for room in the socket's buffer, so a daemon
+        // that keeps reading a little keeps one write(2) going for as long
+        // as the request takes. Sends that never wait (MSG_DONTWAIT), and
+        // between them a poll for room for what is left of the bound; a
+        // request that fits is one send(2), as without a bound.
+        let deadline = Instant::now() + bound;
         let mut at = 0;
-        let mut shortened = false;
-        let mut r = Ok(());
-        while at < data.len() {
-            if at > 0 {
-                let rest = bound.saturating_sub(start.elapsed());
-                if rest.is_zero() {
-                    r = Err(Fail::SendTimedOut);
-                    break;
-                }
-                shortened = true;
-                if self.sock.set_write_timeout(Some(rest)).is_err() {
-                    r = Err(Fail::SendFailed);
-                    break;
-                }
-            }
-            match self.sock.write(&data[at..]) {
-                Ok(0) => {
-                    r = Err(Fail::SendFailed);
-                    break;
-                }
+        loop {
+            match send_now(&self.sock, &data[at..]) {
+                Ok(0) => return Err(Fail::SendFailed),
                 Ok(n) => at += n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => {
-                    r = Err(fail(&e));
-                    break;
-                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+                Err(_) => return Err(Fail::SendFailed),
+            }
+            if at == data.len() {
+                return Ok(());
+            }
+            let rest = deadline.saturating_duration_since(Instant::now());
+            if rest.is_zero() || !ready_within(&self.sock, POLLOUT, rest) {
+                return Err(Fail::SendTimedOut);
             }
         }
-        if shortened && self.sock.set_write_timeout(Some(bound)).is_err() {
-            r = r.and(Err(Fail::SendFailed));
-        }
-        r
     }
 
     /// Sends one request (params: appends the CBOR of its params; None:
@@ -1081,19 +1068,68 @@ type NFds = std::ffi::c_uint;
 
 unsafe extern "C" {
     fn poll(fds: *mut PollFd, nfds: NFds, timeout: std::ffi::c_int) -> std::ffi::c_int;
+    fn send(
+        fd: std::ffi::c_int,
+        buf: *const std::ffi::c_void,
+        len: usize,
+        flags: std::ffi::c_int,
+    ) -> isize;
+}
+
+/// poll(2)'s events, the same values on Linux and the BSDs.
+const POLLIN: std::ffi::c_short = 1;
+const POLLOUT: std::ffi::c_short = 4;
+
+/// send(2)'s flags: do not wait for room; on Linux, no SIGPIPE either (a
+/// daemon gone fails the send with EPIPE).
+#[cfg(target_os = "linux")]
+const SEND_FLAGS: std::ffi::c_int = 0x40 | 0x4000; // MSG_DONTWAIT | MSG_NOSIGNAL
+#[cfg(not(target_os = "linux"))]
+const SEND_FLAGS: std::ffi::c_int = 0x80; // MSG_DONTWAIT
+
+/// Sends what of `data` fits in `sock`'s buffer now, without waiting
+/// (WouldBlock when nothing does).
+fn send_now(sock: &UnixStream, data: &[u8]) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: data is valid for len bytes for the call's duration.
+    let n = unsafe {
+        send(
+            sock.as_raw_fd(),
+            data.as_ptr().cast(),
+            data.len(),
+            SEND_FLAGS,
+        )
+    };
+    if n < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Whether `sock` becomes ready for `events` (or has an error or EOF)
+/// within `within`; true also when poll itself fails, so that the caller
+/// looks.
+fn ready_within(sock: &UnixStream, events: std::ffi::c_short, within: Duration) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut p = PollFd {
+        fd: sock.as_raw_fd(),
+        events,
+        revents: 0,
+    };
+    // Whole milliseconds, rounded up: a bound left is never polled as 0.
+    let ms = within
+        .as_nanos()
+        .div_ceil(1_000_000)
+        .min(std::ffi::c_int::MAX as u128);
+    // SAFETY: p is one valid pollfd for the call's duration.
+    unsafe { poll(&mut p, 1, ms as std::ffi::c_int) != 0 }
 }
 
 /// Whether `sock` has something to read (data, EOF or an error) right
 /// now; true also when poll itself fails, so that the caller looks.
 fn readable_now(sock: &UnixStream) -> bool {
-    use std::os::fd::AsRawFd;
-    let mut p = PollFd {
-        fd: sock.as_raw_fd(),
-        events: 1, // POLLIN, the same value on Linux and the BSDs
-        revents: 0,
-    };
-    // SAFETY: p is one valid pollfd for the call's duration.
-    unsafe { poll(&mut p, 1, 0) != 0 }
+    ready_within(sock, POLLIN, Duration::ZERO)
 }
 
 /// How the Go client (coder/websocket) names a close status in its error.

@@ -778,7 +778,7 @@ impl Drop for Relay {
 type Record = (Arc<Mutex<Vec<u8>>>, Arc<AtomicBool>);
 
 /// How long a slow relay leaves what clients send unread between reads.
-const SLOW_PAUSE: Duration = Duration::from_millis(750);
+const SLOW_PAUSE: Duration = Duration::from_millis(100);
 
 fn pump(
     mut src: UnixStream,
@@ -1147,22 +1147,19 @@ fn send_failure_goes_through_libcairn() {
 }
 
 /// The call timeout of the client whose big checkpoint a slow relay
-/// holds up. SLOW_PAUSE lies between it and twice it. Longer, so that a
-/// write(2) that filled the socket's buffer waits its bound out and
-/// returns what fitted: SO_SNDTIMEO bounds each wait for room, not the
-/// write(2), and a relay reading more often than the bound would keep one
-/// write(2) going for the whole request. Shorter than twice, so that were
-/// each write(2) given the whole bound again, each would get room (the
-/// relay's next read) before its bound passed and the request would crawl
-/// on: only the whole-write bound ends the call, after about one bound.
+/// holds up. The relay reads far more often than that (SLOW_PAUSE), but
+/// only what the socket's buffer holds each time, so the request would
+/// take seconds: SO_SNDTIMEO, which bounds each wait for room and not the
+/// write(2), would let one write(2) go on for all of it. Only a bound on
+/// the whole write ends the call, after about one bound.
 const SLOW_BOUND: Duration = Duration::from_millis(500);
 
 #[test]
 fn a_call_timeout_bounds_the_whole_write() {
     // With a call timeout, a daemon that reads a request slowly cannot
     // stretch its write past the bound: the bound covers the whole write,
-    // not each write(2). At the relay's pace, bounding each write(2)
-    // instead would take about 30 s for this request. The cut request is
+    // not each write(2) nor each wait for room. At the relay's pace the
+    // request would take seconds. The cut request is
     // neither counted as sent nor handed to libcairn (which would wait
     // again), and the daemon drops its partial frame.
     let mut f = Fixture::new("wslow", &[]);
