@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,6 +34,19 @@ func callWithin(t *testing.T, limit time.Duration, h uint64, method, req string)
 	}
 }
 
+// stopProcessFor stops pid (SIGSTOP) and returns what resumes it
+// (SIGCONT, once), which also runs when the test ends.
+func stopProcessFor(t *testing.T, pid int) (resume func()) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	resume = func() { once.Do(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) }
+	t.Cleanup(resume)
+	return resume
+}
+
 // TestCallTimeoutStoppedDaemon: with call_timeout_ms, a call to a daemon
 // that does not answer (stopped with SIGSTOP) fails with unavailable once
 // the bound passes, saying the outcome is unknown; so does a save whose
@@ -46,17 +60,7 @@ func TestCallTimeoutStoppedDaemon(t *testing.T) {
 	if _, err := call(h, "save", []byte(`{"session_id":"s","change":{"append_messages":[{"role":"user","content":"one"}]}}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-		}
-	}
-	t.Cleanup(resume)
+	resume := stopProcessFor(t, pid)
 
 	_, took, err := callWithin(t, 10*time.Second, h, "summary", `{"session_id":"s"}`)
 	if codeOf(err) != "unavailable" || !strings.Contains(messageOf(err), "no answer to summary from cairnd within 400ms") {
@@ -135,17 +139,7 @@ func TestCallTimeoutDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = closeHandle(unbounded) }()
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-		}
-	}
-	t.Cleanup(resume)
+	resume := stopProcessFor(t, pid)
 
 	// Both waits start before the bounded call, which takes 400 ms.
 	type result struct {
@@ -198,10 +192,7 @@ func TestOpenOnAStoppedDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	stopProcessFor(t, pid)
 	type result struct {
 		h   uint64
 		err error
