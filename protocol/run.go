@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math/big"
+	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/cairn-dev/cairn/api"
@@ -337,12 +339,55 @@ func equalValues(x, y any) bool {
 		if x == y {
 			return true
 		}
-		rx, okx := new(big.Rat).SetString(string(x))
-		ry, oky := new(big.Rat).SetString(string(y))
-		return okx && oky && rx.Cmp(ry) == 0
+		cx, okx := decimal(string(x))
+		cy, oky := decimal(string(y))
+		return okx && oky && cx == cy
 	default: // string, bool, nil
 		return x == y
 	}
+}
+
+// canonical is a JSON number's value as sign, significant digits (no
+// leading or trailing zeros) and the power of ten they are scaled by.
+// Zero is the zero canonical, whatever its sign.
+type canonical struct {
+	neg    bool
+	digits string
+	exp    int64
+}
+
+// decimal returns the canonical form of the JSON number s, read as text:
+// a number such as 1e100000000 is not expanded. ok is false when s is not
+// a JSON number or its exponent does not fit an int64.
+func decimal(s string) (c canonical, ok bool) {
+	if s, c.neg = strings.CutPrefix(s, "-"); s == "" {
+		return canonical{}, false
+	}
+	mant, e, hasExp := strings.Cut(strings.ToLower(s), "e")
+	whole, frac, _ := strings.Cut(mant, ".")
+	if hasExp {
+		n, err := strconv.ParseInt(e, 10, 64)
+		if err != nil {
+			return canonical{}, false
+		}
+		c.exp = n
+	}
+	digits := whole + frac
+	if digits == "" || strings.Trim(digits, "0123456789") != "" || c.exp < math.MinInt64+int64(len(frac)) {
+		return canonical{}, false
+	}
+	c.exp -= int64(len(frac))
+	digits = strings.TrimLeft(digits, "0")
+	trimmed := strings.TrimRight(digits, "0")
+	if trimmed == "" {
+		return canonical{}, true
+	}
+	if c.exp > math.MaxInt64-int64(len(digits)-len(trimmed)) {
+		return canonical{}, false
+	}
+	c.exp += int64(len(digits) - len(trimmed))
+	c.digits = trimmed
+	return c, true
 }
 
 func cloneValues(vs []session.Value) []session.Value {

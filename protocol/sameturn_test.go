@@ -26,6 +26,15 @@ func TestSameValue(t *testing.T) {
 		{`null`, ``, false},
 		{``, ``, true},
 		{`{"a":1`, `{"a":1 }`, false},
+		{`-0`, `0.0e5`, true},
+		{`-1.50`, `-15e-1`, true},
+		{`1.5`, `-1.5`, false},
+		{`0.001`, `1E-3`, true},
+		{`1e100000000`, `10e99999999`, true},
+		{`1e100000000`, `1e100000001`, false},
+		{`1e9223372036854775807`, `10e9223372036854775806`, true},
+		{`1e99999999999999999999`, `1e99999999999999999999`, true},
+		{`1e99999999999999999999`, `10e99999999999999999998`, false},
 	} {
 		if got := sameValue(session.Value(c.x), session.Value(c.y)); got != c.same {
 			t.Errorf("sameValue(%s, %s) = %v, want %v", c.x, c.y, got, c.same)
