@@ -11,27 +11,35 @@ import (
 	"time"
 )
 
-// callWithin runs call(h, method, req) and fails the test when it has not
-// returned within limit (a call that would wait for ever).
-func callWithin(t *testing.T, limit time.Duration, h uint64, method, req string) ([]byte, time.Duration, error) {
+// returnsWithin runs f and fails the test (naming what) when it has not returned
+// within limit (a call that would wait for ever); it returns f's results
+// and how long f took.
+func returnsWithin[T any](t *testing.T, limit time.Duration, what string, f func() (T, error)) (T, time.Duration, error) {
 	t.Helper()
 	type result struct {
-		out []byte
+		v   T
 		err error
 	}
 	done := make(chan result, 1)
 	start := time.Now()
 	go func() {
-		out, err := call(h, method, []byte(req))
-		done <- result{out, err}
+		v, err := f()
+		done <- result{v, err}
 	}()
 	select {
 	case r := <-done:
-		return r.out, time.Since(start), r.err
+		return r.v, time.Since(start), r.err
 	case <-time.After(limit):
-		t.Fatalf("%s still waiting after %v", method, limit)
-		return nil, 0, nil
+		t.Fatalf("%s still waiting after %v", what, limit)
+		var zero T
+		return zero, 0, nil
 	}
+}
+
+// callWithin runs call(h, method, req) within limit (see returnsWithin).
+func callWithin(t *testing.T, limit time.Duration, h uint64, method, req string) ([]byte, time.Duration, error) {
+	t.Helper()
+	return returnsWithin(t, limit, method, func() ([]byte, error) { return call(h, method, []byte(req)) })
 }
 
 // stopProcessFor stops pid (SIGSTOP) and returns what resumes it
@@ -193,25 +201,14 @@ func TestOpenOnAStoppedDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopProcessFor(t, pid)
-	type result struct {
-		h   uint64
-		err error
+	opened, _, err := returnsWithin(t, 10*time.Second, "cairn_open on a stopped daemon", func() (uint64, error) {
+		return openHandle(fmt.Sprintf(`{"workspace":%q,"auto_start":false}`, in.workspace))
+	})
+	if err == nil {
+		_ = closeHandle(opened)
 	}
-	done := make(chan result, 1)
-	go func() {
-		h, err := openHandle(fmt.Sprintf(`{"workspace":%q,"auto_start":false}`, in.workspace))
-		done <- result{h, err}
-	}()
-	select {
-	case r := <-done:
-		if r.err == nil {
-			_ = closeHandle(r.h)
-		}
-		want := fmt.Sprintf("cairnd (pid %d) did not answer the connection within 1s: it is stopped", pid)
-		if codeOf(r.err) != "unavailable" || !strings.Contains(messageOf(r.err), want) {
-			t.Fatalf("cairn_open on a stopped daemon: %v (code %s), want unavailable: %s", r.err, codeOf(r.err), want)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("cairn_open on a stopped daemon still waiting after 10s")
+	want := fmt.Sprintf("cairnd (pid %d) did not answer the connection within 1s: it is stopped", pid)
+	if codeOf(err) != "unavailable" || !strings.Contains(messageOf(err), want) {
+		t.Fatalf("cairn_open on a stopped daemon: %v (code %s), want unavailable: %s", err, codeOf(err), want)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/cairn-dev/cairn/api"
-	"github.com/cairn-dev/cairn/internal/proc"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -239,9 +238,7 @@ func (c *Client) noAnswer(start time.Time) error {
 	}
 	e := &NoAnswerError{Socket: c.socket, After: after}
 	if c.workspace != "" {
-		if e.PID = DaemonPID(c.workspace); e.PID > 0 {
-			e.State = proc.State(e.PID)
-		}
+		e.FindHolder(c.workspace)
 	}
 	return e
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/proc"
 	"github.com/cairn-dev/cairn/session"
 )
 
@@ -76,6 +77,15 @@ func (e *NoAnswerError) Reason() string {
 		return head + "its state cannot be read; `cairn daemon stop` ends it"
 	}
 	return head + fmt.Sprintf("it is running (state %c) but did not take the connection; `cairn daemon stop` ends it", e.State)
+}
+
+// FindHolder names, in a handshake's error, the cairnd holding
+// workspace's lock (DaemonPID) and its state from /proc, when they can be
+// told; a Dial by socket knows no workspace, so its caller may.
+func (e *NoAnswerError) FindHolder(workspace string) {
+	if e.PID = DaemonPID(workspace); e.PID > 0 {
+		e.State = proc.State(e.PID)
+	}
 }
 
 func (e *NoAnswerError) Is(target error) bool {

@@ -46,14 +46,10 @@ function canonical(value) {
   });
 }
 
-// Whether a turn's arguments are those of the remembered attempt u.
-function sameArgs(u, newMessages, usage, toolCalls, state) {
-  return (
-    u.args.messages === canonical(newMessages) &&
-    u.args.usage === canonical(usage) &&
-    u.args.toolCalls === canonical(toolCalls) &&
-    u.args.state === canonical(state)
-  );
+// A turn's arguments as one canonical text, to tell a retry of the same
+// turn (an absent argument stays absent, apart from a null one).
+function turnArgs(newMessages, usage, toolCalls, state) {
+  return canonical({ newMessages, usage, toolCalls, state });
 }
 
 /**
@@ -86,7 +82,7 @@ class AgentRun {
     this._busy = false;
     // The last turn when its checkpoint's outcome is unknown (it failed
     // with 'unavailable'): {turn, usage, toolCallsCount, state, args}, args
-    // being the canonical JSON of the arguments the host passed; else null.
+    // being the arguments the host passed (turnArgs); else null.
     this._unsure = null;
   }
 
@@ -108,7 +104,7 @@ class AgentRun {
     this._busy = true;
     try {
       const attempt = await this._settle();
-      if (attempt !== null && sameArgs(attempt, newMessages, usage, toolCalls, state)) {
+      if (attempt !== null && attempt.args === turnArgs(newMessages, usage, toolCalls, state)) {
         return this.turns; // the host retrying the turn that was committed
       }
       const n = this.turns + 1;
@@ -132,12 +128,7 @@ class AgentRun {
             usage: nextUsage,
             toolCallsCount: nextCount,
             state,
-            args: {
-              messages: canonical(newMessages),
-              usage: canonical(usage),
-              toolCalls: canonical(toolCalls),
-              state: canonical(state),
-            },
+            args: turnArgs(newMessages, usage, toolCalls, state),
           };
         }
         throw err;

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/cairn-dev/cairn/internal/proc"
 	"github.com/cairn-dev/cairn/protocol"
 )
 
@@ -21,9 +20,7 @@ const answerWait = 5 * time.Second
 func withHolder(err error, ws string) error {
 	var na *protocol.NoAnswerError
 	if ws != "" && errors.As(err, &na) && na.Method == "" && na.PID == 0 {
-		if na.PID = protocol.DaemonPID(ws); na.PID > 0 {
-			na.State = proc.State(na.PID)
-		}
+		na.FindHolder(ws)
 	}
 	return err
 }

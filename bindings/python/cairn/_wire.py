@@ -856,10 +856,7 @@ class Wire:
                     self._drop()
                     c = None
             if c is None:
-                try:
-                    c = self._conn = self._connect()
-                except _NoAnswer as e:
-                    raise UnavailableError("unavailable", str(e)) from None
+                c = self._conn = self._connect()
                 if c is None:
                     return None
             params = encode()
@@ -870,18 +867,14 @@ class Wire:
             except _SendFailed:
                 self._drop()
                 return None
-            except _NoAnswer as e:
-                self._drop()
-                raise UnavailableError("unavailable", str(e)) from None
             if rid is None:
                 return None
             self.sent += 1
             try:
                 msg = c.read_answer(rid)
                 res = _checkpoint_answer(msg)
-            except _NoAnswer as e:
-                self._drop()
-                raise UnavailableError("unavailable", str(e)) from None
+            except _NoAnswer:
+                raise  # a _Lost, worded below
             except (_Lost, _SendFailed) as e:  # _SendFailed: a pong that did not leave
                 self._drop()
                 raise UnavailableError("unavailable", f"protocol: connection lost: {e}") from None
@@ -893,6 +886,12 @@ class Wire:
                 self._drop()
                 raise
             return res
+        except _NoAnswer as e:
+            # The dial, the send or the answer did not come within the
+            # bound: libcairn's no-answer error, never handed on to
+            # libcairn (which would wait on the same daemon again).
+            self._drop()
+            raise UnavailableError("unavailable", str(e)) from None
         finally:
             if self._closed:
                 self._drop()

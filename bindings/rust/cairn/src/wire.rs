@@ -591,7 +591,7 @@ impl Bounds {
             // daemon takes, and so does the path (None: std refuses a
             // zero read timeout). The dial and the send keep the bounds
             // they have without a call timeout: a daemon too slow for
-            // them is left to libcairn, as then (Wire::call_timeout is
+            // them is left to libcairn, as then (call_timeout() is
             // None).
             Some(d) if d.is_zero() => Bounds {
                 answer: None,
@@ -604,6 +604,13 @@ impl Bounds {
                 whole_write: true,
             },
         }
+    }
+
+    /// The call timeout that bounds a whole checkpoint, dial, write and
+    /// answer, if any: a zero one is None here, its dial and send failing
+    /// as without one (to libcairn).
+    fn call_timeout(&self) -> Option<Duration> {
+        self.whole_write.then_some(self.send)
     }
 }
 
@@ -628,7 +635,7 @@ impl Conn {
         c.hello()?;
         c.sock.set_read_timeout(bounds.answer).map_err(io)?;
         c.sock.set_write_timeout(Some(bounds.send)).map_err(io)?;
-        c.write_bound = bounds.whole_write.then_some(bounds.send);
+        c.write_bound = bounds.call_timeout();
         Ok(c)
     }
 
@@ -1204,9 +1211,6 @@ struct State {
 /// The native checkpoint path of one daemon-mode Client.
 pub struct Wire {
     state: Mutex<State>,
-    /// The Client's call timeout (whole ms), if it bounds its calls: a
-    /// zero one is None here, its dial and send failing as without one.
-    call_timeout: Option<Duration>,
     bounds: Bounds,
     pid: u32,
     closed: AtomicBool,
@@ -1236,7 +1240,6 @@ impl Wire {
                 retry_at: None,
                 workspace,
             }),
-            call_timeout: call_timeout.filter(|d| !d.is_zero()),
             bounds: Bounds::new(call_timeout),
             pid: std::process::id(),
             closed: AtomicBool::new(false),
@@ -1318,7 +1321,7 @@ impl Wire {
             .and_then(socket_path)
             .map(|p| Conn::dial(&p, self.bounds));
         st.retry_at = (!matches!(dialed, Some(Ok(_)))).then(|| Instant::now() + RETRY_GAP);
-        match (dialed, self.call_timeout) {
+        match (dialed, self.bounds.call_timeout()) {
             (Some(Ok(c)), _) => Ok(Some(c)),
             (Some(Err(Fail::ReadTimedOut | Fail::SendTimedOut)), Some(d)) => {
                 Err(no_answer("checkpoint", d))
@@ -1371,7 +1374,7 @@ impl Wire {
             Err(f) => {
                 // Lost or not sent whole: nothing was processed.
                 self.drop_conn(st, false);
-                return match (f, self.call_timeout) {
+                return match (f, self.bounds.call_timeout()) {
                     // The call's bound passed: libcairn would wait again.
                     (Fail::SendTimedOut, Some(d)) => Err(no_answer("checkpoint", d)),
                     _ => Ok(None),
@@ -1386,10 +1389,12 @@ impl Wire {
             Ok(res) => res.map(Some),
             Err(f) => {
                 self.drop_conn(st, false);
-                let why = match (f, self.call_timeout) {
+                let why = match (f, self.bounds.call_timeout()) {
                     (Fail::Lost(Lost(s)), _) => s,
-                    (Fail::ReadTimedOut, d) => {
-                        return Err(no_answer("checkpoint", d.unwrap_or(ANSWER_TIMEOUT)));
+                    // Only a bounded read times out.
+                    (Fail::ReadTimedOut, _) => {
+                        let d = self.bounds.answer.unwrap_or(ANSWER_TIMEOUT);
+                        return Err(no_answer("checkpoint", d));
                     }
                     // A pong whose write the call's bound cut.
                     (Fail::SendTimedOut, Some(d)) => return Err(no_answer("checkpoint", d)),
@@ -1681,7 +1686,7 @@ mod tests {
             (CONNECT_TIMEOUT, SEND_TIMEOUT, None, false)
         );
         let w = Wire::new(None, Some(Duration::ZERO));
-        assert_eq!(w.call_timeout, None);
+        assert_eq!(w.bounds.call_timeout(), None);
         assert_eq!(w.bounds.answer, None);
         let d = Duration::from_millis(400);
         let b = Bounds::new(Some(d));
@@ -1689,7 +1694,7 @@ mod tests {
             (b.connect, b.send, b.answer, b.whole_write),
             (d, d, Some(d), true)
         );
-        assert_eq!(Wire::new(None, Some(d)).call_timeout, Some(d));
+        assert_eq!(Wire::new(None, Some(d)).bounds.call_timeout(), Some(d));
         let d = Duration::from_secs(3600);
         let b = Bounds::new(Some(d));
         assert_eq!((b.connect, b.send, b.answer), (d, d, Some(d)));
