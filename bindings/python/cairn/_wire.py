@@ -25,9 +25,10 @@ The path only ever takes a call it can make exactly as libcairn would:
   raises :class:`~cairn.UnavailableError` (the outcome is unknown,
   PROTOCOL.md section 10), as libcairn does, and the connection is dropped;
 - with the Client's ``call_timeout``, a dial the daemon takes and does not
-  answer, a send it does not read and an answer that does not come within
-  it raise libcairn's no-answer UnavailableError (outcome unknown) and are
-  not handed to libcairn, which would wait on the same daemon again;
+  answer, a send it does not read and an answer that is not whole within
+  it (however its bytes trickle in) raise libcairn's no-answer
+  UnavailableError (outcome unknown) and are not handed to libcairn,
+  which would wait on the same daemon again;
 - another thread's call in progress on the connection, a forked child (the
   parent's socket is never used there; libcairn raises ForkedError), a
   closed Client: libcairn.
@@ -442,6 +443,8 @@ class _Conn:
         self.next_id = 1
         self.max_size = DEFAULT_MAX_MESSAGE
         self.keys = b""
+        self.answer_by: Optional[float] = None  # read_answer's deadline, while it reads
+        self.reads = 0  # recvs made by the read_answer under way
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             s.settimeout(self.connect_timeout)
@@ -513,7 +516,7 @@ class _Conn:
         params = _head(5, 2) + _text("protocol_version") + _head(0, 1) + _text("client") + _text("cairn-python " + __version__)
         rid = self.send_request(_REQ_HELLO, [params])
         assert rid is not None  # a hello is far below any size limit
-        ans = decode(self.read_answer(rid))
+        ans = decode(self.read_answer(rid, self.connect_timeout))
         res = ans.get("result") if isinstance(ans, dict) else None
         if not isinstance(res, dict):
             raise _Lost("hello failed")
@@ -653,10 +656,20 @@ class _Conn:
         return at + n if len(b) >= at + n else None
 
     def _fill(self, n: int) -> None:
-        # Reads until buf holds at least n bytes.
+        # Reads until buf holds at least n bytes. The first read of an
+        # answer is a plain recv (SO_RCVTIMEO bounds it); the reads after
+        # it wait for what is left of the answer's bound (answer_by), as
+        # SO_RCVTIMEO bounds each recv: a daemon that sends part of an
+        # answer and then a byte now and then would keep it going.
         s = self.sock
         assert s is not None
         while len(self.buf) < n:
+            if self.answer_by is not None:
+                if self.reads:
+                    left = self.answer_by - time.monotonic()
+                    if left <= 0 or not self.poll.poll(math.ceil(left * 1000)):
+                        raise _NoAnswer("checkpoint", self.answer_timeout)
+                self.reads += 1
             try:
                 more = s.recv(max(65536, n - len(self.buf)))
             except BlockingIOError as e:  # SO_RCVTIMEO passed
@@ -731,12 +744,21 @@ class _Conn:
         rid, _ = _uint(msg, len(_ANSWER_ID))
         return msg if rid == want else None
 
-    def read_answer(self, rid: int) -> bytes:
-        """The answer to request rid, skipping pushes and pings."""
-        while True:
-            msg = self._read_message(rid)
-            if msg is not None:
-                return msg
+    def read_answer(self, rid: int, bound: Optional[float] = None) -> bytes:
+        """The answer to request rid, skipping pushes and pings, within
+        bound seconds in all (None: answer_timeout; 0: no bound), however
+        its bytes trickle in."""
+        if bound is None:
+            bound = self.answer_timeout
+        self.answer_by = time.monotonic() + bound if bound else None
+        self.reads = 0
+        try:
+            while True:
+                msg = self._read_message(rid)
+                if msg is not None:
+                    return msg
+        finally:
+            self.answer_by = None
 
 
 _STATUS = {1000: "StatusNormalClosure", 1001: "StatusGoingAway", 1008: "StatusPolicyViolation", 1009: "StatusMessageTooBig", 1011: "StatusInternalError"}

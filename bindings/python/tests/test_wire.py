@@ -13,6 +13,7 @@ import ctypes
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -1009,3 +1010,68 @@ def test_a_call_timeout_bounds_the_whole_send() -> None:
             a.close()
             b.close()
             reader.join(5)
+
+
+@pytest.mark.parametrize("dribble", ["answer", "pings"])
+def test_a_call_timeout_bounds_the_whole_answer(dribble: str) -> None:
+    """With a call timeout, the bound is for the whole answer, not for each
+    recv (SO_RCVTIMEO): a daemon that sends part of an answer and then a
+    byte every 50 ms, or only pings every 50 ms, keeps each recv under the
+    bound; the read still ends with the no-answer error once it passes."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    stop = threading.Event()
+
+    def dribbler() -> None:
+        try:
+            if dribble == "answer":
+                b.send(bytes((0x82, 126)) + (1000).to_bytes(2, "big") + _wire._ANSWER_ID)
+            while not stop.wait(0.05):
+                b.send(b"\x00" if dribble == "answer" else b"\x89\x00")
+        except OSError:
+            return
+
+    def drain() -> None:  # the pongs
+        while not stop.is_set():
+            try:
+                if not b.recv(4096):
+                    return
+            except OSError:
+                return
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (dribbler, drain)]
+    box: List[Any] = []
+
+    def read() -> None:
+        try:
+            box.append(c.read_answer(1))
+        except BaseException as e:
+            box.append(e)
+
+    try:
+        c = _wire._Conn.__new__(_wire._Conn)
+        c.answer_timeout = c.send_timeout = 0.3
+        c.bounded_send = True
+        c.sock = a
+        c.buf = b""
+        c.keys = b""
+        c.max_size = _wire.DEFAULT_MAX_MESSAGE
+        c.answer_by, c.reads = None, 0
+        c.poll = select.poll()
+        c.poll.register(a.fileno(), select.POLLIN)
+        _wire._set_timeouts(a, 0.3, 0.3)
+        for t in threads:
+            t.start()
+        start = time.monotonic()
+        r = threading.Thread(target=read, daemon=True)
+        r.start()
+        r.join(5)
+        assert box, f"a bounded answer still being read after 5 s ({dribble})"
+        assert isinstance(box[0], _wire._NoAnswer), box
+        assert 0.3 <= time.monotonic() - start < 5
+        assert c.answer_by is None
+    finally:
+        stop.set()
+        a.close()
+        b.close()
+        for t in threads:
+            t.join(5)
