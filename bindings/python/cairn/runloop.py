@@ -18,7 +18,8 @@ A turn whose checkpoint fails with :class:`~cairn.UnavailableError`
 (a lost connection, a call timeout: the outcome is unknown) is settled by
 the next call: ``turn`` (or ``complete``) first reads the run to learn
 whether that checkpoint was committed. If it was, the helper counts it;
-a ``turn`` with the same arguments is then the host retrying it and
+a ``turn`` with the same arguments (the same JSON values: ``2`` and
+``2.0`` alike, ``true`` and ``1`` not) is then the host retrying it and
 returns its number without saving it twice, and any other ``turn`` is
 the next one. If it was not, the turn is saved anew. So a host may retry
 a failed turn, or go on, and the run holds each turn once.
@@ -53,6 +54,19 @@ def _add_usage(total: Dict[str, Any], more: Optional[Dict[str, Any]]) -> Dict[st
     for k, v in (more or {}).items():
         out[k] = out.get(k, 0) + v
     return out
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Whether a and b are the same JSON value: numbers by value (1 and
+    1.0 alike), booleans apart from numbers (Python's True == 1), objects
+    whatever their key order, arrays (lists or tuples) in order."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(_same_json, a, b))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same_json(v, b[k]) for k, v in a.items())
+    return a == b
 
 
 class RunLoop:
@@ -150,7 +164,7 @@ class RunLoop:
             raise RuntimeError(f"start_run: run {self.run_id!r} has ended")
         msgs = list(new_messages)
         args = (msgs, usage, tool_calls, state)
-        if self._settle() == args:
+        if _same_json(self._settle(), args):
             return self.turn_no  # the host retrying the turn that was committed
         total_usage = _add_usage(self.usage, usage)
         total_calls = self.tool_calls + tool_calls

@@ -17,6 +17,7 @@ from typing import List
 import pytest
 
 import cairn
+from cairn import runloop
 from conftest import DAEMON, connect_daemon, kill_at
 
 HERE = Path(__file__).resolve().parent
@@ -115,24 +116,48 @@ def test_a_turn_of_unknown_outcome_is_settled(path: str, workspace: str, daemons
         os.kill(pid, signal.SIGCONT)
         stopped = False
         _wait_turn(c, run.run_id, 2)  # the daemon carried it out
-        assert run.turn([{"t": 2}], usage={"input_tokens": 2}, tool_calls=1, state={"k": 2}) == 2
+        # The retry, re-spelled: the same JSON values.
+        assert run.turn(({"t": 2.0},), usage={"input_tokens": 2}, tool_calls=1, state={"k": 2.0}) == 2
         assert (run.turn_no, run.usage, run.tool_calls, run.state) == (2, {"input_tokens": 3}, 2, {"k": 2})
         assert run.turn([{"t": 3}]) == 3
 
-        # Cut before it was whole: not carried out; the next turn is 4.
+        # Carried out; the next turn differs only by true against 1 (equal
+        # in Python, not in JSON): a new turn, not the retry.
+        os.kill(pid, signal.SIGSTOP)
+        stopped = True
+        with pytest.raises(cairn.UnavailableError, match="no answer to checkpoint"):
+            run.turn([{"t": 1}])
+        os.kill(pid, signal.SIGCONT)
+        stopped = False
+        _wait_turn(c, run.run_id, 4)
+        assert run.turn([{"t": True}]) == 5
+
+        # Cut before it was whole: not carried out; the next turn is 6.
         os.kill(pid, signal.SIGSTOP)
         stopped = True
         with pytest.raises(cairn.UnavailableError, match="no answer to checkpoint"):
             run.turn([{"t": "x" * (16 << 20)}], usage={"input_tokens": 9}, tool_calls=9)
         os.kill(pid, signal.SIGCONT)
         stopped = False
-        assert run.turn([{"t": 4}], usage={"input_tokens": 4}) == 4
+        assert run.turn([{"t": 4}], usage={"input_tokens": 4}) == 6
         assert (run.usage, run.tool_calls) == ({"input_tokens": 7}, 2)
         run.complete()
         got = c.run(run.run_id)
         assert got["run"]["status"] == "completed" and got["run"]["usage"]["input_tokens"] == 7
-        assert [m["t"] for m in c.messages("s")["messages"]] == [1, 2, 3, 4]
+        ts = [m["t"] for m in c.messages("s")["messages"]]
+        assert ts == [1, 2, 3, 1, True, 4] and type(ts[4]) is bool
     finally:
         if stopped:
             os.kill(pid, signal.SIGCONT)
         c.close()
+
+
+def test_same_json() -> None:
+    """The retry check compares JSON values: numbers by value, booleans
+    apart from numbers, objects in any key order, lists and tuples alike."""
+    same = runloop._same_json
+    assert same(([{"a": 1, "b": [1, 2]}], None, 0, None), ([{"b": (1.0, 2), "a": 1.0}], None, 0, None))
+    assert same(2**63, float(2**63)) and not same(2**53 + 1, float(2**53))
+    for a, b in [(True, 1), (False, 0), (1.0, True), ([True], [1]), ({"k": 0}, {"k": False}), (None, 0),
+                 ({"a": 1}, {"a": 1, "b": 1}), ([1, 2], [2, 1]), ("1", 1), ([1], {"1": 1})]:
+        assert not same(a, b) and not same(b, a), (a, b)
