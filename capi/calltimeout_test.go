@@ -4,6 +4,9 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -210,5 +213,37 @@ func TestOpenOnAStoppedDaemon(t *testing.T) {
 	want := fmt.Sprintf("cairnd (pid %d) did not answer the connection within 1s: it is stopped", pid)
 	if codeOf(err) != "unavailable" || !strings.Contains(messageOf(err), want) {
 		t.Fatalf("cairn_open on a stopped daemon: %v (code %s), want unavailable: %s", err, codeOf(err), want)
+	}
+}
+
+// TestBindingsKeepTheDefaultCallTimeout: the Python, Node.js and Rust
+// bindings' own checkpoint connections wait for an answer as long as
+// libcairn's default call timeout, each in its own constant; this keeps the
+// four from drifting apart.
+func TestBindingsKeepTheDefaultCallTimeout(t *testing.T) {
+	want := defaultCallTimeout
+	for _, b := range []struct {
+		path, re string
+		unit     time.Duration
+	}{
+		{"../bindings/python/cairn/_wire.py", `(?m)^ANSWER_TIMEOUT = ([0-9.]+)$`, time.Second},
+		{"../bindings/node/checkpoint-wire.js", `(?m)^const ANSWER_TIMEOUT_MS = ([0-9]+);$`, time.Millisecond},
+		{"../bindings/rust/cairn/src/wire.rs", `(?m)^const ANSWER_TIMEOUT: Duration = Duration::from_secs\(([0-9]+)\);$`, time.Second},
+	} {
+		src, err := os.ReadFile(b.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(b.re).FindSubmatch(src)
+		if m == nil {
+			t.Fatalf("%s: no line matching %s", b.path, b.re)
+		}
+		n, err := strconv.ParseFloat(string(m[1]), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Duration(n * float64(b.unit)); got != want {
+			t.Errorf("%s: answer timeout %v, libcairn's default call timeout %v", b.path, got, want)
+		}
 	}
 }
