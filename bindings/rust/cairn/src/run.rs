@@ -12,14 +12,15 @@
 //! next call: [`AgentRun::turn`] (or [`AgentRun::complete`],
 //! [`AgentRun::fail`]) first reads the run to learn whether that checkpoint
 //! was committed. If it was, the helper counts it; a `turn` with the same
-//! arguments is then the host retrying it and returns its number without
-//! saving it twice, and any other `turn` is the next one. If it was not,
-//! the turn is saved anew. So a host may retry a failed turn, or go on, and
-//! the run holds each turn once.
+//! arguments (the same JSON values: numbers by value, so `1` and `1.0` are
+//! one, objects whatever their key order) is then the host retrying it and
+//! returns its number without saving it twice, and any other `turn` is the
+//! next one. If it was not, the turn is saved anew. So a host may retry a
+//! failed turn, or go on, and the run holds each turn once.
 
 use std::borrow::Cow;
 
-use serde_json::Value;
+use serde_json::{Number, Value};
 
 use crate::client::{Client, Save};
 use crate::error::{Error, ErrorCode, Result};
@@ -93,13 +94,69 @@ struct Unsure {
 }
 
 impl Unsure {
-    /// Whether `t` is the turn this attempt was given (deep equality).
+    /// Whether `t` is the turn this attempt was given: the same JSON
+    /// values (see [`same_value`]), usage and tool calls.
     fn same(&self, t: &Turn<'_>) -> bool {
-        self.messages.as_slice() == t.messages
+        self.messages.len() == t.messages.len()
+            && self
+                .messages
+                .iter()
+                .zip(t.messages)
+                .all(|(a, b)| same_value(a, b))
             && self.turn_usage == t.usage
             && self.turn_tool_calls == t.tool_calls
-            && self.state.as_ref() == t.state
+            && match (&self.state, t.state) {
+                (Some(a), Some(b)) => same_value(a, b),
+                (None, None) => true,
+                _ => false,
+            }
     }
+}
+
+/// Whether `a` and `b` are the same JSON value, as the Go helper (and the
+/// Python and Node.js ones) compare a retried turn's: numbers by their
+/// value however written (1 and 1.0 are one number), booleans never equal
+/// to numbers, objects whatever the order of their members, arrays in
+/// order.
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => same_number(x, y),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_value(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_value(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Whether `x` and `y` are the same number exactly: two integers as
+/// integers, an integer and a float when the float is integral and that
+/// integer, two floats by `==`.
+fn same_number(x: &Number, y: &Number) -> bool {
+    match (integer(x), integer(y)) {
+        (Some(i), Some(j)) => i == j,
+        (Some(i), None) => y.as_f64().is_some_and(|f| float_is(f, i)),
+        (None, Some(j)) => x.as_f64().is_some_and(|f| float_is(f, j)),
+        (None, None) => x.as_f64() == y.as_f64(),
+    }
+}
+
+/// An integer's value (i64 and u64 alike); None for a float.
+fn integer(n: &Number) -> Option<i128> {
+    n.as_i64()
+        .map(i128::from)
+        .or_else(|| n.as_u64().map(i128::from))
+}
+
+/// Whether the float `f` is exactly the integer `i`.
+fn float_is(f: f64, i: i128) -> bool {
+    // ±2^127: every integral float between them is an i128.
+    const LIMIT: f64 = 170_141_183_460_469_231_731_687_303_715_884_105_728.0;
+    f.is_finite() && f.fract() == 0.0 && (-LIMIT..LIMIT).contains(&f) && f as i128 == i
 }
 
 fn add_usage(a: Usage, b: Usage) -> Usage {
@@ -245,10 +302,11 @@ impl AgentRun<'_> {
     /// When the checkpoint fails with [`ErrorCode::Unavailable`] its
     /// outcome is unknown: the next `turn` (or `complete`, `fail`) reads
     /// the run first. If that checkpoint was committed it is counted, and
-    /// a `turn` equal to it (messages, usage, tool calls, state) is the
-    /// host's retry, answered with its number and not saved again; any
-    /// other turn follows it. If it was not, this turn takes its number.
-    /// An error reading the run is returned and the question stays open.
+    /// a `turn` equal to it (messages, usage, tool calls, state; JSON
+    /// numbers by value) is the host's retry, answered with its number and
+    /// not saved again; any other turn follows it. If it was not, this
+    /// turn takes its number. An error reading the run is returned and the
+    /// question stays open.
     pub fn turn(&mut self, turn: &Turn<'_>) -> Result<i64> {
         if self.done {
             return Err(Error::new(
@@ -340,5 +398,131 @@ impl AgentRun<'_> {
         })?;
         self.done = true;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn same(a: Value, b: Value) -> bool {
+        let (ab, ba) = (same_value(&a, &b), same_value(&b, &a));
+        assert_eq!(ab, ba, "{a} and {b}: not symmetric");
+        ab
+    }
+
+    #[test]
+    fn same_value_compares_numbers_by_value() {
+        assert!(same(json!(1), json!(1.0)));
+        assert!(same(json!(-1), json!(-1.0)));
+        assert!(same(json!(0), json!(-0.0)));
+        assert!(same(json!(1.5), json!(1.5)));
+        assert!(same(json!(u64::MAX), json!(u64::MAX)));
+        assert!(same(json!(i64::MIN), json!(-9223372036854775808.0)));
+        assert!(!same(json!(1), json!(1.5)));
+        assert!(!same(json!(1), json!(2)));
+        assert!(!same(json!(1.5), json!(2.5)));
+        // 2^63: a u64, above i64::MAX, and the float of the same value.
+        assert!(same(json!(1u64 << 63), json!(9223372036854775808.0)));
+        assert!(!same(json!(1u64 << 63), json!(i64::MAX)));
+        assert!(!same(json!(1u64 << 63), json!(9223372036854777856.0)));
+        assert!(!same(json!(u64::MAX), json!(-1)));
+        // 2^53 + 1 has no float: the nearest one is another number.
+        assert!(!same(json!(9007199254740993u64), json!(9007199254740992.0)));
+        assert!(same(json!(9007199254740992u64), json!(9007199254740992.0)));
+        // Beyond any integer of JSON's.
+        assert!(!same(json!(u64::MAX), json!(1e300)));
+        assert!(!same(json!(i64::MIN), json!(-1e300)));
+    }
+
+    #[test]
+    fn same_value_keeps_kinds_apart() {
+        assert!(!same(json!(true), json!(1)));
+        assert!(!same(json!(false), json!(0)));
+        assert!(!same(json!(false), json!(0.0)));
+        assert!(!same(json!(null), json!(0)));
+        assert!(!same(json!("1"), json!(1)));
+        assert!(!same(json!([1]), json!(1)));
+        assert!(!same(json!({}), json!([])));
+        assert!(same(json!(true), json!(true)));
+        assert!(same(json!(null), json!(null)));
+        assert!(same(json!("é"), json!("é")));
+        assert!(!same(json!("a"), json!("b")));
+    }
+
+    #[test]
+    fn same_value_nests() {
+        let a = json!({"a": 1, "b": [1, 2.5, {"c": [true, null, 3]}], "d": {}});
+        let b = json!({"d": {}, "b": [1.0, 2.5, {"c": [true, null, 3.0]}], "a": 1.0});
+        assert!(same(a.clone(), b));
+        // Arrays in order.
+        assert!(!same(json!([1, 2]), json!([2, 1])));
+        assert!(!same(json!([1, 2]), json!([1, 2, 3])));
+        // Every member, with the same key.
+        assert!(!same(json!({"a": 1}), json!({"a": 1, "b": 2})));
+        assert!(!same(json!({"a": 1}), json!({"b": 1})));
+        assert!(!same(
+            a,
+            json!({"a": 1, "b": [1, 2.5, {"c": [true, null, 4]}], "d": {}})
+        ));
+    }
+
+    #[test]
+    fn unsure_same_turn() {
+        let msgs = [json!({"t": 2, "k": [1, 2]})];
+        let state = json!({"s": 1});
+        let u = Unsure {
+            turn: 2,
+            usage: Usage::default(),
+            tool_calls_count: 1,
+            messages: msgs.to_vec(),
+            turn_usage: Usage {
+                input_tokens: 3,
+                ..Usage::default()
+            },
+            turn_tool_calls: 1,
+            state: Some(state.clone()),
+        };
+        let again = [json!({"k": [1.0, 2.0], "t": 2.0})];
+        let state2 = json!({"s": 1.0});
+        let t = Turn {
+            messages: &again,
+            usage: u.turn_usage,
+            tool_calls: 1,
+            state: Some(&state2),
+        };
+        assert!(u.same(&t));
+        assert!(!u.same(&Turn {
+            state: None,
+            ..t.clone()
+        }));
+        assert!(!u.same(&Turn {
+            state: Some(&json!({"s": true})),
+            ..t.clone()
+        }));
+        assert!(!u.same(&Turn {
+            messages: &[],
+            ..t.clone()
+        }));
+        assert!(!u.same(&Turn {
+            messages: &[json!({"t": 2.5, "k": [1, 2]})],
+            ..t.clone()
+        }));
+        assert!(!u.same(&Turn {
+            tool_calls: 2,
+            ..t.clone()
+        }));
+        assert!(!u.same(&Turn {
+            usage: Usage::default(),
+            ..t
+        }));
+        let none = Unsure { state: None, ..u };
+        assert!(none.same(&Turn {
+            messages: &again,
+            usage: none.turn_usage,
+            tool_calls: 1,
+            state: None,
+        }));
     }
 }

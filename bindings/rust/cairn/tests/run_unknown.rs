@@ -2,10 +2,10 @@
 //! stopped with SIGSTOP, on the client's own checkpoint connection and
 //! through libcairn (CAIRN_RUST_WIRE=0). A turn whose checkpoint got no
 //! answer fails with `Unavailable`; when the daemon carried it out after
-//! all, the host's retry of the same turn returns its number without
-//! saving it twice and the next turn follows it; when it did not (a
-//! request cut before it was whole), the host's next turn takes its
-//! number. The totals follow what was committed.
+//! all, the host's retry of the same turn (its numbers written as floats)
+//! returns its number without saving it twice and the next turn follows
+//! it; when it did not (a request cut before it was whole), the host's
+//! next turn takes its number. The totals follow what was committed.
 
 mod common;
 
@@ -113,9 +113,12 @@ fn settles(tag: &str, wire: Option<&str>) {
     stopped.cont();
     wait_turn(c, &run_id, 2);
 
-    // The host retries it: its number, not saved twice.
+    // The host retries it, its numbers written as floats (as a host that
+    // re-encodes a turn may): the same turn, its number, not saved twice.
     let sent = c.wire_sent();
-    let r = turn(&mut run, "turn 2, again", t(2), 2, 1, Some(k2.clone()));
+    let again = vec![json!({"t": 2.0})];
+    let k2_again = json!({"k": 2.0});
+    let r = turn(&mut run, "turn 2, again", again, 2, 1, Some(k2_again));
     assert_eq!(r.unwrap(), 2);
     assert_eq!(c.wire_sent(), sent, "the retry was sent");
     let ru = run.as_ref().unwrap();
