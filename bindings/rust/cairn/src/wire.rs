@@ -29,21 +29,22 @@
 //!   outcome is unknown, PROTOCOL.md section 10), as libcairn does, and
 //!   the connection is dropped: the next call dials again;
 //! - with a call timeout ([`crate::Options::call_timeout`]), it bounds the
-//!   wait for the answer instead of [`ANSWER_TIMEOUT`] (each read: the
-//!   whole wait, unless the daemon sends part of an answer and stalls),
-//!   the request's whole write instead of [`SEND_TIMEOUT`], and the dial's
-//!   reads and writes instead of [`CONNECT_TIMEOUT`]. When one of them
+//!   wait for the whole answer instead of [`ANSWER_TIMEOUT`] (not each
+//!   read: a daemon that sends part of an answer and then a byte or a ping
+//!   now and then does not stretch it), the request's whole write instead
+//!   of [`SEND_TIMEOUT`], and the dial (the upgrade's reads and writes, the
+//!   hello's whole answer) instead of [`CONNECT_TIMEOUT`]. When one of them
 //!   passes, the connection is dropped and the call fails as libcairn's
 //!   does: `unavailable`, `protocol: no answer to checkpoint from cairnd
 //!   within <bound>: the outcome is unknown ...` ([`no_answer`]); such a
 //!   call is not handed to libcairn, which would wait again. Without one
 //!   (libcairn's default bound, the same 5 minutes), an answer that does
-//!   not come within [`ANSWER_TIMEOUT`] fails alike ("within 5m0s"), and
-//!   a write that does not finish within [`SEND_TIMEOUT`] (each write(2))
-//!   or a dial within [`CONNECT_TIMEOUT`] goes through libcairn as any
-//!   failed send or dial does. A call timeout of zero (libcairn: no bound)
-//!   waits for the answer as long as the daemon takes, and dials and sends
-//!   as without one;
+//!   not come whole within [`ANSWER_TIMEOUT`] fails alike ("within
+//!   5m0s"), and a write that does not finish within [`SEND_TIMEOUT`]
+//!   (each write(2)) or a dial within [`CONNECT_TIMEOUT`] goes through
+//!   libcairn as any failed send or dial does. A call timeout of zero
+//!   (libcairn: no bound) waits for the answer as long as the daemon
+//!   takes, and dials and sends as without one;
 //! - another thread's call in progress on the connection (a `try_lock`
 //!   that fails), a forked child (the parent's socket is never used there;
 //!   libcairn fails with `forked`), a closed Client: libcairn.
@@ -477,7 +478,8 @@ enum Fail {
     /// A frame did not leave whole within the write bound (the socket's
     /// write timeout): nothing was processed.
     SendTimedOut,
-    /// Nothing arrived within the read bound (the socket's read timeout).
+    /// The read bound passed: nothing arrived within the socket's read
+    /// timeout, or the whole answer did not within its bound.
     ReadTimedOut,
 }
 
@@ -562,17 +564,26 @@ struct Conn {
     /// wait, and polls for room between them); None: the socket's write
     /// timeout bounds each write(2).
     write_bound: Option<Duration>,
+    /// The bound of one whole answer (the socket's read timeout bounds its
+    /// first read, a poll for what is left of it each later one); None: no
+    /// bound.
+    read_bound: Option<Duration>,
+    /// While read_answer waits under read_bound: when the bound passes.
+    deadline: Option<Instant>,
+    /// Whether read_answer has read since it began.
+    read_once: bool,
 }
 
 /// The socket timeouts of a Wire's connections.
 #[derive(Debug, Clone, Copy)]
 struct Bounds {
-    /// Dialing, the upgrade and hello (each read and write).
+    /// Dialing, the upgrade (each read and write) and hello (each write,
+    /// the whole answer).
     connect: Duration,
     /// Each write of a request (each write(2), or with a call timeout the
     /// whole write).
     send: Duration,
-    /// Each read of an answer; None: no bound (a call timeout of zero).
+    /// One whole answer; None: no bound (a call timeout of zero).
     answer: Option<Duration>,
     /// Whether `send` bounds the whole write (a call timeout).
     whole_write: bool,
@@ -630,12 +641,16 @@ impl Conn {
             random: Random { block: Vec::new() },
             out: Vec::with_capacity(16 << 10),
             write_bound: None,
+            read_bound: Some(bounds.connect),
+            deadline: None,
+            read_once: false,
         };
         c.upgrade()?;
         c.hello()?;
         c.sock.set_read_timeout(bounds.answer).map_err(io)?;
         c.sock.set_write_timeout(Some(bounds.send)).map_err(io)?;
         c.write_bound = bounds.call_timeout();
+        c.read_bound = bounds.answer;
         Ok(c)
     }
 
@@ -932,6 +947,7 @@ impl Conn {
     /// Reads until the buffer holds at least n unconsumed bytes.
     fn fill(&mut self, n: usize) -> std::result::Result<(), Fail> {
         while self.end - self.pos < n {
+            self.wait_to_read()?;
             match self.read_into_room(n - (self.end - self.pos)) {
                 Ok(0) => {
                     return Err(lost(
@@ -1049,13 +1065,43 @@ impl Conn {
         Ok((id == Some(want)).then_some(parts))
     }
 
-    /// The answer to request `id`, skipping pushes and pings.
-    fn read_answer(&mut self, id: u64) -> std::result::Result<Vec<u8>, Fail> {
-        loop {
-            if let Some(msg) = self.read_message(Some(id))? {
-                return Ok(msg);
-            }
+    /// Before each read of an answer after its first (read_answer under a
+    /// bound): waits, for what is left of the bound, for something to read
+    /// (data, EOF or an error); ReadTimedOut when the bound passes first.
+    /// So the bound covers the whole answer, which SO_RCVTIMEO cannot: it
+    /// bounds each read(2), and a daemon that sends part of an answer and
+    /// then a byte (or a ping) now and then would keep the call waiting for
+    /// ever. The first read waits in read(2), bounded by the socket's read
+    /// timeout (the whole bound): an answer that arrives at once costs one
+    /// read, as without a bound.
+    fn wait_to_read(&mut self) -> std::result::Result<(), Fail> {
+        let Some(deadline) = self.deadline else {
+            return Ok(());
+        };
+        if !std::mem::replace(&mut self.read_once, true) {
+            return Ok(());
         }
+        let rest = deadline.saturating_duration_since(Instant::now());
+        if rest.is_zero() || !ready_within(&self.sock, POLLIN, rest) {
+            return Err(Fail::ReadTimedOut);
+        }
+        Ok(())
+    }
+
+    /// The answer to request `id`, skipping pushes and pings, within
+    /// read_bound (the whole answer).
+    fn read_answer(&mut self, id: u64) -> std::result::Result<Vec<u8>, Fail> {
+        self.deadline = self.read_bound.map(|d| Instant::now() + d);
+        self.read_once = false;
+        let r = loop {
+            match self.read_message(Some(id)) {
+                Ok(Some(msg)) => break Ok(msg),
+                Ok(None) => {}
+                Err(f) => break Err(f),
+            }
+        };
+        self.deadline = None;
+        r
     }
 }
 

@@ -637,6 +637,9 @@ struct Relay {
     /// When set, the relay drops the next answer the daemon sends and
     /// closes that connection both ways (then clears itself).
     cut: Arc<AtomicBool>,
+    /// While set, the relay drops what the daemon sends (what `inject`
+    /// sends still goes through).
+    mute: Arc<AtomicBool>,
     socks: Arc<Mutex<Vec<UnixStream>>>,
     /// While set, the relay reads what clients send only every SLOW_PAUSE
     /// (then all that waits), as a daemon slow to read would.
@@ -659,14 +662,16 @@ impl Relay {
             path,
             streams: Arc::default(),
             cut: Arc::default(),
+            mute: Arc::default(),
             socks: Arc::default(),
             slow: Arc::default(),
             clients: Arc::default(),
             stop: Arc::default(),
         };
-        let (streams, cut, socks, slow, stop) = (
+        let (streams, cut, mute, socks, slow, stop) = (
             r.streams.clone(),
             r.cut.clone(),
+            r.mute.clone(),
             r.socks.clone(),
             r.slow.clone(),
             r.stop.clone(),
@@ -693,9 +698,9 @@ impl Relay {
                     .push((rec.clone(), a.try_clone().unwrap(), frozen.clone()));
                 let (a2, b2) = (a.try_clone().unwrap(), b.try_clone().unwrap());
                 let slow = slow.clone();
-                std::thread::spawn(move || pump(a, b, Some((rec, frozen)), None, Some(slow)));
-                let cut = cut.clone();
-                std::thread::spawn(move || pump(b2, a2, None, Some(cut), None));
+                std::thread::spawn(move || pump(a, b, Some((rec, frozen)), None, None, Some(slow)));
+                let (cut, mute) = (cut.clone(), mute.clone());
+                std::thread::spawn(move || pump(b2, a2, None, Some(cut), Some(mute), None));
             }
         });
         r
@@ -785,6 +790,7 @@ fn pump(
     mut dst: UnixStream,
     rec: Option<Record>,
     cut: Option<Arc<AtomicBool>>,
+    mute: Option<Arc<AtomicBool>>,
     slow: Option<Arc<AtomicBool>>,
 ) {
     // More than a socket's buffer holds: a slow relay's read takes all
@@ -813,6 +819,9 @@ fn pump(
                 let _ = dst.shutdown(std::net::Shutdown::Both);
                 return;
             }
+        }
+        if mute.as_ref().is_some_and(|m| m.load(Ordering::Acquire)) {
+            continue;
         }
         if let Some((rec, _)) = &rec {
             rec.lock().unwrap().extend_from_slice(&buf[..n]);
@@ -1351,4 +1360,91 @@ fn discovered_workspace() {
         .unwrap();
     assert_eq!(sent(&found), 1);
     assert_eq!(stored_turns(&srv), [None, Some(json!(1))]);
+}
+
+/// The call timeout of the client whose answers the relay trickles in.
+const TRICKLE_BOUND: Duration = Duration::from_millis(400);
+
+/// How often the relay sends a little more of an answer: far more often
+/// than TRICKLE_BOUND, so that each read gets something well within it.
+const TRICKLE_PAUSE: Duration = Duration::from_millis(100);
+
+/// How long the relay trickles before the test gives up on the call.
+const TRICKLE_LIMIT: Duration = Duration::from_secs(10);
+
+#[test]
+fn a_call_timeout_bounds_the_whole_answer() {
+    // With a call timeout, a daemon that sends part of an answer and then
+    // a little now and then cannot stretch the wait past the bound: the
+    // bound covers the whole answer, not each read. The relay drops the
+    // daemon's answer and sends instead, once the request is through,
+    // part of an answer frame (a 4 KiB binary message's header and first
+    // bytes) and then one more of its bytes every TRICKLE_PAUSE; or a ping
+    // every TRICKLE_PAUSE (each answered with a pong) and no answer. At
+    // that pace a bound on each read would never pass.
+    let mut f = Fixture::new("wtrkl", &[]);
+    let (srv, relay, dir) = relayed(&mut f);
+    let n = Arc::new(nat(Options::new(dir.path().join("front"))
+        .auto_start(false)
+        .call_timeout(TRICKLE_BOUND)));
+    let rid = first_checkpoint(&srv, &n);
+    let partial: (&[u8], &[u8]) = (b"\x82\x7e\x10\x00\xa2\x62id", b"\x00");
+    let pings: (&[u8], &[u8]) = (b"\x89\x04ping", b"\x89\x04ping");
+    for (t, (first, then), what) in [
+        (2, partial, "an answer a byte at a time"),
+        (4, pings, "pings and no answer"),
+    ] {
+        let conns = native_connections(&relay);
+        let frames = client_frames(&relay.native_sent(), false).len();
+        relay.mute.store(true, Ordering::Release);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (c, r) = (n.clone(), rid.clone());
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            let res = tick(&c, &r, t);
+            let _ = tx.send((res, start.elapsed()));
+        });
+        let give_up = Instant::now() + TRICKLE_LIMIT;
+        while client_frames(&relay.native_sent(), false).len() == frames {
+            assert!(Instant::now() < give_up, "{what}: the request never came");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let (mut sock, _) = relay.native();
+        let _ = sock.write_all(first);
+        let (res, took) = loop {
+            match rx.recv_timeout(TRICKLE_PAUSE) {
+                Ok(got) => break got,
+                Err(_) => {
+                    assert!(
+                        Instant::now() < give_up,
+                        "{what}: the checkpoint still waiting after {TRICKLE_LIMIT:?}"
+                    );
+                    let _ = sock.write_all(then);
+                }
+            }
+        };
+        relay.mute.store(false, Ordering::Release);
+        let e = res.expect_err(what);
+        assert_eq!(e.code, ErrorCode::Unavailable, "{what}: {e}");
+        assert_eq!(e.message, no_answer("checkpoint", "400ms"), "{what}");
+        assert!(took >= TRICKLE_BOUND, "{what}: gave up after {took:?}");
+        assert_eq!(sent(&n), t as u64, "{what}");
+        assert_eq!(n.wire_handed(), Some(0), "{what}: went to libcairn");
+        // The connection was dropped: the next call dials again and works.
+        let count = tick(&n, &rid, t + 1).unwrap().message_count;
+        assert_eq!(count, t + 2, "{what}");
+        assert_eq!(native_connections(&relay), conns + 1, "{what}");
+    }
+    // The pings were answered.
+    assert!(
+        relay.pongs().iter().any(|p| p.contains(&b"ping".to_vec())),
+        "no pong"
+    );
+    // The daemon had each request whole and carried it out.
+    assert_eq!(
+        stored_turns(&srv),
+        (0..=5)
+            .map(|t| (t > 0).then(|| json!(t)))
+            .collect::<Vec<_>>()
+    );
 }
