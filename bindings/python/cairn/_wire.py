@@ -446,6 +446,9 @@ class _Conn:
         self.answer_by: Optional[float] = None  # read_answer's deadline, while it reads
         self.reads = 0  # recvs made by the read_answer under way
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # connect_timeout bounds the whole dial: the connect, the upgrade
+        # and the hello together, however the daemon's bytes trickle in.
+        self.dial_by = time.monotonic() + self.connect_timeout
         try:
             s.settimeout(self.connect_timeout)
             s.connect(path)
@@ -454,8 +457,9 @@ class _Conn:
             self.poll.register(s.fileno(), select.POLLIN)
             self._upgrade()
             s.settimeout(None)
-            _set_timeouts(s, self.connect_timeout, self.connect_timeout)
-            self._hello()
+            left = self._dial_left()
+            _set_timeouts(s, left, left)
+            self._hello(left)
             _set_timeouts(s, self.answer_timeout, self.send_timeout)
         except BaseException:
             self.sock = None
@@ -488,6 +492,7 @@ class _Conn:
         while b"\r\n\r\n" not in data:
             if len(data) > 65536:
                 raise _Lost("upgrade answer headers too long")
+            s.settimeout(self._dial_left())
             more = s.recv(4096)
             if not more:
                 raise _Lost("the daemon closed the connection during the upgrade")
@@ -510,13 +515,20 @@ class _Conn:
         ):
             raise _Lost("bad upgrade answer")
 
-    def _hello(self) -> None:
+    def _dial_left(self) -> float:
+        # What is left of the dial's bound; TimeoutError once it passed.
+        left = self.dial_by - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the dial's bound passed")
+        return max(left, 0.001)  # a timeval of 0 would mean no bound
+
+    def _hello(self, bound: float) -> None:
         from . import __version__
 
         params = _head(5, 2) + _text("protocol_version") + _head(0, 1) + _text("client") + _text("cairn-python " + __version__)
         rid = self.send_request(_REQ_HELLO, [params])
         assert rid is not None  # a hello is far below any size limit
-        ans = decode(self.read_answer(rid, self.connect_timeout))
+        ans = decode(self.read_answer(rid, bound))
         res = ans.get("result") if isinstance(ans, dict) else None
         if not isinstance(res, dict):
             raise _Lost("hello failed")

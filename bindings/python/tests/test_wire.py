@@ -9,7 +9,9 @@ the socket by a relaying proxy.
 from __future__ import annotations
 
 import asyncio
+import base64
 import ctypes
+import hashlib
 import json
 import os
 import re
@@ -1075,3 +1077,66 @@ def test_a_call_timeout_bounds_the_whole_answer(dribble: str) -> None:
         b.close()
         for t in threads:
             t.join(5)
+
+
+@pytest.mark.parametrize("stage", ["upgrade", "hello"])
+def test_a_call_timeout_bounds_the_whole_dial(stage: str) -> None:
+    """The dial's bound (the call timeout) is for the whole dial, not for
+    each recv: a daemon that answers the upgrade a byte every 50 ms, or
+    answers it and then dribbles the hello's answer, still has the dial
+    end with the no-answer error once the bound passes."""
+    d = tempfile.mkdtemp(prefix="cairn-dial")
+    path = os.path.join(d, "s")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+    stop = threading.Event()
+
+    def serve() -> None:
+        try:
+            conn, _ = srv.accept()
+        except OSError:
+            return
+        with conn:
+            try:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    head += conn.recv(4096)
+                key = re.search(rb"Sec-WebSocket-Key: (\S+)", head)
+                assert key is not None
+                accept = base64.b64encode(hashlib.sha1(key.group(1) + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+                answer = (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                          b"Sec-WebSocket-Accept: " + accept + b"\r\nSec-WebSocket-Protocol: cairn.v1\r\n")
+                if stage == "hello":
+                    conn.sendall(answer + b"\r\n" + bytes((0x82, 126)) + (1000).to_bytes(2, "big") + _wire._ANSWER_ID)
+                    answer = b"\x00" * 100000
+                for i in range(len(answer)):
+                    if stop.wait(0.05):
+                        return
+                    conn.send(answer[i : i + 1])
+            except OSError:
+                return
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    box: List[Any] = []
+
+    def dial() -> None:
+        try:
+            box.append(_wire._Conn(path, 0.3))
+        except BaseException as e:
+            box.append(e)
+
+    try:
+        start = time.monotonic()
+        t = threading.Thread(target=dial, daemon=True)
+        t.start()
+        t.join(5)
+        assert box, f"a bounded dial still going after 5 s ({stage})"
+        assert isinstance(box[0], (TimeoutError, _wire._NoAnswer)), box
+        assert 0.3 <= time.monotonic() - start < 5
+    finally:
+        stop.set()
+        srv.close()
+        server.join(5)
+        shutil.rmtree(d, ignore_errors=True)
