@@ -32,8 +32,9 @@
 //!   wait for the whole answer instead of [`ANSWER_TIMEOUT`] (not each
 //!   read: a daemon that sends part of an answer and then a byte or a ping
 //!   now and then does not stretch it), the request's whole write instead
-//!   of [`SEND_TIMEOUT`], and the dial (the upgrade's reads and writes, the
-//!   hello's whole answer) instead of [`CONNECT_TIMEOUT`]. When one of them
+//!   of [`SEND_TIMEOUT`], and the whole dial (the upgrade and the hello
+//!   together, however their answers trickle in) instead of
+//!   [`CONNECT_TIMEOUT`]. When one of them
 //!   passes, the connection is dropped and the call fails as libcairn's
 //!   does: `unavailable`, `protocol: no answer to checkpoint from cairnd
 //!   within <bound>: the outcome is unknown ...` ([`no_answer`]); such a
@@ -82,9 +83,9 @@ const DEFAULT_MAX_MESSAGE: usize = 64 << 20;
 /// it alone decides (and words) too_large at the boundary.
 const SIZE_SLACK: usize = 64;
 
-/// Bounds dialing, the upgrade and hello; a daemon that is slower than
-/// that is left to libcairn (which waits up to 15 s). (A Unix socket's
-/// connect itself has no timeout in std; it only blocks while the
+/// Bounds the whole dial, the upgrade and hello together; a daemon that is
+/// slower than that is left to libcairn (which waits up to 15 s). (A Unix
+/// socket's connect itself has no timeout in std; it only blocks while the
 /// daemon's listen backlog is full.)
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bounds writing one request: the daemon's own frame deadline (a frame
@@ -568,17 +569,22 @@ struct Conn {
     /// first read, a poll for what is left of it each later one); None: no
     /// bound.
     read_bound: Option<Duration>,
-    /// While read_answer waits under read_bound: when the bound passes.
+    /// While read_answer waits under read_bound, or while the connection
+    /// is being dialed: when the bound passes.
     deadline: Option<Instant>,
-    /// Whether read_answer has read since it began.
+    /// Whether read_answer has read since it began (always true while
+    /// dialing: every read waits for what is left of the dial's bound).
     read_once: bool,
+    /// While the connection is being dialed: the dial's deadline bounds
+    /// the upgrade's reads and the hello's answer together.
+    dialing: bool,
 }
 
 /// The socket timeouts of a Wire's connections.
 #[derive(Debug, Clone, Copy)]
 struct Bounds {
-    /// Dialing, the upgrade (each read and write) and hello (each write,
-    /// the whole answer).
+    /// The whole dial: the upgrade's and the hello's reads together (each
+    /// write, which never waits on a daemon that reads).
     connect: Duration,
     /// Each write of a request (each write(2), or with a call timeout the
     /// whole write).
@@ -641,16 +647,17 @@ impl Conn {
             random: Random { block: Vec::new() },
             out: Vec::with_capacity(16 << 10),
             write_bound: None,
-            read_bound: Some(bounds.connect),
-            deadline: None,
-            read_once: false,
+            read_bound: bounds.answer,
+            deadline: Some(Instant::now() + bounds.connect),
+            read_once: true,
+            dialing: true,
         };
         c.upgrade()?;
         c.hello()?;
+        (c.dialing, c.deadline) = (false, None);
         c.sock.set_read_timeout(bounds.answer).map_err(io)?;
         c.sock.set_write_timeout(Some(bounds.send)).map_err(io)?;
         c.write_bound = bounds.call_timeout();
-        c.read_bound = bounds.answer;
         Ok(c)
     }
 
@@ -671,6 +678,7 @@ impl Conn {
             if data.len() > 65536 {
                 return Err(lost("upgrade answer headers too long"));
             }
+            self.wait_to_read()?;
             match self.read_into_room(4096) {
                 Ok(0) => return Err(lost("the daemon closed the connection during the upgrade")),
                 Ok(_) => {}
@@ -1089,19 +1097,26 @@ impl Conn {
     }
 
     /// The answer to request `id`, skipping pushes and pings, within
-    /// read_bound (the whole answer).
+    /// read_bound (the whole answer), or what is left of the dial's bound
+    /// while dialing (the hello's).
     fn read_answer(&mut self, id: u64) -> std::result::Result<Vec<u8>, Fail> {
+        if self.dialing {
+            return self.read_answer_by(id);
+        }
         self.deadline = self.read_bound.map(|d| Instant::now() + d);
         self.read_once = false;
-        let r = loop {
-            match self.read_message(Some(id)) {
-                Ok(Some(msg)) => break Ok(msg),
-                Ok(None) => {}
-                Err(f) => break Err(f),
-            }
-        };
+        let r = self.read_answer_by(id);
         self.deadline = None;
         r
+    }
+
+    /// The answer to request `id`, under the deadline set.
+    fn read_answer_by(&mut self, id: u64) -> std::result::Result<Vec<u8>, Fail> {
+        loop {
+            if let Some(msg) = self.read_message(Some(id))? {
+                return Ok(msg);
+            }
+        }
     }
 }
 
@@ -1682,6 +1697,60 @@ mod tests {
             drop(g);
             std::fs::remove_dir_all(&dir).unwrap();
         }
+    }
+
+    #[test]
+    fn the_dial_is_bounded_whole() {
+        // A daemon that answers the upgrade a byte every 50 ms keeps each
+        // read well within the dial's bound: the dial still ends once the
+        // bound passes, as one deadline covers the upgrade and the hello.
+        use std::os::unix::net::UnixListener;
+        let dir = std::env::temp_dir().join(format!("crs-dial-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s");
+        let l = UnixListener::bind(&path).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let server = std::thread::spawn(move || {
+            let Ok((mut c, _)) = l.accept() else { return };
+            let mut req = Vec::new();
+            let mut b = [0u8; 4096];
+            while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                match c.read(&mut b) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => req.extend_from_slice(&b[..n]),
+                }
+            }
+            let answer = format!(
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                 Sec-WebSocket-Accept: {}\r\nSec-WebSocket-Protocol: cairn.v1\r\n\r\n",
+                accept_of(&String::from_utf8_lossy(&req), "")
+            );
+            for byte in answer.as_bytes() {
+                std::thread::sleep(Duration::from_millis(50));
+                if stop2.load(std::sync::atomic::Ordering::Acquire)
+                    || c.write_all(&[*byte]).is_err()
+                {
+                    return;
+                }
+            }
+        });
+        let bounds = Bounds::new(Some(Duration::from_millis(300)));
+        let start = Instant::now();
+        let r = Conn::dial(&path, bounds);
+        let took = start.elapsed();
+        stop.store(true, std::sync::atomic::Ordering::Release);
+        server.join().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            matches!(r, Err(Fail::ReadTimedOut)),
+            "the dial gave {:?}",
+            r.err()
+        );
+        assert!(
+            (Duration::from_millis(300)..Duration::from_secs(3)).contains(&took),
+            "the dial took {took:?}"
+        );
     }
 
     #[test]
