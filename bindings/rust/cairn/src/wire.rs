@@ -1177,21 +1177,35 @@ fn send_now(sock: &UnixStream, data: &[u8]) -> std::io::Result<usize> {
 
 /// Whether `sock` becomes ready for `events` (or has an error or EOF)
 /// within `within`; true also when poll itself fails, so that the caller
-/// looks.
+/// looks. A signal that interrupts the wait (EINTR, whatever the
+/// handler's SA_RESTART: poll is never restarted) does not end it: the
+/// poll goes on for what is left, or the caller would read or write
+/// under the socket's own timeout, as long as the whole bound again.
 fn ready_within(sock: &UnixStream, events: std::ffi::c_short, within: Duration) -> bool {
     use std::os::fd::AsRawFd;
-    let mut p = PollFd {
-        fd: sock.as_raw_fd(),
-        events,
-        revents: 0,
-    };
-    // Whole milliseconds, rounded up: a bound left is never polled as 0.
-    let ms = within
-        .as_nanos()
-        .div_ceil(1_000_000)
-        .min(std::ffi::c_int::MAX as u128);
-    // SAFETY: p is one valid pollfd for the call's duration.
-    unsafe { poll(&mut p, 1, ms as std::ffi::c_int) != 0 }
+    let deadline = Instant::now() + within;
+    let mut left = within;
+    loop {
+        let mut p = PollFd {
+            fd: sock.as_raw_fd(),
+            events,
+            revents: 0,
+        };
+        // Whole milliseconds, rounded up: a bound left is never polled as 0.
+        let ms = left
+            .as_nanos()
+            .div_ceil(1_000_000)
+            .min(std::ffi::c_int::MAX as u128);
+        // SAFETY: p is one valid pollfd for the call's duration.
+        let n = unsafe { poll(&mut p, 1, ms as std::ffi::c_int) };
+        if n >= 0 || std::io::Error::last_os_error().kind() != ErrorKind::Interrupted {
+            return n != 0;
+        }
+        left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+    }
 }
 
 /// Whether `sock` has something to read (data, EOF or an error) right
@@ -1751,6 +1765,52 @@ mod tests {
             (Duration::from_millis(300)..Duration::from_secs(3)).contains(&took),
             "the dial took {took:?}"
         );
+    }
+
+    #[cfg(target_os = "linux")]
+    unsafe extern "C" {
+        fn signal(sig: std::ffi::c_int, handler: extern "C" fn(std::ffi::c_int)) -> usize;
+        fn pthread_kill(
+            thread: std::os::unix::thread::RawPthread,
+            sig: std::ffi::c_int,
+        ) -> std::ffi::c_int;
+    }
+
+    #[cfg(target_os = "linux")]
+    extern "C" fn on_signal(_: std::ffi::c_int) {}
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_signal_does_not_end_a_wait() {
+        // A host's signal (SIGUSR2 here, with a handler that does nothing;
+        // libcairn's Go runtime handles only the synchronous signals and
+        // SIGPIPE in a C host) interrupts the poll of a bounded wait every
+        // 20 ms: the wait still lasts its bound and says nothing is ready,
+        // rather than ending early as ready, which would leave the caller
+        // to wait under the socket's own timeout.
+        use std::os::unix::thread::JoinHandleExt;
+        const SIGUSR2: std::ffi::c_int = 12;
+        // SAFETY: on_signal does nothing, so it is async-signal-safe.
+        unsafe { signal(SIGUSR2, on_signal) };
+        let (a, _b) = UnixStream::pair().unwrap();
+        let waiter = std::thread::spawn(move || {
+            let start = Instant::now();
+            (
+                ready_within(&a, POLLIN, Duration::from_millis(400)),
+                start.elapsed(),
+            )
+        });
+        let t = waiter.as_pthread_t();
+        while !waiter.is_finished() {
+            std::thread::sleep(Duration::from_millis(20));
+            if !waiter.is_finished() {
+                // SAFETY: the thread has not been joined, so t is alive.
+                unsafe { pthread_kill(t, SIGUSR2) };
+            }
+        }
+        let (ready, took) = waiter.join().unwrap();
+        assert!(!ready, "ready after {took:?}, with nothing to read");
+        assert!(took >= Duration::from_millis(400), "gave up after {took:?}");
     }
 
     #[test]
