@@ -966,6 +966,42 @@ def test_call_timeout_is_checked(workspace: str) -> None:
         asyncio.run(cairn.aio.connect(workspace, daemon=DAEMON, auto_start=False, call_timeout=-1))
 
 
+def _bounded_conn(sock: socket.socket, bound: float) -> Any:
+    """A _Conn on sock, as one dialed with call_timeout=bound leaves it,
+    without a dial (the other end is the test's)."""
+    c = _wire._Conn.__new__(_wire._Conn)
+    c.answer_timeout = c.send_timeout = bound
+    c.bounded_send = True
+    c.sock = sock
+    c.buf = c.keys = b""
+    c.max_size = _wire.DEFAULT_MAX_MESSAGE
+    c.answer_by, c.reads = None, 0
+    c.poll = select.poll()
+    c.poll.register(sock.fileno(), select.POLLIN)
+    _wire._set_timeouts(sock, bound, bound)
+    return c
+
+
+def _ends_within(limit: float, what: str, f: Callable[[], Any]) -> Tuple[Any, float]:
+    """What f returns or raises, and how long it took; fails the test when
+    f is still going after limit seconds (it then runs on, in a daemon
+    thread that the test's cleanup ends)."""
+    box: List[Any] = []
+
+    def run() -> None:
+        try:
+            box.append(f())
+        except BaseException as e:
+            box.append(e)
+
+    start = time.monotonic()
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(limit)
+    assert box, f"{what} still going after {limit:g} s"
+    return box[0], time.monotonic() - start
+
+
 def test_a_call_timeout_bounds_the_whole_send() -> None:
     """With a call timeout, the send's bound is for the whole frame, not
     for each send() nor for each wait for room: a reader that takes
@@ -985,28 +1021,11 @@ def test_a_call_timeout_bounds_the_whole_send() -> None:
 
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
-        box: List[Any] = []
-
-        def send() -> None:
-            try:
-                c._send_all(b"x" * (16 << 20))
-                box.append("sent")
-            except BaseException as e:
-                box.append(e)
-
         try:
-            c = _wire._Conn.__new__(_wire._Conn)
-            c.answer_timeout = c.send_timeout = 0.3
-            c.bounded_send = True
-            c.sock = a
-            _wire._set_timeouts(a, 0.3, 0.3)
-            start = time.monotonic()
-            t = threading.Thread(target=send, daemon=True)
-            t.start()
-            t.join(5)
-            assert box, f"a bounded send still going after 5 s (trickle {trickle})"
-            assert isinstance(box[0], _wire._NoAnswer), box
-            assert time.monotonic() - start >= 0.3
+            c = _bounded_conn(a, 0.3)
+            got, took = _ends_within(5, f"a bounded send (trickle {trickle})", lambda: c._send_all(b"x" * (16 << 20)))
+            assert isinstance(got, _wire._NoAnswer), got
+            assert took >= 0.3
         finally:
             stop.set()
             a.close()
@@ -1041,35 +1060,13 @@ def test_a_call_timeout_bounds_the_whole_answer(dribble: str) -> None:
                 return
 
     threads = [threading.Thread(target=f, daemon=True) for f in (dribbler, drain)]
-    box: List[Any] = []
-
-    def read() -> None:
-        try:
-            box.append(c.read_answer(1))
-        except BaseException as e:
-            box.append(e)
-
     try:
-        c = _wire._Conn.__new__(_wire._Conn)
-        c.answer_timeout = c.send_timeout = 0.3
-        c.bounded_send = True
-        c.sock = a
-        c.buf = b""
-        c.keys = b""
-        c.max_size = _wire.DEFAULT_MAX_MESSAGE
-        c.answer_by, c.reads = None, 0
-        c.poll = select.poll()
-        c.poll.register(a.fileno(), select.POLLIN)
-        _wire._set_timeouts(a, 0.3, 0.3)
+        c = _bounded_conn(a, 0.3)
         for t in threads:
             t.start()
-        start = time.monotonic()
-        r = threading.Thread(target=read, daemon=True)
-        r.start()
-        r.join(5)
-        assert box, f"a bounded answer still being read after 5 s ({dribble})"
-        assert isinstance(box[0], _wire._NoAnswer), box
-        assert 0.3 <= time.monotonic() - start < 5
+        got, took = _ends_within(5, f"a bounded answer's read ({dribble})", lambda: c.read_answer(1))
+        assert isinstance(got, _wire._NoAnswer), got
+        assert took >= 0.3
         assert c.answer_by is None
     finally:
         stop.set()
@@ -1119,22 +1116,10 @@ def test_a_call_timeout_bounds_the_whole_dial(stage: str) -> None:
 
     server = threading.Thread(target=serve, daemon=True)
     server.start()
-    box: List[Any] = []
-
-    def dial() -> None:
-        try:
-            box.append(_wire._Conn(path, 0.3))
-        except BaseException as e:
-            box.append(e)
-
     try:
-        start = time.monotonic()
-        t = threading.Thread(target=dial, daemon=True)
-        t.start()
-        t.join(5)
-        assert box, f"a bounded dial still going after 5 s ({stage})"
-        assert isinstance(box[0], (TimeoutError, _wire._NoAnswer)), box
-        assert 0.3 <= time.monotonic() - start < 5
+        got, took = _ends_within(5, f"a bounded dial ({stage})", lambda: _wire._Conn(path, 0.3))
+        assert isinstance(got, (TimeoutError, _wire._NoAnswer)), got
+        assert took >= 0.3
     finally:
         stop.set()
         srv.close()
