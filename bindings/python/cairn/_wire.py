@@ -24,11 +24,11 @@ The path only ever takes a call it can make exactly as libcairn would:
   raises for it; a connection lost once the whole request was sent
   raises :class:`~cairn.UnavailableError` (the outcome is unknown,
   PROTOCOL.md section 10), as libcairn does, and the connection is dropped;
-- with the Client's ``call_timeout``, a dial the daemon takes and does not
-  answer, a send it does not read and an answer that is not whole within
-  it (however its bytes trickle in) raise libcairn's no-answer
-  UnavailableError (outcome unknown) and are not handed to libcairn,
-  which would wait on the same daemon again;
+- with the Client's ``call_timeout``, a call whose dial, send and answer
+  are not all done within it (one deadline for the three, however the
+  daemon's bytes trickle in) raises libcairn's no-answer UnavailableError
+  (outcome unknown) and is not handed to libcairn, which would wait on the
+  same daemon again;
 - another thread's call in progress on the connection, a forked child (the
   parent's socket is never used there; libcairn raises ForkedError), a
   closed Client: libcairn.
@@ -429,11 +429,13 @@ def _set_timeouts(s: socket.socket, recv: float, send: float) -> None:
 class _Conn:
     """One WebSocket connection to cairnd, used by one call at a time."""
 
-    def __init__(self, path: str, call_timeout: Optional[float] = None) -> None:
+    def __init__(self, path: str, call_timeout: Optional[float] = None, call_by: Optional[float] = None) -> None:
         # call_timeout (the Client's) bounds the dial, the send and the
         # answer; None: CONNECT_TIMEOUT, SEND_TIMEOUT and ANSWER_TIMEOUT
         # (libcairn's default); 0: the answer is waited for as long as the
         # daemon takes (SO_RCVTIMEO 0), the dial and the send as for None.
+        # call_by: the deadline of the call that dials (time.monotonic()),
+        # which the dial ends by too.
         self.connect_timeout = call_timeout or CONNECT_TIMEOUT
         self.answer_timeout = ANSWER_TIMEOUT if call_timeout is None else call_timeout
         self.send_timeout = call_timeout or SEND_TIMEOUT
@@ -445,10 +447,15 @@ class _Conn:
         self.keys = b""
         self.answer_by: Optional[float] = None  # read_answer's deadline, while it reads
         self.reads = 0  # recvs made by the read_answer under way
+        # call_by: while a call bounded by the call timeout is under way, its
+        # deadline, which its send and its answer share.
+        self.call_by: Optional[float] = None
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         # connect_timeout bounds the whole dial: the connect, the upgrade
         # and the hello together, however the daemon's bytes trickle in.
         self.dial_by = time.monotonic() + self.connect_timeout
+        if call_by is not None:
+            self.dial_by = min(self.dial_by, call_by)
         try:
             s.settimeout(self.connect_timeout)
             s.connect(path)
@@ -596,7 +603,7 @@ class _Conn:
         # as the frame takes. Sends that never wait (MSG_DONTWAIT), and
         # between them a poll for room for what is left of the bound. A
         # frame that fits is one send(), as without a bound.
-        deadline = time.monotonic() + self.send_timeout
+        deadline = self.call_by if self.call_by is not None else time.monotonic() + self.send_timeout
         view = memoryview(frame)
         sent = 0
         p: Optional[select.poll] = None
@@ -758,12 +765,20 @@ class _Conn:
 
     def read_answer(self, rid: int, bound: Optional[float] = None) -> bytes:
         """The answer to request rid, skipping pushes and pings, within
-        bound seconds in all (None: answer_timeout; 0: no bound), however
-        its bytes trickle in."""
+        bound seconds in all (None: what is left of the call's bound, else
+        answer_timeout; 0: no bound), however its bytes trickle in."""
         if bound is None:
-            bound = self.answer_timeout
+            if self.call_by is not None:
+                bound = self.call_by - time.monotonic()
+                if bound <= 0:
+                    raise _NoAnswer("checkpoint", self.answer_timeout)
+            else:
+                bound = self.answer_timeout
         self.answer_by = time.monotonic() + bound if bound else None
-        self.reads = 0
+        # The first recv waits under SO_RCVTIMEO (answer_timeout): when
+        # less than that is left (the call's send took some of it), it too
+        # polls first for what is left.
+        self.reads = 1 if bound and bound < self.answer_timeout - 0.001 else 0
         try:
             while True:
                 msg = self._read_message(rid)
@@ -849,7 +864,7 @@ class Wire:
         if c is not None and os.getpid() == self._pid:
             c.close(graceful)
 
-    def _connect(self) -> Optional[_Conn]:
+    def _connect(self, call_by: Optional[float]) -> Optional[_Conn]:
         if time.monotonic() < self._retry_at:
             return None
         try:
@@ -857,7 +872,7 @@ class Wire:
             path = socket_path(ws) if ws else None
             if path is None:
                 raise _Lost("no socket")
-            return _Conn(path, self._call_timeout)
+            return _Conn(path, self._call_timeout, call_by)
         except (TimeoutError, BlockingIOError, _NoAnswer) as e:
             self._retry_at = time.monotonic() + RETRY_GAP
             if not self._call_timeout:
@@ -879,6 +894,10 @@ class Wire:
             return None
         if not self._lock.acquire(blocking=False):
             return None
+        # With a call timeout, one deadline for the whole call: the dial (if
+        # any), the send and the answer share it, as in libcairn.
+        call_by = time.monotonic() + self._call_timeout if self._call_timeout else None
+        c: Optional[_Conn] = None
         try:
             if self._closed:
                 return None
@@ -890,12 +909,13 @@ class Wire:
                     self._drop()
                     c = None
             if c is None:
-                c = self._conn = self._connect()
+                c = self._conn = self._connect(call_by)
                 if c is None:
                     return None
             params = encode()
             if params is None:
                 return None
+            c.call_by = call_by
             try:
                 rid = c.send_request(_REQ_CHECKPOINT, params)
             except _SendFailed:
@@ -927,6 +947,8 @@ class Wire:
             self._drop()
             raise UnavailableError("unavailable", str(e)) from None
         finally:
+            if c is not None:
+                c.call_by = None
             if self._closed:
                 self._drop()
             self._lock.release()

@@ -975,7 +975,7 @@ def _bounded_conn(sock: socket.socket, bound: float) -> Any:
     c.sock = sock
     c.buf = c.keys = b""
     c.max_size = _wire.DEFAULT_MAX_MESSAGE
-    c.answer_by, c.reads = None, 0
+    c.answer_by, c.reads, c.call_by = None, 0, None
     c.poll = select.poll()
     c.poll.register(sock.fileno(), select.POLLIN)
     _wire._set_timeouts(sock, bound, bound)
@@ -1076,52 +1076,125 @@ def test_a_call_timeout_bounds_the_whole_answer(dribble: str) -> None:
             t.join(5)
 
 
-@pytest.mark.parametrize("stage", ["upgrade", "hello"])
-def test_a_call_timeout_bounds_the_whole_dial(stage: str) -> None:
-    """The dial's bound (the call timeout) is for the whole dial, not for
-    each recv: a daemon that answers the upgrade a byte every 50 ms, or
-    answers it and then dribbles the hello's answer, still has the dial
-    end with the no-answer error once the bound passes."""
-    d = tempfile.mkdtemp(prefix="cairn-dial")
-    path = os.path.join(d, "s")
+def _upgrade_answer(head: bytes) -> bytes:
+    """cairnd's answer to the WebSocket upgrade request head, without the
+    blank line that ends it."""
+    key = re.search(rb"Sec-WebSocket-Key: (\S+)", head)
+    assert key is not None
+    accept = base64.b64encode(hashlib.sha1(key.group(1) + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+    return (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Accept: " + accept + b"\r\nSec-WebSocket-Protocol: cairn.v1\r\n")
+
+
+def _slow_daemon(path: str, serve: Callable[[socket.socket, threading.Event], None]) -> Callable[[], None]:
+    """A fake daemon on a Unix socket at path: serve(conn, stop) runs on the
+    first connection, in a thread. Returns what stops it (stop set, the
+    socket closed, the thread joined)."""
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(path)
     srv.listen(1)
     stop = threading.Event()
 
-    def serve() -> None:
+    def run() -> None:
         try:
             conn, _ = srv.accept()
         except OSError:
             return
         with conn:
             try:
-                head = b""
-                while b"\r\n\r\n" not in head:
-                    head += conn.recv(4096)
-                key = re.search(rb"Sec-WebSocket-Key: (\S+)", head)
-                assert key is not None
-                accept = base64.b64encode(hashlib.sha1(key.group(1) + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
-                answer = (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                          b"Sec-WebSocket-Accept: " + accept + b"\r\nSec-WebSocket-Protocol: cairn.v1\r\n")
-                if stage == "hello":
-                    conn.sendall(answer + b"\r\n" + bytes((0x82, 126)) + (1000).to_bytes(2, "big") + _wire._ANSWER_ID)
-                    answer = b"\x00" * 100000
-                for i in range(len(answer)):
-                    if stop.wait(0.05):
-                        return
-                    conn.send(answer[i : i + 1])
+                serve(conn, stop)
             except OSError:
                 return
 
-    server = threading.Thread(target=serve, daemon=True)
-    server.start()
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+
+    def end() -> None:
+        stop.set()
+        srv.close()
+        t.join(5)
+
+    return end
+
+
+def _read_head(conn: socket.socket) -> bytes:
+    head = b""
+    while b"\r\n\r\n" not in head:
+        more = conn.recv(4096)
+        if not more:
+            raise OSError("closed")
+        head += more
+    return head
+
+
+@pytest.mark.parametrize("stage", ["upgrade", "hello"])
+def test_a_call_timeout_bounds_the_whole_dial(stage: str) -> None:
+    """The dial's bound (the call timeout) is for the whole dial, not for
+    each recv: a daemon that answers the upgrade a byte every 50 ms, or
+    answers it and then dribbles the hello's answer, still has the dial
+    end with the no-answer error once the bound passes."""
+
+    def serve(conn: socket.socket, stop: threading.Event) -> None:
+        answer = _upgrade_answer(_read_head(conn))
+        if stage == "hello":
+            conn.sendall(answer + b"\r\n" + bytes((0x82, 126)) + (1000).to_bytes(2, "big") + _wire._ANSWER_ID)
+            answer = b"\x00" * 100000
+        for i in range(len(answer)):
+            if stop.wait(0.05):
+                return
+            conn.send(answer[i : i + 1])
+
+    d = tempfile.mkdtemp(prefix="cairn-dial")
+    end = _slow_daemon(os.path.join(d, "s"), serve)
     try:
-        got, took = _ends_within(5, f"a bounded dial ({stage})", lambda: _wire._Conn(path, 0.3))
+        got, took = _ends_within(5, f"a bounded dial ({stage})", lambda: _wire._Conn(os.path.join(d, "s"), 0.3))
         assert isinstance(got, (TimeoutError, _wire._NoAnswer)), got
         assert took >= 0.3
     finally:
-        stop.set()
-        srv.close()
-        server.join(5)
+        end()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("slow", ["hello", "read"])
+def test_a_call_timeout_bounds_the_whole_call(slow: str) -> None:
+    """A call timeout bounds a checkpoint as a whole, as libcairn's does:
+    the dial, the send and the answer share one deadline. A daemon that
+    answers the hello after 1.2 s, or reads a 4 MiB request only after
+    1.2 s, and then never answers, fails the call at 1.5 s, not at the time
+    those took plus another 1.5 s for the answer (2.7 s)."""
+    bound = 1.5
+
+    def serve(conn: socket.socket, stop: threading.Event) -> None:
+        conn.sendall(_upgrade_answer(_read_head(conn)) + b"\r\n")
+        conn.recv(64)  # the hello (a few dozen bytes)
+        if slow == "hello" and stop.wait(1.2):
+            return
+        hello = _wire._ANSWER_ID + b"\x01" + _wire._text("result") + b"\xa0"
+        conn.sendall(bytes((0x82, len(hello))) + hello)
+        if slow == "read" and stop.wait(1.2):
+            return
+        conn.settimeout(0.05)
+        while not stop.is_set():  # read all, answer nothing
+            try:
+                if not conn.recv(1 << 20):
+                    return
+            except TimeoutError:
+                pass
+
+    d = tempfile.mkdtemp(prefix="cairn-call")
+    os.makedirs(os.path.join(d, ".cairn"))
+    end = _slow_daemon(os.path.join(d, ".cairn", "cairnd.sock"), serve)
+    w = _wire.Wire(lambda: d, bound)
+    msg = {"role": "tool", "content": "x" * ((4 << 20) if slow == "read" else 10)}
+    dumps = lambda v: json.dumps(v).encode()  # noqa: E731
+    try:
+        got, took = _ends_within(10, f"a bounded checkpoint (slow {slow})",
+                                 lambda: w.checkpoint(lambda: _wire.encode_checkpoint(dumps, "r", 1, [msg], None, 0, None, "")))
+        assert isinstance(got, cairn.UnavailableError), got
+        assert "no answer to checkpoint from cairnd within 1.5s" in str(got), got
+        assert w.sent == 1
+        assert bound <= took < bound + 0.7, f"the checkpoint failed after {took:.2f} s"
+    finally:
+        w.close()
+        end()
         shutil.rmtree(d, ignore_errors=True)
