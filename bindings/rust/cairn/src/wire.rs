@@ -29,12 +29,13 @@
 //!   outcome is unknown, PROTOCOL.md section 10), as libcairn does, and
 //!   the connection is dropped: the next call dials again;
 //! - with a call timeout ([`crate::Options::call_timeout`]), it bounds the
-//!   wait for the whole answer instead of [`ANSWER_TIMEOUT`] (not each
-//!   read: a daemon that sends part of an answer and then a byte or a ping
-//!   now and then does not stretch it), the request's whole write instead
-//!   of [`SEND_TIMEOUT`], and the whole dial (the upgrade and the hello
-//!   together, however their answers trickle in) instead of
-//!   [`CONNECT_TIMEOUT`]. When one of them
+//!   whole call, as libcairn's does: the dial (when the call dials; the
+//!   upgrade and the hello), the request's write and the wait for the
+//!   answer share one deadline, instead of [`CONNECT_TIMEOUT`],
+//!   [`SEND_TIMEOUT`] and [`ANSWER_TIMEOUT`], however the daemon's bytes
+//!   trickle in (not each read or write: a daemon that sends part of an
+//!   answer and then a byte or a ping now and then, or reads a little now
+//!   and then, does not stretch it). When it
 //!   passes, the connection is dropped and the call fails as libcairn's
 //!   does: `unavailable`, `protocol: no answer to checkpoint from cairnd
 //!   within <bound>: the outcome is unknown ...` ([`no_answer`]); such a
@@ -578,6 +579,9 @@ struct Conn {
     /// While the connection is being dialed: the dial's deadline bounds
     /// the upgrade's reads and the hello's answer together.
     dialing: bool,
+    /// While a call bounded by a call timeout is under way: its deadline,
+    /// which its write and its answer share (the dial's too, when it dials).
+    call_by: Option<Instant>,
 }
 
 /// The socket timeouts of a Wire's connections.
@@ -632,7 +636,15 @@ impl Bounds {
 }
 
 impl Conn {
-    fn dial(path: &Path, bounds: Bounds) -> std::result::Result<Conn, Fail> {
+    /// Dials within `bounds.connect`, and by `call_by` (the deadline of
+    /// the call that dials) when there is one.
+    fn dial(
+        path: &Path,
+        bounds: Bounds,
+        call_by: Option<Instant>,
+    ) -> std::result::Result<Conn, Fail> {
+        let dial_by = Instant::now() + bounds.connect;
+        let dial_by = call_by.map_or(dial_by, |c| c.min(dial_by));
         let sock = UnixStream::connect(path).map_err(|e| lost(e.to_string()))?;
         let io = |e: std::io::Error| lost(e.to_string());
         sock.set_read_timeout(Some(bounds.connect)).map_err(io)?;
@@ -648,9 +660,10 @@ impl Conn {
             out: Vec::with_capacity(16 << 10),
             write_bound: None,
             read_bound: bounds.answer,
-            deadline: Some(Instant::now() + bounds.connect),
+            deadline: Some(dial_by),
             read_once: true,
             dialing: true,
+            call_by: None,
         };
         c.upgrade()?;
         c.hello()?;
@@ -772,7 +785,7 @@ impl Conn {
         // as the request takes. Sends that never wait (MSG_DONTWAIT), and
         // between them a poll for room for what is left of the bound; a
         // request that fits is one send(2), as without a bound.
-        let deadline = Instant::now() + bound;
+        let deadline = self.call_by.unwrap_or_else(|| Instant::now() + bound);
         let mut at = 0;
         loop {
             match send_now(&self.sock, &data[at..]) {
@@ -1096,15 +1109,23 @@ impl Conn {
         Ok(())
     }
 
-    /// The answer to request `id`, skipping pushes and pings, within
-    /// read_bound (the whole answer), or what is left of the dial's bound
-    /// while dialing (the hello's).
+    /// The answer to request `id`, skipping pushes and pings, within what
+    /// is left of the call's bound (call_by), else read_bound (the whole
+    /// answer), or what is left of the dial's bound while dialing (the
+    /// hello's).
     fn read_answer(&mut self, id: u64) -> std::result::Result<Vec<u8>, Fail> {
         if self.dialing {
             return self.read_answer_by(id);
         }
-        self.deadline = self.read_bound.map(|d| Instant::now() + d);
-        self.read_once = false;
+        let now = Instant::now();
+        self.deadline = self.call_by.or_else(|| self.read_bound.map(|d| now + d));
+        // The first read waits under the socket's read timeout (read_bound):
+        // when less than that is left (the call's write took some of it), it
+        // too polls first for what is left.
+        self.read_once = match (self.deadline, self.read_bound) {
+            (Some(by), Some(d)) => by.saturating_duration_since(now) + Duration::from_millis(1) < d,
+            _ => false,
+        };
         let r = self.read_answer_by(id);
         self.deadline = None;
         r
@@ -1383,6 +1404,7 @@ impl Wire {
         &self,
         st: &mut State,
         workspace: &dyn Fn() -> Option<PathBuf>,
+        call_by: Option<Instant>,
     ) -> Result<Option<Conn>> {
         if st.retry_at.is_some_and(|t| Instant::now() < t) {
             return Ok(None);
@@ -1394,7 +1416,7 @@ impl Wire {
             .workspace
             .as_deref()
             .and_then(socket_path)
-            .map(|p| Conn::dial(&p, self.bounds));
+            .map(|p| Conn::dial(&p, self.bounds, call_by));
         st.retry_at = (!matches!(dialed, Some(Ok(_)))).then(|| Instant::now() + RETRY_GAP);
         match (dialed, self.bounds.call_timeout()) {
             (Some(Ok(c)), _) => Ok(Some(c)),
@@ -1419,7 +1441,13 @@ impl Wire {
         let Some(mut st) = self.lock() else {
             return Ok(None);
         };
-        let out = self.checkpoint_locked(&mut st, r, workspace);
+        // With a call timeout, one deadline for the whole call: the dial
+        // (if any), the write and the answer share it, as in libcairn.
+        let call_by = self.bounds.call_timeout().map(|d| Instant::now() + d);
+        let out = self.checkpoint_locked(&mut st, r, workspace, call_by);
+        if let Some(c) = st.conn.as_mut() {
+            c.call_by = None;
+        }
         if self.closed.load(Ordering::Acquire) {
             self.drop_conn(&mut st, true);
         }
@@ -1431,6 +1459,7 @@ impl Wire {
         st: &mut State,
         r: &CheckpointRequest<'_>,
         workspace: &dyn Fn() -> Option<PathBuf>,
+        call_by: Option<Instant>,
     ) -> Result<Option<CheckpointResult>> {
         if let Some(c) = st.conn.as_mut() {
             if c.idle_check().is_err() {
@@ -1438,11 +1467,12 @@ impl Wire {
             }
         }
         if st.conn.is_none() {
-            st.conn = self.connect(st, workspace)?;
+            st.conn = self.connect(st, workspace, call_by)?;
         }
         let Some(c) = st.conn.as_mut() else {
             return Ok(None);
         };
+        c.call_by = call_by;
         let id = match c.send_request("checkpoint", |b| encode_checkpoint(b, r)) {
             Ok(Some(id)) => id,
             Ok(None) => return Ok(None),
@@ -1751,7 +1781,7 @@ mod tests {
         });
         let bounds = Bounds::new(Some(Duration::from_millis(300)));
         let start = Instant::now();
-        let r = Conn::dial(&path, bounds);
+        let r = Conn::dial(&path, bounds, None);
         let took = start.elapsed();
         stop.store(true, std::sync::atomic::Ordering::Release);
         server.join().unwrap();
@@ -1765,6 +1795,103 @@ mod tests {
             (Duration::from_millis(300)..Duration::from_secs(3)).contains(&took),
             "the dial took {took:?}"
         );
+    }
+
+    #[test]
+    fn a_call_timeout_bounds_the_whole_call() {
+        // A call timeout bounds a checkpoint as a whole, as libcairn's
+        // does: the dial, the write and the answer share one deadline. A
+        // daemon that answers the hello after 1.2 s, or reads a 4 MiB
+        // request only after 1.2 s, and then never answers, fails the call
+        // at 1.5 s, not at the time those took plus another 1.5 s (2.7 s).
+        use std::os::unix::net::UnixListener;
+        use std::sync::atomic::AtomicBool;
+        let bound = Duration::from_millis(1500);
+        for slow in ["hello", "read"] {
+            let dir = std::env::temp_dir().join(format!("crs-call-{}-{slow}", std::process::id()));
+            std::fs::create_dir_all(dir.join(".cairn")).unwrap();
+            let l = UnixListener::bind(dir.join(".cairn/cairnd.sock")).unwrap();
+            let stop = std::sync::Arc::new(AtomicBool::new(false));
+            let stop2 = stop.clone();
+            let pause = move |d: Duration| {
+                let until = Instant::now() + d;
+                while Instant::now() < until {
+                    if stop2.load(Ordering::Acquire) {
+                        return false;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                true
+            };
+            let server = std::thread::spawn(move || {
+                let Ok((mut c, _)) = l.accept() else { return };
+                let mut req = Vec::new();
+                let mut b = vec![0u8; 1 << 20];
+                while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match c.read(&mut b) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => req.extend_from_slice(&b[..n]),
+                    }
+                }
+                let up = format!(
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                     Sec-WebSocket-Accept: {}\r\nSec-WebSocket-Protocol: cairn.v1\r\n\r\n",
+                    accept_of(&String::from_utf8_lossy(&req), "")
+                );
+                if c.write_all(up.as_bytes()).is_err() || c.read(&mut b[..64]).is_err() {
+                    return; // the hello: a few dozen bytes
+                }
+                if slow == "hello" && !pause(Duration::from_millis(1200)) {
+                    return;
+                }
+                let mut hello = ANSWER_ID.to_vec();
+                hello.push(1);
+                text(&mut hello, "result");
+                hello.push(0xa0);
+                let mut frame = vec![0x82, hello.len() as u8];
+                frame.extend_from_slice(&hello);
+                if c.write_all(&frame).is_err() {
+                    return;
+                }
+                if slow == "read" && !pause(Duration::from_millis(1200)) {
+                    return;
+                }
+                // Read all, answer nothing.
+                c.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+                while pause(Duration::ZERO) {
+                    if let Ok(0) = c.read(&mut b) {
+                        return;
+                    }
+                }
+            });
+            let w = Wire::new(Some(dir.clone()), Some(bound));
+            let n = if slow == "read" { 4 << 20 } else { 10 };
+            let msgs = [json!({"content": "x".repeat(n)})];
+            let r = CheckpointRequest {
+                run_id: "r".into(),
+                session_id: None,
+                turn: 1,
+                new_messages: Cow::Borrowed(&msgs),
+                usage: crate::Usage::default(),
+                tool_calls_count: 0,
+                state: None,
+            };
+            let start = Instant::now();
+            let got = w.checkpoint(&r, &|| None);
+            let took = start.elapsed();
+            w.close();
+            stop.store(true, Ordering::Release);
+            server.join().unwrap();
+            std::fs::remove_dir_all(&dir).unwrap();
+            let e = got.expect_err(slow);
+            assert_eq!(e.code, ErrorCode::Unavailable, "{slow}: {e}");
+            assert!(e.message.contains("within 1.5s"), "{slow}: {e}");
+            assert_eq!(w.sent(), 1, "{slow}");
+            assert!(
+                (bound..bound + Duration::from_millis(700)).contains(&took),
+                "{slow}: the checkpoint failed after {took:?}"
+            );
+        }
     }
 
     #[cfg(target_os = "linux")]
