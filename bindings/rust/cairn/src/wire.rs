@@ -1703,15 +1703,7 @@ mod tests {
             |_| "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n".into(),
         ];
         let msgs = [json!({"role": "user"})];
-        let r = CheckpointRequest {
-            run_id: "r".into(),
-            session_id: None,
-            turn: 1,
-            new_messages: Cow::Borrowed(&msgs),
-            usage: crate::Usage::default(),
-            tool_calls_count: 0,
-            state: None,
-        };
+        let r = turn_one(&msgs);
         for (i, answer) in answers.into_iter().enumerate() {
             let dir = std::env::temp_dir().join(format!("crs-up-{}-{i}", std::process::id()));
             std::fs::create_dir_all(dir.join(".cairn")).unwrap();
@@ -1743,6 +1735,55 @@ mod tests {
         }
     }
 
+    /// Turn 1 of run "r" with `msgs`, and nothing else.
+    fn turn_one(msgs: &[Value]) -> CheckpointRequest<'_> {
+        CheckpointRequest {
+            run_id: "r".into(),
+            session_id: None,
+            turn: 1,
+            new_messages: Cow::Borrowed(msgs),
+            usage: crate::Usage::default(),
+            tool_calls_count: 0,
+            state: None,
+        }
+    }
+
+    /// A fake daemon's first connection on `l` with its upgrade request
+    /// read, and cairnd's answer to that request (not sent); None when the
+    /// client went away first.
+    fn accept_upgrade(l: &std::os::unix::net::UnixListener) -> Option<(UnixStream, String)> {
+        let (mut c, _) = l.accept().ok()?;
+        let mut req = Vec::new();
+        let mut b = [0u8; 4096];
+        while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+            match c.read(&mut b) {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => req.extend_from_slice(&b[..n]),
+            }
+        }
+        let answer = format!(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Accept: {}\r\nSec-WebSocket-Protocol: cairn.v1\r\n\r\n",
+            accept_of(&String::from_utf8_lossy(&req), "")
+        );
+        Some((c, answer))
+    }
+
+    /// Sleeps for `d` in short steps; false as soon as `stop` is set.
+    fn pause(stop: &std::sync::atomic::AtomicBool, d: Duration) -> bool {
+        let until = Instant::now() + d;
+        loop {
+            if stop.load(Ordering::Acquire) {
+                return false;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(10)));
+        }
+    }
+
     #[test]
     fn the_dial_is_bounded_whole() {
         // A daemon that answers the upgrade a byte every 50 ms keeps each
@@ -1756,25 +1797,11 @@ mod tests {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stop2 = stop.clone();
         let server = std::thread::spawn(move || {
-            let Ok((mut c, _)) = l.accept() else { return };
-            let mut req = Vec::new();
-            let mut b = [0u8; 4096];
-            while !req.windows(4).any(|w| w == b"\r\n\r\n") {
-                match c.read(&mut b) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => req.extend_from_slice(&b[..n]),
-                }
-            }
-            let answer = format!(
-                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-                 Sec-WebSocket-Accept: {}\r\nSec-WebSocket-Protocol: cairn.v1\r\n\r\n",
-                accept_of(&String::from_utf8_lossy(&req), "")
-            );
+            let Some((mut c, answer)) = accept_upgrade(&l) else {
+                return;
+            };
             for byte in answer.as_bytes() {
-                std::thread::sleep(Duration::from_millis(50));
-                if stop2.load(std::sync::atomic::Ordering::Acquire)
-                    || c.write_all(&[*byte]).is_err()
-                {
+                if !pause(&stop2, Duration::from_millis(50)) || c.write_all(&[*byte]).is_err() {
                     return;
                 }
             }
@@ -1813,35 +1840,15 @@ mod tests {
             let l = UnixListener::bind(dir.join(".cairn/cairnd.sock")).unwrap();
             let stop = std::sync::Arc::new(AtomicBool::new(false));
             let stop2 = stop.clone();
-            let pause = move |d: Duration| {
-                let until = Instant::now() + d;
-                while Instant::now() < until {
-                    if stop2.load(Ordering::Acquire) {
-                        return false;
-                    }
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                true
-            };
             let server = std::thread::spawn(move || {
-                let Ok((mut c, _)) = l.accept() else { return };
-                let mut req = Vec::new();
+                let Some((mut c, up)) = accept_upgrade(&l) else {
+                    return;
+                };
                 let mut b = vec![0u8; 1 << 20];
-                while !req.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match c.read(&mut b) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => req.extend_from_slice(&b[..n]),
-                    }
-                }
-                let up = format!(
-                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-                     Sec-WebSocket-Accept: {}\r\nSec-WebSocket-Protocol: cairn.v1\r\n\r\n",
-                    accept_of(&String::from_utf8_lossy(&req), "")
-                );
                 if c.write_all(up.as_bytes()).is_err() || c.read(&mut b[..64]).is_err() {
                     return; // the hello: a few dozen bytes
                 }
-                if slow == "hello" && !pause(Duration::from_millis(1200)) {
+                if slow == "hello" && !pause(&stop2, Duration::from_millis(1200)) {
                     return;
                 }
                 let mut hello = ANSWER_ID.to_vec();
@@ -1853,12 +1860,12 @@ mod tests {
                 if c.write_all(&frame).is_err() {
                     return;
                 }
-                if slow == "read" && !pause(Duration::from_millis(1200)) {
+                if slow == "read" && !pause(&stop2, Duration::from_millis(1200)) {
                     return;
                 }
                 // Read all, answer nothing.
                 c.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
-                while pause(Duration::ZERO) {
+                while pause(&stop2, Duration::ZERO) {
                     if let Ok(0) = c.read(&mut b) {
                         return;
                     }
@@ -1867,15 +1874,7 @@ mod tests {
             let w = Wire::new(Some(dir.clone()), Some(bound));
             let n = if slow == "read" { 4 << 20 } else { 10 };
             let msgs = [json!({"content": "x".repeat(n)})];
-            let r = CheckpointRequest {
-                run_id: "r".into(),
-                session_id: None,
-                turn: 1,
-                new_messages: Cow::Borrowed(&msgs),
-                usage: crate::Usage::default(),
-                tool_calls_count: 0,
-                state: None,
-            };
+            let r = turn_one(&msgs);
             let start = Instant::now();
             let got = w.checkpoint(&r, &|| None);
             let took = start.elapsed();
