@@ -419,6 +419,13 @@ class _SendFailed(Exception):
 _timeval = struct.Struct("@ll").pack
 
 
+def _ready_by(p: select.poll, deadline: float) -> bool:
+    """Whether the socket p polls becomes ready by deadline (a
+    time.monotonic()); False once it has passed."""
+    left = deadline - time.monotonic()
+    return left > 0 and bool(p.poll(math.ceil(left * 1000)))
+
+
 def _set_timeouts(s: socket.socket, recv: float, send: float) -> None:
     # Kernel timeouts on a blocking socket: a recv is one system call,
     # where socket.settimeout would poll before each.
@@ -434,7 +441,7 @@ class _Conn:
         # answer; None: CONNECT_TIMEOUT, SEND_TIMEOUT and ANSWER_TIMEOUT
         # (libcairn's default); 0: the answer is waited for as long as the
         # daemon takes (SO_RCVTIMEO 0), the dial and the send as for None.
-        # call_by: the deadline of the call that dials (time.monotonic()),
+        # call_by: the deadline of the call that dials (a time.monotonic()),
         # which the dial ends by too.
         self.connect_timeout = call_timeout or CONNECT_TIMEOUT
         self.answer_timeout = ANSWER_TIMEOUT if call_timeout is None else call_timeout
@@ -445,33 +452,34 @@ class _Conn:
         self.next_id = 1
         self.max_size = DEFAULT_MAX_MESSAGE
         self.keys = b""
-        self.answer_by: Optional[float] = None  # read_answer's deadline, while it reads
-        self.reads = 0  # recvs made by the read_answer under way
-        # call_by: while a call bounded by the call timeout is under way, its
-        # deadline, which its send and its answer share.
-        self.call_by: Optional[float] = None
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        # connect_timeout bounds the whole dial: the connect, the upgrade
-        # and the hello together, however the daemon's bytes trickle in.
-        self.dial_by = time.monotonic() + self.connect_timeout
+        # by: the deadline of what is under way, which its sends and reads
+        # share however the daemon's bytes trickle in: the dial (within
+        # connect_timeout, and by call_by), a call with a call timeout
+        # (Wire.checkpoint sets it), or an answer read_answer waits for
+        # within answer_timeout; None: none.
+        self.by: Optional[float] = time.monotonic() + self.connect_timeout
         if call_by is not None:
-            self.dial_by = min(self.dial_by, call_by)
+            self.by = min(self.by, call_by)
+        self.recv_timeout = 0.0  # the socket's SO_RCVTIMEO (0: none)
+        self.reads = 0  # recvs made by the read_answer under way
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            s.settimeout(self.connect_timeout)
+            s.settimeout(self._left())
             s.connect(path)
             self.sock = s
             self.poll = select.poll()
             self.poll.register(s.fileno(), select.POLLIN)
             self._upgrade()
             s.settimeout(None)
-            left = self._dial_left()
-            _set_timeouts(s, left, left)
-            self._hello(left)
-            _set_timeouts(s, self.answer_timeout, self.send_timeout)
+            left = self._left()
+            self._timeouts(left, left)
+            self._hello()
+            self._timeouts(self.answer_timeout, self.send_timeout)
         except BaseException:
             self.sock = None
             s.close()
             raise
+        self.by = None
 
     def close(self, graceful: bool = False) -> None:
         """Closes the socket; graceful sends a close frame (1000) first,
@@ -499,7 +507,7 @@ class _Conn:
         while b"\r\n\r\n" not in data:
             if len(data) > 65536:
                 raise _Lost("upgrade answer headers too long")
-            s.settimeout(self._dial_left())
+            s.settimeout(self._left())
             more = s.recv(4096)
             if not more:
                 raise _Lost("the daemon closed the connection during the upgrade")
@@ -522,20 +530,26 @@ class _Conn:
         ):
             raise _Lost("bad upgrade answer")
 
-    def _dial_left(self) -> float:
-        # What is left of the dial's bound; TimeoutError once it passed.
-        left = self.dial_by - time.monotonic()
+    def _left(self) -> float:
+        # What is left until by; TimeoutError once it passed.
+        assert self.by is not None
+        left = self.by - time.monotonic()
         if left <= 0:
-            raise TimeoutError("the dial's bound passed")
+            raise TimeoutError("the bound passed")
         return max(left, 0.001)  # a timeval of 0 would mean no bound
 
-    def _hello(self, bound: float) -> None:
+    def _timeouts(self, recv: float, send: float) -> None:
+        assert self.sock is not None
+        _set_timeouts(self.sock, recv, send)
+        self.recv_timeout = recv
+
+    def _hello(self) -> None:
         from . import __version__
 
         params = _head(5, 2) + _text("protocol_version") + _head(0, 1) + _text("client") + _text("cairn-python " + __version__)
         rid = self.send_request(_REQ_HELLO, [params])
         assert rid is not None  # a hello is far below any size limit
-        ans = decode(self.read_answer(rid, bound))
+        ans = decode(self.read_answer(rid))
         res = ans.get("result") if isinstance(ans, dict) else None
         if not isinstance(res, dict):
             raise _Lost("hello failed")
@@ -603,7 +617,7 @@ class _Conn:
         # as the frame takes. Sends that never wait (MSG_DONTWAIT), and
         # between them a poll for room for what is left of the bound. A
         # frame that fits is one send(), as without a bound.
-        deadline = self.call_by if self.call_by is not None else time.monotonic() + self.send_timeout
+        deadline = self.by if self.by is not None else time.monotonic() + self.send_timeout
         view = memoryview(frame)
         sent = 0
         p: Optional[select.poll] = None
@@ -614,11 +628,10 @@ class _Conn:
                 pass
             if sent == len(frame):
                 return
-            left = deadline - time.monotonic()
             if p is None:
                 p = select.poll()
                 p.register(s.fileno(), select.POLLOUT)
-            if left <= 0 or not p.poll(math.ceil(left * 1000)):
+            if not _ready_by(p, deadline):
                 raise BlockingIOError("the send bound passed")
 
     def send_request(self, method: bytes, params: List[bytes]) -> Optional[int]:
@@ -675,19 +688,17 @@ class _Conn:
         return at + n if len(b) >= at + n else None
 
     def _fill(self, n: int) -> None:
-        # Reads until buf holds at least n bytes. The first read of an
-        # answer is a plain recv (SO_RCVTIMEO bounds it); the reads after
-        # it wait for what is left of the answer's bound (answer_by), as
+        # Reads until buf holds at least n bytes. Under a deadline (by),
+        # the first read of an answer may be a plain recv (read_answer
+        # says); the reads after it wait for what is left until by, as
         # SO_RCVTIMEO bounds each recv: a daemon that sends part of an
         # answer and then a byte now and then would keep it going.
         s = self.sock
         assert s is not None
         while len(self.buf) < n:
-            if self.answer_by is not None:
-                if self.reads:
-                    left = self.answer_by - time.monotonic()
-                    if left <= 0 or not self.poll.poll(math.ceil(left * 1000)):
-                        raise _NoAnswer("checkpoint", self.answer_timeout)
+            if self.by is not None:
+                if self.reads and not _ready_by(self.poll, self.by):
+                    raise _NoAnswer("checkpoint", self.answer_timeout)
                 self.reads += 1
             try:
                 more = s.recv(max(65536, n - len(self.buf)))
@@ -763,29 +774,27 @@ class _Conn:
         rid, _ = _uint(msg, len(_ANSWER_ID))
         return msg if rid == want else None
 
-    def read_answer(self, rid: int, bound: Optional[float] = None) -> bytes:
-        """The answer to request rid, skipping pushes and pings, within
-        bound seconds in all (None: what is left of the call's bound, else
-        answer_timeout; 0: no bound), however its bytes trickle in."""
-        if bound is None:
-            if self.call_by is not None:
-                bound = self.call_by - time.monotonic()
-                if bound <= 0:
-                    raise _NoAnswer("checkpoint", self.answer_timeout)
-            else:
-                bound = self.answer_timeout
-        self.answer_by = time.monotonic() + bound if bound else None
-        # The first recv waits under SO_RCVTIMEO (answer_timeout): when
-        # less than that is left (the call's send took some of it), it too
-        # polls first for what is left.
-        self.reads = 1 if bound and bound < self.answer_timeout - 0.001 else 0
+    def read_answer(self, rid: int) -> bytes:
+        """The answer to request rid, skipping pushes and pings, by the
+        deadline under way (the dial's, the call's) or else within
+        answer_timeout (0: no bound), however its bytes trickle in."""
+        own = self.by is None and self.answer_timeout > 0
+        if own:
+            self.by = time.monotonic() + self.answer_timeout
+        # The first recv waits under SO_RCVTIMEO alone, unless less than
+        # that is left until by (the dial or the call's send took some of
+        # it): then it too polls first.
+        self.reads = 0
+        if self.by is not None and (not self.recv_timeout or self.by - time.monotonic() < self.recv_timeout - 0.001):
+            self.reads = 1
         try:
             while True:
                 msg = self._read_message(rid)
                 if msg is not None:
                     return msg
         finally:
-            self.answer_by = None
+            if own:
+                self.by = None
 
 
 _STATUS = {1000: "StatusNormalClosure", 1001: "StatusGoingAway", 1008: "StatusPolicyViolation", 1009: "StatusMessageTooBig", 1011: "StatusInternalError"}
@@ -915,7 +924,7 @@ class Wire:
             params = encode()
             if params is None:
                 return None
-            c.call_by = call_by
+            c.by = call_by
             try:
                 rid = c.send_request(_REQ_CHECKPOINT, params)
             except _SendFailed:
@@ -948,7 +957,7 @@ class Wire:
             raise UnavailableError("unavailable", str(e)) from None
         finally:
             if c is not None:
-                c.call_by = None
+                c.by = None
             if self._closed:
                 self._drop()
             self._lock.release()

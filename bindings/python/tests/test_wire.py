@@ -975,10 +975,10 @@ def _bounded_conn(sock: socket.socket, bound: float) -> Any:
     c.sock = sock
     c.buf = c.keys = b""
     c.max_size = _wire.DEFAULT_MAX_MESSAGE
-    c.answer_by, c.reads, c.call_by = None, 0, None
+    c.by, c.reads = None, 0
     c.poll = select.poll()
     c.poll.register(sock.fileno(), select.POLLIN)
-    _wire._set_timeouts(sock, bound, bound)
+    c._timeouts(bound, bound)
     return c
 
 
@@ -1067,7 +1067,7 @@ def test_a_call_timeout_bounds_the_whole_answer(dribble: str) -> None:
         got, took = _ends_within(5, f"a bounded answer's read ({dribble})", lambda: c.read_answer(1))
         assert isinstance(got, _wire._NoAnswer), got
         assert took >= 0.3
-        assert c.answer_by is None
+        assert c.by is None
     finally:
         stop.set()
         a.close()
