@@ -570,18 +570,16 @@ struct Conn {
     /// first read, a poll for what is left of it each later one); None: no
     /// bound.
     read_bound: Option<Duration>,
-    /// While read_answer waits under read_bound, or while the connection
-    /// is being dialed: when the bound passes.
+    /// The deadline of what is under way, which its writes and reads share
+    /// however the daemon's bytes trickle in: the dial (within the connect
+    /// bound, and by the dialing call's deadline), a call with a call
+    /// timeout (checkpoint sets it), or the answer read_answer waits for
+    /// within read_bound; None: none.
     deadline: Option<Instant>,
-    /// Whether read_answer has read since it began (always true while
-    /// dialing: every read waits for what is left of the dial's bound).
+    /// The socket's read timeout now.
+    read_timeout: Option<Duration>,
+    /// Whether read_answer (or the upgrade) has read since it began.
     read_once: bool,
-    /// While the connection is being dialed: the dial's deadline bounds
-    /// the upgrade's reads and the hello's answer together.
-    dialing: bool,
-    /// While a call bounded by a call timeout is under way: its deadline,
-    /// which its write and its answer share (the dial's too, when it dials).
-    call_by: Option<Instant>,
 }
 
 /// The socket timeouts of a Wire's connections.
@@ -643,8 +641,8 @@ impl Conn {
         bounds: Bounds,
         call_by: Option<Instant>,
     ) -> std::result::Result<Conn, Fail> {
-        let dial_by = Instant::now() + bounds.connect;
-        let dial_by = call_by.map_or(dial_by, |c| c.min(dial_by));
+        let by = Instant::now() + bounds.connect;
+        let by = call_by.map_or(by, |c| c.min(by));
         let sock = UnixStream::connect(path).map_err(|e| lost(e.to_string()))?;
         let io = |e: std::io::Error| lost(e.to_string());
         sock.set_read_timeout(Some(bounds.connect)).map_err(io)?;
@@ -660,15 +658,15 @@ impl Conn {
             out: Vec::with_capacity(16 << 10),
             write_bound: None,
             read_bound: bounds.answer,
-            deadline: Some(dial_by),
-            read_once: true,
-            dialing: true,
-            call_by: None,
+            deadline: Some(by),
+            read_timeout: Some(bounds.connect),
+            read_once: false,
         };
         c.upgrade()?;
         c.hello()?;
-        (c.dialing, c.deadline) = (false, None);
+        c.deadline = None;
         c.sock.set_read_timeout(bounds.answer).map_err(io)?;
+        c.read_timeout = bounds.answer;
         c.sock.set_write_timeout(Some(bounds.send)).map_err(io)?;
         c.write_bound = bounds.call_timeout();
         Ok(c)
@@ -785,7 +783,7 @@ impl Conn {
         // as the request takes. Sends that never wait (MSG_DONTWAIT), and
         // between them a poll for room for what is left of the bound; a
         // request that fits is one send(2), as without a bound.
-        let deadline = self.call_by.unwrap_or_else(|| Instant::now() + bound);
+        let deadline = self.deadline.unwrap_or_else(|| Instant::now() + bound);
         let mut at = 0;
         loop {
             match send_now(&self.sock, &data[at..]) {
@@ -797,8 +795,7 @@ impl Conn {
             if at == data.len() {
                 return Ok(());
             }
-            let rest = deadline.saturating_duration_since(Instant::now());
-            if rest.is_zero() || !ready_within(&self.sock, POLLOUT, rest) {
+            if !ready_by(&self.sock, POLLOUT, deadline) {
                 return Err(Fail::SendTimedOut);
             }
         }
@@ -1086,58 +1083,54 @@ impl Conn {
         Ok((id == Some(want)).then_some(parts))
     }
 
-    /// Before each read of an answer after its first (read_answer under a
-    /// bound): waits, for what is left of the bound, for something to read
-    /// (data, EOF or an error); ReadTimedOut when the bound passes first.
-    /// So the bound covers the whole answer, which SO_RCVTIMEO cannot: it
-    /// bounds each read(2), and a daemon that sends part of an answer and
-    /// then a byte (or a ping) now and then would keep the call waiting for
-    /// ever. The first read waits in read(2), bounded by the socket's read
-    /// timeout (the whole bound): an answer that arrives at once costs one
-    /// read, as without a bound.
+    /// Before each read under a deadline: waits, for what is left until
+    /// it, for something to read (data, EOF or an error); ReadTimedOut
+    /// when it passes first. So the bound covers the whole answer (or
+    /// dial), which SO_RCVTIMEO cannot: it bounds each read(2), and a
+    /// daemon that sends part of an answer and then a byte (or a ping) now
+    /// and then would keep the call waiting for ever. A first read (of an
+    /// answer, or of the upgrade's) waits in read(2) alone when the
+    /// socket's read timeout ends by the deadline (to the millisecond): an
+    /// answer that arrives at once costs one read, as without a bound.
     fn wait_to_read(&mut self) -> std::result::Result<(), Fail> {
         let Some(deadline) = self.deadline else {
             return Ok(());
         };
-        if !std::mem::replace(&mut self.read_once, true) {
+        let first = !std::mem::replace(&mut self.read_once, true);
+        let slack = deadline + Duration::from_millis(1);
+        if first
+            && self
+                .read_timeout
+                .is_some_and(|t| Instant::now() + t <= slack)
+        {
             return Ok(());
         }
-        let rest = deadline.saturating_duration_since(Instant::now());
-        if rest.is_zero() || !ready_within(&self.sock, POLLIN, rest) {
+        if !ready_by(&self.sock, POLLIN, deadline) {
             return Err(Fail::ReadTimedOut);
         }
         Ok(())
     }
 
-    /// The answer to request `id`, skipping pushes and pings, within what
-    /// is left of the call's bound (call_by), else read_bound (the whole
-    /// answer), or what is left of the dial's bound while dialing (the
-    /// hello's).
+    /// The answer to request `id`, skipping pushes and pings, by the
+    /// deadline under way (the dial's, the call's) or else within
+    /// read_bound (None: no bound).
     fn read_answer(&mut self, id: u64) -> std::result::Result<Vec<u8>, Fail> {
-        if self.dialing {
-            return self.read_answer_by(id);
+        let own = self.deadline.is_none();
+        if own {
+            self.deadline = self.read_bound.map(|d| Instant::now() + d);
         }
-        let now = Instant::now();
-        self.deadline = self.call_by.or_else(|| self.read_bound.map(|d| now + d));
-        // The first read waits under the socket's read timeout (read_bound):
-        // when less than that is left (the call's write took some of it), it
-        // too polls first for what is left.
-        self.read_once = match (self.deadline, self.read_bound) {
-            (Some(by), Some(d)) => by.saturating_duration_since(now) + Duration::from_millis(1) < d,
-            _ => false,
-        };
-        let r = self.read_answer_by(id);
-        self.deadline = None;
-        r
-    }
-
-    /// The answer to request `id`, under the deadline set.
-    fn read_answer_by(&mut self, id: u64) -> std::result::Result<Vec<u8>, Fail> {
-        loop {
-            if let Some(msg) = self.read_message(Some(id))? {
-                return Ok(msg);
+        self.read_once = false;
+        let r = loop {
+            match self.read_message(Some(id)) {
+                Ok(Some(msg)) => break Ok(msg),
+                Ok(None) => {}
+                Err(f) => break Err(f),
             }
+        };
+        if own {
+            self.deadline = None;
         }
+        r
     }
 }
 
@@ -1196,43 +1189,50 @@ fn send_now(sock: &UnixStream, data: &[u8]) -> std::io::Result<usize> {
     }
 }
 
-/// Whether `sock` becomes ready for `events` (or has an error or EOF)
-/// within `within`; true also when poll itself fails, so that the caller
-/// looks. A signal that interrupts the wait (EINTR, whatever the
-/// handler's SA_RESTART: poll is never restarted) does not end it: the
-/// poll goes on for what is left, or the caller would read or write
-/// under the socket's own timeout, as long as the whole bound again.
-fn ready_within(sock: &UnixStream, events: std::ffi::c_short, within: Duration) -> bool {
+/// One poll(2) of `sock` for `events`, for up to `within` (whole
+/// milliseconds, rounded up: a bound left is never polled as 0):
+/// Some(ready), ready also for an error or EOF, or when poll itself fails,
+/// so that the caller looks; None when a signal interrupted it (EINTR,
+/// whatever the handler's SA_RESTART: poll is never restarted).
+fn poll_once(sock: &UnixStream, events: std::ffi::c_short, within: Duration) -> Option<bool> {
     use std::os::fd::AsRawFd;
-    let deadline = Instant::now() + within;
-    let mut left = within;
+    let mut p = PollFd {
+        fd: sock.as_raw_fd(),
+        events,
+        revents: 0,
+    };
+    let ms = within
+        .as_nanos()
+        .div_ceil(1_000_000)
+        .min(std::ffi::c_int::MAX as u128);
+    // SAFETY: p is one valid pollfd for the call's duration.
+    let n = unsafe { poll(&mut p, 1, ms as std::ffi::c_int) };
+    if n < 0 && std::io::Error::last_os_error().kind() == ErrorKind::Interrupted {
+        return None;
+    }
+    Some(n != 0)
+}
+
+/// Whether `sock` becomes ready for `events` by `deadline` (see
+/// poll_once); false once it has passed. A signal does not end the wait:
+/// the poll goes on for what is left, or the caller would read or write
+/// under the socket's own timeout, as long as the whole bound again.
+fn ready_by(sock: &UnixStream, events: std::ffi::c_short, deadline: Instant) -> bool {
     loop {
-        let mut p = PollFd {
-            fd: sock.as_raw_fd(),
-            events,
-            revents: 0,
-        };
-        // Whole milliseconds, rounded up: a bound left is never polled as 0.
-        let ms = left
-            .as_nanos()
-            .div_ceil(1_000_000)
-            .min(std::ffi::c_int::MAX as u128);
-        // SAFETY: p is one valid pollfd for the call's duration.
-        let n = unsafe { poll(&mut p, 1, ms as std::ffi::c_int) };
-        if n >= 0 || std::io::Error::last_os_error().kind() != ErrorKind::Interrupted {
-            return n != 0;
-        }
-        left = deadline.saturating_duration_since(Instant::now());
+        let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return false;
+        }
+        if let Some(ready) = poll_once(sock, events, left) {
+            return ready;
         }
     }
 }
 
 /// Whether `sock` has something to read (data, EOF or an error) right
-/// now; true also when poll itself fails, so that the caller looks.
+/// now; true also when poll fails, so that the caller looks.
 fn readable_now(sock: &UnixStream) -> bool {
-    ready_within(sock, POLLIN, Duration::ZERO)
+    poll_once(sock, POLLIN, Duration::ZERO) != Some(false)
 }
 
 /// How the Go client (coder/websocket) names a close status in its error.
@@ -1446,7 +1446,7 @@ impl Wire {
         let call_by = self.bounds.call_timeout().map(|d| Instant::now() + d);
         let out = self.checkpoint_locked(&mut st, r, workspace, call_by);
         if let Some(c) = st.conn.as_mut() {
-            c.call_by = None;
+            c.deadline = None;
         }
         if self.closed.load(Ordering::Acquire) {
             self.drop_conn(&mut st, true);
@@ -1472,7 +1472,7 @@ impl Wire {
         let Some(c) = st.conn.as_mut() else {
             return Ok(None);
         };
-        c.call_by = call_by;
+        c.deadline = call_by;
         let id = match c.send_request("checkpoint", |b| encode_checkpoint(b, r)) {
             Ok(Some(id)) => id,
             Ok(None) => return Ok(None),
@@ -1922,7 +1922,7 @@ mod tests {
         let waiter = std::thread::spawn(move || {
             let start = Instant::now();
             (
-                ready_within(&a, POLLIN, Duration::from_millis(400)),
+                ready_by(&a, POLLIN, start + Duration::from_millis(400)),
                 start.elapsed(),
             )
         });
