@@ -912,13 +912,18 @@ fn relayed(f: &mut Fixture) -> (Client, Relay, TempDir) {
     (srv, relay, dir)
 }
 
+/// The options of a client of `relayed`'s front workspace (the relay's
+/// socket), which never starts a daemon of its own.
+fn front(dir: &TempDir) -> Options {
+    Options::new(dir.path().join("front")).auto_start(false)
+}
+
 #[test]
 fn request_bytes_equal_libcairn() {
     let mut f = Fixture::new("wbytes", &[]);
     let (srv, relay, dir) = relayed(&mut f);
-    let front = dir.path().join("front");
-    let n = nat(Options::new(&front).auto_start(false));
-    let l = lib(Options::new(&front).auto_start(false));
+    let n = nat(front(&dir));
+    let l = lib(front(&dir));
     let odd = odd_messages();
     let thirty: Vec<Value> = (0..30).map(|_| json!({"a": "b".repeat(200)})).collect();
     let many: Vec<Value> = (0..25).map(|i| json!({"c": i})).collect();
@@ -1031,9 +1036,8 @@ fn request_bytes_equal_libcairn() {
 fn connection_lost_after_the_request_was_sent() {
     let mut f = Fixture::new("wlost", &[]);
     let (srv, relay, dir) = relayed(&mut f);
-    let front = dir.path().join("front");
-    let n = nat(Options::new(&front).auto_start(false));
-    let l = lib(Options::new(&front).auto_start(false));
+    let n = nat(front(&dir));
+    let l = lib(front(&dir));
     let mut errs = Vec::new();
     for (c, sid) in [(&n, "s-nat"), (&l, "s-lib")] {
         system(&srv, sid);
@@ -1112,7 +1116,7 @@ fn frames_between_calls() {
     // connection the daemon has given up.
     let mut f = Fixture::new("wfrm", &[]);
     let (srv, relay, dir) = relayed(&mut f);
-    let n = nat(Options::new(dir.path().join("front")).auto_start(false));
+    let n = nat(front(&dir));
     let rid = first_checkpoint(&srv, &n);
     let ck = |t: i64| tick(&n, &rid, t).unwrap().message_count;
     relay.inject(b"\x89\x04ping");
@@ -1141,7 +1145,7 @@ fn send_failure_goes_through_libcairn() {
     // through libcairn, and the next one dials a new connection.
     let mut f = Fixture::new("wsend", &[]);
     let (srv, relay, dir) = relayed(&mut f);
-    let n = nat(Options::new(dir.path().join("front")).auto_start(false));
+    let n = nat(front(&dir));
     let rid = first_checkpoint(&srv, &n);
     let ck = |t: i64| tick(&n, &rid, t).unwrap().message_count;
     relay.refuse_writes();
@@ -1173,9 +1177,7 @@ fn a_call_timeout_bounds_the_whole_write() {
     // again), and the daemon drops its partial frame.
     let mut f = Fixture::new("wslow", &[]);
     let (srv, relay, dir) = relayed(&mut f);
-    let n = Arc::new(nat(Options::new(dir.path().join("front"))
-        .auto_start(false)
-        .call_timeout(SLOW_BOUND)));
+    let n = Arc::new(nat(front(&dir).call_timeout(SLOW_BOUND)));
     let rid = first_checkpoint(&srv, &n);
     let before = relay.native_sent().len();
     relay.slow.store(true, Ordering::Release);
@@ -1384,9 +1386,7 @@ fn a_call_timeout_bounds_the_whole_answer() {
     // that pace a bound on each read would never pass.
     let mut f = Fixture::new("wtrkl", &[]);
     let (srv, relay, dir) = relayed(&mut f);
-    let n = Arc::new(nat(Options::new(dir.path().join("front"))
-        .auto_start(false)
-        .call_timeout(TRICKLE_BOUND)));
+    let n = Arc::new(nat(front(&dir).call_timeout(TRICKLE_BOUND)));
     let rid = first_checkpoint(&srv, &n);
     let partial: (&[u8], &[u8]) = (b"\x82\x7e\x10\x00\xa2\x62id", b"\x00");
     let pings: (&[u8], &[u8]) = (b"\x89\x04ping", b"\x89\x04ping");
