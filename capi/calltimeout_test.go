@@ -8,10 +8,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/testkit"
 )
 
 // returnsWithin runs f and fails the test (naming what) when it has not returned
@@ -45,19 +45,6 @@ func callWithin(t *testing.T, limit time.Duration, h uint64, method, req string)
 	return returnsWithin(t, limit, method, func() ([]byte, error) { return call(h, method, []byte(req)) })
 }
 
-// stopProcessFor stops pid (SIGSTOP) and returns what resumes it
-// (SIGCONT, once), which also runs when the test ends.
-func stopProcessFor(t *testing.T, pid int) (resume func()) {
-	t.Helper()
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	resume = func() { once.Do(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) }
-	t.Cleanup(resume)
-	return resume
-}
-
 // TestCallTimeoutStoppedDaemon: with call_timeout_ms, a call to a daemon
 // that does not answer (stopped with SIGSTOP) fails with unavailable once
 // the bound passes, saying the outcome is unknown; so does a save whose
@@ -71,7 +58,7 @@ func TestCallTimeoutStoppedDaemon(t *testing.T) {
 	if _, err := call(h, "save", []byte(`{"session_id":"s","change":{"append_messages":[{"role":"user","content":"one"}]}}`)); err != nil {
 		t.Fatal(err)
 	}
-	resume := stopProcessFor(t, pid)
+	resume := testkit.Stop(t, pid)
 
 	_, took, err := callWithin(t, 10*time.Second, h, "summary", `{"session_id":"s"}`)
 	if codeOf(err) != "unavailable" || !strings.Contains(messageOf(err), "no answer to summary from cairnd within 400ms") {
@@ -150,7 +137,7 @@ func TestCallTimeoutDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = closeHandle(unbounded) }()
-	resume := stopProcessFor(t, pid)
+	resume := testkit.Stop(t, pid)
 
 	// Both waits start before the bounded call, which takes 400 ms.
 	type result struct {
@@ -203,7 +190,7 @@ func TestOpenOnAStoppedDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopProcessFor(t, pid)
+	testkit.Stop(t, pid)
 	opened, _, err := returnsWithin(t, 10*time.Second, "cairn_open on a stopped daemon", func() (uint64, error) {
 		return openHandle(fmt.Sprintf(`{"workspace":%q,"auto_start":false}`, in.workspace))
 	})

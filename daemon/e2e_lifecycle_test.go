@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -109,9 +110,7 @@ func TestE2EKill9DuringCommits(t *testing.T) {
 func TestE2EAutoStartAfterHolderExits(t *testing.T) {
 	ws := workspace(t)
 	holder := startCairnd(t, ws, "--no-track-files")
-	if err := holder.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Stop(t, holder.cmd.Process.Pid)
 	if err := os.Remove(holder.sock); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -215,18 +216,13 @@ func burstRound(t *testing.T, p *proc, n int) []net.Conn {
 		t.Fatalf("/healthz: %d", code)
 	}
 	req := []byte(upgradeRequest(""))
-	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	resume := testkit.Stop(t, p.cmd.Process.Pid)
 	for _, c := range conns {
 		if _, err := c.Write(req); err != nil {
-			p.cmd.Process.Signal(syscall.SIGCONT)
 			t.Fatal(err)
 		}
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
+	resume()
 	statusReq := mustReq(1, api.Status.Name, nil)
 	statusFrame := append([]byte{0x82, 0x80 | byte(len(statusReq)), 0, 0, 0, 0}, statusReq...)
 	var opened []net.Conn

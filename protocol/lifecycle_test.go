@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/fsstore"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/protocol"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -252,10 +253,7 @@ func TestConnectToAStoppedDaemon(t *testing.T) {
 	defer cancel()
 	ws, opts, c, pid := connectNew(ctx, t)
 	c.Close()
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	resume := testkit.Stop(t, pid)
 
 	short, stop := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer stop()
@@ -268,9 +266,7 @@ func TestConnectToAStoppedDaemon(t *testing.T) {
 		t.Fatalf("Connect to a stopped daemon: %v", err)
 	}
 
-	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
+	resume()
 	c, err = protocol.Connect(ctx, ws, opts)
 	if err != nil {
 		t.Fatalf("Connect once the daemon runs again: %v", err)
@@ -297,19 +293,6 @@ func TestRunSettlesATurnOfUnknownOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	stopped := false
-	defer func() {
-		if stopped {
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-		}
-	}()
-	signal := func(sig syscall.Signal) {
-		t.Helper()
-		if err := syscall.Kill(pid, sig); err != nil {
-			t.Fatal(err)
-		}
-		stopped = sig == syscall.SIGSTOP
-	}
 	msg := func(s string) []session.Value { return []session.Value{session.Value(fmt.Sprintf(`{"t":%q}`, s))} }
 	run, err := c.StartRun(ctx, "s", protocol.RunOptions{})
 	if err != nil {
@@ -324,11 +307,11 @@ func TestRunSettlesATurnOfUnknownOutcome(t *testing.T) {
 	turn(protocol.Turn{Messages: msg("1"), Usage: session.Usage{InputTokens: 1}, ToolCalls: 1}, 1)
 
 	second := protocol.Turn{Messages: msg("2"), Usage: session.Usage{InputTokens: 2}, ToolCalls: 1, State: session.Value(`{"k":2}`)}
-	signal(syscall.SIGSTOP)
+	resume := testkit.Stop(t, pid)
 	if _, err := run.Turn(ctx, second); !errors.Is(err, protocol.ErrNoAnswer) {
 		t.Fatalf("turn on a stopped daemon: %v, want no answer", err)
 	}
-	signal(syscall.SIGCONT)
+	resume()
 	for {
 		rec, err := plain.Run(ctx, api.RunRequest{RunID: run.RunID()})
 		if err != nil {
@@ -348,12 +331,12 @@ func TestRunSettlesATurnOfUnknownOutcome(t *testing.T) {
 	}
 	turn(protocol.Turn{Messages: msg("3")}, 3)
 
-	signal(syscall.SIGSTOP)
+	resume = testkit.Stop(t, pid)
 	big := protocol.Turn{Messages: msg(strings.Repeat("x", 16<<20)), Usage: session.Usage{InputTokens: 9}, ToolCalls: 9}
 	if _, err := run.Turn(ctx, big); !errors.Is(err, protocol.ErrNoAnswer) {
 		t.Fatalf("a 16 MiB turn on a stopped daemon: %v, want no answer", err)
 	}
-	signal(syscall.SIGCONT)
+	resume()
 	turn(protocol.Turn{Messages: msg("4"), Usage: session.Usage{InputTokens: 4}}, 4)
 	if err := run.Complete(ctx); err != nil {
 		t.Fatal(err)

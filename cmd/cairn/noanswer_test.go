@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/cairn-dev/cairn/internal/proc"
+	"github.com/cairn-dev/cairn/internal/testkit"
 )
 
 // TestCLIDaemonNotAnswering: a cairnd stopped with SIGSTOP holds the
@@ -27,10 +27,7 @@ func TestCLIDaemonNotAnswering(t *testing.T) {
 		t.Fatalf("daemon status --json: %q (%v)", out, err)
 	}
 	pid := st.PID
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	testkit.Stop(t, pid)
 
 	want := []string{
 		fmt.Sprintf("cairnd (pid %d) did not answer the connection within 5s: it is stopped", pid),

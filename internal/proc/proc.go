@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -33,8 +34,30 @@ func State(pid int) byte {
 	return st
 }
 
+// Stopped reports whether every thread of pid is stopped by a signal
+// ('T'). kill(2) with SIGSTOP returns before that: the kernel wakes one
+// thread to take the signal, and that thread stops the others, which run
+// on until it does. Without /proc it reports false.
+func Stopped(pid int) bool {
+	stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(stats) == 0 {
+		return false
+	}
+	for _, p := range stats {
+		if st, err := stateAt(p); err != nil || st != 'T' {
+			return false
+		}
+	}
+	return true
+}
+
 func state(pid int) (byte, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return stateAt(fmt.Sprintf("/proc/%d/stat", pid))
+}
+
+// stateAt reads the state letter of a /proc stat file.
+func stateAt(path string) (byte, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}

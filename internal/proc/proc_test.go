@@ -52,11 +52,17 @@ func TestState(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for State(pid) != 'T' {
+	for !Stopped(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a stopped child's state is %q, want T", State(pid))
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	if st := State(pid); st != 'T' {
+		t.Fatalf("a child whose threads are all stopped has state %q, want T", st)
+	}
+	if Stopped(os.Getpid()) || Stopped(1<<30) {
+		t.Fatal("Stopped: true for a running process or for no process")
 	}
 	if st := State(1 << 30); st != 0 {
 		t.Fatalf("a pid that does not exist has state %q, want 0", st)

@@ -12,7 +12,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { performance } = require('node:perf_hooks');
-const { cairn, daemon, daemonOptions, tmpWorkspace, withEnv, outcome } = require('./helpers');
+const { cairn, daemon, daemonOptions, tmpWorkspace, withEnv, outcome, sigstop } = require('./helpers');
 const wire = require('../checkpoint-wire.js');
 
 const BOUNDED = { timeout: 90000 };
@@ -98,7 +98,7 @@ test('callTimeoutMs: a stopped daemon fails checkpoints (own connection, its wri
   assert.equal(fresh._wire._conn, null);
   for (const c of [nat, big, fresh]) spy(c);
 
-  process.kill(pid, 'SIGSTOP');
+  sigstop(pid);
   let stopped = true;
   try {
     // The own connection: the request is written, no answer comes.
@@ -192,7 +192,7 @@ test('callTimeoutMs: unset, a checkpoint on the own connection fails at the defa
 
   const pending = Symbol('pending');
   let waiting;
-  process.kill(pid, 'SIGSTOP');
+  sigstop(pid);
   try {
     const t0 = performance.now();
     waiting = outcome(() => zero.checkpoint(zid, { turn: 2, newMessages: [{ t: 2 }] }));

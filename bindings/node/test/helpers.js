@@ -120,6 +120,40 @@ async function withEnv(value, fn) {
   }
 }
 
+/**
+ * Stops pid with SIGSTOP and returns once every one of its threads is
+ * stopped. kill(2) returns before that: the thread the kernel woke for the
+ * signal stops the others, which run on until it does, so a daemon on a
+ * busy machine can still answer a connection made just after kill
+ * returned. Waits in place (a few milliseconds at most) so that callers
+ * stay synchronous.
+ */
+function sigstop(pid, timeoutMs = 30000) {
+  process.kill(pid, 'SIGSTOP');
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  const deadline = Date.now() + timeoutMs;
+  while (!allStopped(pid)) {
+    if (Date.now() > deadline) throw new Error(`pid ${pid}: not every thread stopped within ${timeoutMs} ms of SIGSTOP`);
+    Atomics.wait(nap, 0, 0, 1);
+  }
+}
+
+/** Whether every thread of pid is stopped by a signal ('T' in /proc/<pid>/task/<tid>/stat). */
+function allStopped(pid) {
+  try {
+    const tids = fs.readdirSync(`/proc/${pid}/task`);
+    return (
+      tids.length > 0 &&
+      tids.every((tid) => {
+        const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'latin1');
+        return stat[stat.lastIndexOf(')') + 2] === 'T'; // the state follows the command's name
+      })
+    );
+  } catch {
+    return false;
+  }
+}
+
 /** fn()'s result, or its error as [class name, code, message, rc]. */
 async function outcome(fn) {
   try {
@@ -130,4 +164,4 @@ async function outcome(fn) {
   }
 }
 
-module.exports = { cairn, REPO, DAEMON, tmpWorkspace, stopDaemon, alive, daemonOptions, embedded, daemon, MODES, msg, runChild, withEnv, outcome };
+module.exports = { cairn, REPO, DAEMON, tmpWorkspace, stopDaemon, alive, daemonOptions, embedded, daemon, MODES, msg, runChild, withEnv, outcome, sigstop };

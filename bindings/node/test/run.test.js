@@ -119,7 +119,7 @@ test('run helper: withRun completes on return and leaves the run resumable on th
 
 // --- A turn whose checkpoint's outcome is unknown --------------------------
 
-const { daemon, withEnv } = require('./helpers');
+const { daemon, withEnv, sigstop } = require('./helpers');
 
 /** Resolves when run runId's checkpoint has reached turn (10 s at most). */
 async function waitTurn(c, runId, turn) {
@@ -154,7 +154,7 @@ for (const [path_, env] of [
     const m = (t_) => ({ role: 'user', content: `turn ${t_}`, t: t_ });
     let stopped = false;
     const stop = () => {
-      process.kill(pid, 'SIGSTOP');
+      sigstop(pid);
       stopped = true;
     };
     const cont = () => {

@@ -57,6 +57,36 @@ def stop_daemon(pid: int, timeout: float = 10.0) -> None:
     raise AssertionError(f"daemon {pid} did not stop on SIGTERM within {timeout}s")
 
 
+def sigstop(pid: int, timeout: float = 30.0) -> None:
+    """Stops pid with SIGSTOP and returns once every one of its threads is
+    stopped. kill(2) returns before that: the thread the kernel woke for
+    the signal stops the others, which run on until it does, so a daemon
+    on a busy machine can still answer a connection made just after kill
+    returned."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout
+    while not _all_stopped(pid):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"pid {pid}: not every thread stopped within {timeout}s of SIGSTOP")
+        time.sleep(0.001)
+
+
+def _all_stopped(pid: int) -> bool:
+    """Whether every thread of pid is stopped by a signal ('T' in
+    /proc/<pid>/task/<tid>/stat)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+        for tid in tids:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                stat = f.read()
+            i = stat.rindex(b")")  # the state follows the command's name
+            if stat[i + 2 : i + 3] != b"T":
+                return False
+    except (OSError, ValueError):
+        return False
+    return bool(tids)
+
+
 def wait_child(pid: int, what: str, timeout: float = 20.0) -> int:
     """Waits for the forked child pid and returns its wait status; kills it
     and fails the test if it has not exited within timeout seconds."""

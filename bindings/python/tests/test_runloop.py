@@ -18,7 +18,7 @@ import pytest
 
 import cairn
 from cairn import runloop
-from conftest import DAEMON, connect_daemon, kill_at
+from conftest import DAEMON, connect_daemon, kill_at, sigstop
 
 HERE = Path(__file__).resolve().parent
 CHILD = str(HERE / "helpers" / "runloop_child.py")
@@ -109,7 +109,7 @@ def test_a_turn_of_unknown_outcome_is_settled(path: str, workspace: str, daemons
     try:
         run = c.start_run("s")
         assert run.turn([{"t": 1}], usage={"input_tokens": 1}, tool_calls=1) == 1
-        os.kill(pid, signal.SIGSTOP)
+        sigstop(pid)
         stopped = True
         with pytest.raises(cairn.UnavailableError, match="no answer to checkpoint"):
             run.turn([{"t": 2}], usage={"input_tokens": 2}, tool_calls=1, state={"k": 2})
@@ -123,7 +123,7 @@ def test_a_turn_of_unknown_outcome_is_settled(path: str, workspace: str, daemons
 
         # Carried out; the next turn differs only by true against 1 (equal
         # in Python, not in JSON): a new turn, not the retry.
-        os.kill(pid, signal.SIGSTOP)
+        sigstop(pid)
         stopped = True
         with pytest.raises(cairn.UnavailableError, match="no answer to checkpoint"):
             run.turn([{"t": 1}])
@@ -133,7 +133,7 @@ def test_a_turn_of_unknown_outcome_is_settled(path: str, workspace: str, daemons
         assert run.turn([{"t": True}]) == 5
 
         # Cut before it was whole: not carried out; the next turn is 6.
-        os.kill(pid, signal.SIGSTOP)
+        sigstop(pid)
         stopped = True
         with pytest.raises(cairn.UnavailableError, match="no answer to checkpoint"):
             run.turn([{"t": "x" * (16 << 20)}], usage={"input_tokens": 9}, tool_calls=9)

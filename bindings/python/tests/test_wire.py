@@ -31,7 +31,7 @@ import cairn
 import cairn.aio
 from cairn import _wire
 
-from conftest import DAEMON, DAEMON_ARGS, connect_daemon, gone, stop_daemon, wait_child
+from conftest import DAEMON, DAEMON_ARGS, connect_daemon, gone, sigstop, stop_daemon, wait_child
 
 
 def with_env(value: Optional[str], fn: Callable[[], cairn.Client]) -> cairn.Client:
@@ -874,7 +874,7 @@ def test_call_timeout_on_a_stopped_daemon(workspace: str, daemons: List[int], mo
         rid = nat.begin_run("s")["run_id"]
         assert nat.checkpoint(rid, 1, [{"t": 1}])["message_count"] == 2
         assert sent(nat) == 1
-        os.kill(pid, signal.SIGSTOP)
+        sigstop(pid)
         stopped = True
 
         def unavailable(method: str) -> Tuple[Any, str, str]:
@@ -933,7 +933,7 @@ def test_call_timeout_default_and_zero_on_the_path(workspace: str, daemons: List
         rid, zid = default.begin_run("s")["run_id"], zero.begin_run("z")["run_id"]
         assert default.checkpoint(rid, 1, [{"t": 1}])["message_count"] == 2
         assert zero.checkpoint(zid, 1, [{"t": 1}])["message_count"] == 2
-        os.kill(pid, signal.SIGSTOP)
+        sigstop(pid)
         stopped = True
         waiting: List[Any] = []
         t = threading.Thread(target=lambda: waiting.append(outcome(lambda: zero.checkpoint(zid, 2, [{"t": 2}]))), daemon=True)

@@ -440,9 +440,23 @@ pub struct Stopped {
 }
 
 impl Stopped {
+    /// Stops pid and returns once every one of its threads is stopped.
+    /// kill(2) returns before that: the thread the kernel woke for the
+    /// signal stops the others, which run on until it does, so a daemon on
+    /// a busy machine can still answer a connection made just after kill
+    /// returned.
     pub fn new(pid: i64) -> Stopped {
         signal("-STOP", pid);
-        Stopped { pid, stopped: true }
+        let guard = Stopped { pid, stopped: true };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !all_stopped(pid) {
+            assert!(
+                Instant::now() < deadline,
+                "pid {pid}: not every thread stopped within 30 s of SIGSTOP"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        guard
     }
 
     pub fn cont(&mut self) {
@@ -460,4 +474,28 @@ impl Drop for Stopped {
                 .status();
         }
     }
+}
+
+/// Whether every thread of pid is stopped by a signal ('T' in
+/// /proc/<pid>/task/<tid>/stat).
+fn all_stopped(pid: i64) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let mut any = false;
+    for task in tasks {
+        let Ok(stat) = task.and_then(|t| std::fs::read(t.path().join("stat"))) else {
+            return false;
+        };
+        // The state follows the parenthesised command name.
+        let state = stat
+            .iter()
+            .rposition(|&b| b == b')')
+            .and_then(|i| stat.get(i + 2));
+        if state != Some(&b'T') {
+            return false;
+        }
+        any = true;
+    }
+    any
 }
