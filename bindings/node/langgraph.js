@@ -268,7 +268,9 @@ class CairnSaver extends BaseCheckpointSaver {
 
   // The log entries of one namespace, newest id first: the log is read
   // backwards from its tail, and an entry is emitted once the prev_max of
-  // the earliest entry read proves nothing earlier sorts before it.
+  // the earliest entry read proves nothing earlier sorts before it. A
+  // checkpoint put again (a retried put) has an entry per put: the newest
+  // stands for it, as MemorySaver's and SqliteSaver's put replaces.
   async *_logEntries(thread, ns) {
     const sid = this.sessionId(thread);
     let first;
@@ -281,10 +283,12 @@ class CairnSaver extends BaseCheckpointSaver {
     let from = first.from;
     let page = first.more ? [...first.messages, ...(await this._messages(sid, first.next, first.total))] : first.messages;
     const pending = []; // read, not yet emitted, newest id first
+    const seen = new Set();
     for (;;) {
       for (let i = page.length - 1; i >= 0; i--) {
         const e = page[i];
-        if (!e || e.langgraph !== 'checkpoint' || e.ns !== ns) continue;
+        if (!e || e.langgraph !== 'checkpoint' || e.ns !== ns || seen.has(e.id)) continue;
+        seen.add(e.id);
         let at = 0;
         while (at < pending.length && pending[at].id > e.id) at++;
         pending.splice(at, 0, e);

@@ -257,6 +257,34 @@ test('list sorts by checkpoint id when checkpoints were put out of order', { tim
   assert.equal((await saver.getTuple({ configurable: { thread_id: 't' } })).metadata.step, 149);
 });
 
+for (const mode of Object.keys(MODES)) {
+  test(`a checkpoint put again is one checkpoint, as in MemorySaver (${mode})`, { timeout: 120000 }, async (t) => {
+    // A host retrying a put whose outcome it did not learn puts the same
+    // checkpoint id again: list gives it once, with the newest put's
+    // metadata, in its place among the ids, as MemorySaver (whose put
+    // replaces) does. Here the newest and an older one are put again.
+    const { emptyCheckpoint, MemorySaver } = await import('@langchain/langgraph-checkpoint');
+    const { CairnSaver } = require('../langgraph.js');
+    const { c } = await MODES[mode](t);
+    const uuid6 = (n) => `1f000000-0000-6000-8000-${String(n).padStart(12, '0')}`;
+    const puts = [[0, 1], [1, 1], [2, 1], [2, 2], [1, 2], [3, 1]];
+    const got = {};
+    for (const [name, saver] of [['cairn', new CairnSaver({ client: c })], ['memory', new MemorySaver()]]) {
+      for (const [n, attempt] of puts) {
+        await saver.put({ configurable: { thread_id: 't', checkpoint_ns: '' } }, { ...emptyCheckpoint(), id: uuid6(n) }, { source: 'loop', step: n, attempt, parents: {} }, {});
+      }
+      const list = async (options) => {
+        const out = [];
+        for await (const tup of saver.list({ configurable: { thread_id: 't' } }, options)) out.push([tup.metadata.step, tup.metadata.attempt]);
+        return out;
+      };
+      got[name] = [await list(), await list({ limit: 2 }), await list({ filter: { attempt: 1 } }), await list({ before: { configurable: { checkpoint_id: uuid6(2) } } })];
+    }
+    assert.deepEqual(got.cairn, got.memory);
+    assert.deepEqual(got.cairn[0], [[3, 1], [2, 2], [1, 2], [0, 1]]);
+  });
+}
+
 test('putWrites from two savers at once keeps every write (compare-and-swap)', { timeout: 120000 }, async (t) => {
   const { emptyCheckpoint, uuid6 } = await import('@langchain/langgraph-checkpoint');
   const { CairnSaver } = require('../langgraph.js');

@@ -619,6 +619,10 @@ class CairnSaver(BaseCheckpointSaver[str]):
         for tid in threads:
             sid = self.session_id(tid)
             batch: List[Dict[str, Any]] = []
+            # A checkpoint put again (a retried put) has an index entry per
+            # put: the newest stands for it, as the row a put replaces in
+            # SqliteSaver.
+            seen: set[Tuple[str, str]] = set()
             # Without filters the first entries are the answer.
             plain = ns_filter is None and not cp_filter and not before_id and not filter
             entries = self._index(sid, limit - n if plain and limit is not None else _PAGE)
@@ -628,6 +632,9 @@ class CairnSaver(BaseCheckpointSaver[str]):
                 # their checkpoints and writes.
                 want = _LIST_BATCH if limit is None else min(_LIST_BATCH, limit - n)
                 for _, e in entries:
+                    if (e["ns"], e["id"]) in seen:
+                        continue
+                    seen.add((e["ns"], e["id"]))
                     if ns_filter is not None and e["ns"] != ns_filter:
                         continue
                     if cp_filter and e["id"] != cp_filter:
@@ -880,10 +887,17 @@ class CairnSaver(BaseCheckpointSaver[str]):
         checkpoint. Reads the index, the artifact list and the kept
         checkpoints' records; a value a kept checkpoint refers to in a
         record that goes is kept as a ``b<key>`` artifact."""
-        entries = [e for _, e in self._index(sid)]
+        entries = []
+        seen: set[Tuple[str, str]] = set()
+        n = 0
+        for _, e in self._index(sid):
+            n += 1
+            if (e["ns"], e["id"]) not in seen:  # the newest entry of a checkpoint put again
+                seen.add((e["ns"], e["id"]))
+                entries.append(e)
         entries.reverse()
         kept = [e for e in entries if keep(e)]
-        if len(kept) == len(entries):
+        if len(kept) == n:
             return
         heads: Dict[str, str] = {}
         for e in kept:

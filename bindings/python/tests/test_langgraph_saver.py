@@ -6,6 +6,7 @@ durability="sync" that a new saver (a new client) resumes."""
 from __future__ import annotations
 
 import operator
+import sqlite3
 from typing import Annotated, Any, Dict, List, TypedDict
 
 import pytest
@@ -14,6 +15,7 @@ import cairn
 
 # Imported, not importorskip: a missing framework package is a failure.
 from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 from cairn.langgraph import CairnSaver
@@ -154,6 +156,43 @@ def test_thread_maps_to_a_session(client: cairn.Client) -> None:
     fill(saver, "t/1", 2)
     assert saver.session_id("t/1") == "langgraph:t/1"
     assert client.summary("langgraph:t/1")["message_count"] == 2
+
+
+def test_a_checkpoint_put_again_is_one_checkpoint(client: cairn.Client) -> None:
+    """A put repeated with the same checkpoint id (a host retrying a put
+    whose outcome it did not learn) stands for one checkpoint, with the
+    newest put's metadata, as in SqliteSaver, whose put replaces its row:
+    list gives it once (with and without a limit, a filter or before), and
+    prune keeps one index entry for it. Before, list read both entries'
+    checkpoints in one artifactsByID call, which refuses an id named
+    twice."""
+    sql = sqlite3.connect(":memory:", check_same_thread=False)
+    got = {}
+    for name, saver in (("cairn", CairnSaver(client)), ("sqlite", SqliteSaver(sql))):
+        cfg: Dict[str, Any] = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+        mds = [{"step": 0}, {"step": 1}, {"step": 2, "try": 1}, {"step": 2, "try": 2}]
+        cp = empty_checkpoint()
+        for md in mds:
+            if md.get("try") != 2:
+                cp = empty_checkpoint()
+                cp["channel_values"] = {"step": md["step"]}
+                cp["channel_versions"] = {"step": saver.get_next_version(None, None)}
+                prev = cfg
+            cfg = saver.put(prev, cp, md, cp["channel_versions"])
+        t = {"configurable": {"thread_id": "t"}}
+
+        def steps(**kw: Any) -> List[Any]:
+            return [(tup.metadata["step"], tup.metadata.get("try")) for tup in saver.list(t, **kw)]  # noqa: B023
+
+        got[name] = (steps(), steps(limit=2), steps(filter={"try": 1}), steps(filter={"try": 2}), steps(before=cfg))
+    assert got["cairn"] == got["sqlite"]
+    assert got["cairn"][0] == [(2, 2), (1, None), (0, None)]
+    sql.close()
+
+    saver = CairnSaver(client)
+    saver.prune(["t"])
+    assert [tup.metadata for tup in saver.list({"configurable": {"thread_id": "t"}})] == [{"step": 2, "try": 2}]
+    assert client.summary(saver.session_id("t"))["message_count"] == 1
 
 
 class State(TypedDict):
