@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -299,6 +300,55 @@ func TestConnectHandshakeDies(t *testing.T) {
 				t.Fatalf("%d handshakes tried, want retries", cut.Load())
 			}
 		})
+	}
+}
+
+// TestConnectFullBacklog: a socket whose listener accepts nothing and
+// whose backlog is full refuses a connect with EAGAIN. Connect takes that
+// for a daemon not keeping up: it dials again until StartTimeout and then
+// fails with unavailable (which a host retries), not internal, and starts
+// no daemon.
+func TestConnectFullBacklog(t *testing.T) {
+	ws := newWorkspace(t)
+	if err := os.MkdirAll(layout.StateDir(ws), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sock := layout.Socket(ws)
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: sock}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Fill the backlog: connects succeed until it is full.
+	var filled bool
+	for i := 0; i < 64 && !filled; i++ {
+		c, err := net.Dial("unix", sock)
+		if errors.Is(err, syscall.EAGAIN) {
+			filled = true
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	if !filled {
+		t.Fatal("64 connects to a backlog of 0, none refused")
+	}
+	ctx := testkit.Context(t)
+	start := time.Now()
+	_, err = protocol.Connect(ctx, ws, &protocol.Options{DaemonPath: "/nonexistent/cairnd", StartTimeout: 300 * time.Millisecond})
+	if !errors.Is(err, protocol.ErrUnavailable) || protocol.CodeOf(err) != api.CodeUnavailable || !strings.Contains(err.Error(), "listen backlog is full") {
+		t.Fatalf("Connect to a full backlog: %v (code %s), want unavailable", err, protocol.CodeOf(err))
+	}
+	if took := time.Since(start); took < 300*time.Millisecond {
+		t.Fatalf("Connect gave up after %v, before its StartTimeout", took)
 	}
 }
 

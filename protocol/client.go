@@ -190,6 +190,10 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		switch {
 		case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
 			return nil, fmt.Errorf("%w at %s: %w", ErrNoDaemon, path, err)
+		case errors.Is(err, syscall.EAGAIN):
+			// A Unix socket's connect fails so when the listener's
+			// backlog is full: a daemon not accepting (stopped, or swamped).
+			return nil, fmt.Errorf("protocol.Dial %s: the daemon's listen backlog is full (it is not accepting connections): %w: %w", path, ErrUnavailable, err)
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
 			return nil, c.noAnswer(start)
 		case ctx.Err() != nil:
