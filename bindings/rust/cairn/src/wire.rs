@@ -19,7 +19,8 @@
 //!   one near the message size limit goes through libcairn, which decides
 //!   and words the error as before;
 //! - when no connection can be had (no daemon, a daemon on its way out, a
-//!   503), or a send fails before the whole frame left, the call goes
+//!   503, a listen backlog full), or a send fails before the whole frame
+//!   left, the call goes
 //!   through libcairn, which auto-starts cairnd and reports errors as
 //!   before; after a failed dial the path leaves calls to libcairn for
 //!   [`RETRY_GAP`] before dialing again;
@@ -85,9 +86,9 @@ const DEFAULT_MAX_MESSAGE: usize = 64 << 20;
 const SIZE_SLACK: usize = 64;
 
 /// Bounds the whole dial, the upgrade and hello together; a daemon that is
-/// slower than that is left to libcairn (which waits up to 15 s). (A Unix
-/// socket's connect itself has no timeout in std; it only blocks while the
-/// daemon's listen backlog is full.)
+/// slower than that is left to libcairn (which waits up to 15 s). (The
+/// connect itself does not wait: on a full listen backlog it fails at
+/// once, see connect_now.)
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bounds writing one request: the daemon's own frame deadline (a frame
 /// begun and not finished within it is dropped, unprocessed).
@@ -643,7 +644,7 @@ impl Conn {
     ) -> std::result::Result<Conn, Fail> {
         let by = Instant::now() + bounds.connect;
         let by = call_by.map_or(by, |c| c.min(by));
-        let sock = UnixStream::connect(path).map_err(|e| lost(e.to_string()))?;
+        let sock = connect_now(path).map_err(|e| lost(e.to_string()))?;
         let io = |e: std::io::Error| lost(e.to_string());
         sock.set_read_timeout(Some(bounds.connect)).map_err(io)?;
         sock.set_write_timeout(Some(bounds.connect)).map_err(io)?;
@@ -1132,6 +1133,94 @@ impl Conn {
         }
         r
     }
+}
+
+/// Connects to the Unix socket at `path` without waiting for room in its
+/// listener's backlog. std's connect waits, for ever, while the backlog
+/// is full (a daemon stopped or swamped, with thousands of connections
+/// queued); this fails at once with EAGAIN instead, and the call goes to
+/// libcairn, which says `unavailable` in time, as Python's dial does. On
+/// Linux a non-blocking connect on a Unix socket either completes at once
+/// or fails; the socket is made blocking again before it is returned.
+#[cfg(target_os = "linux")]
+fn connect_now(path: &Path) -> std::io::Result<UnixStream> {
+    use std::os::fd::AsRawFd;
+    const SOCK_NONBLOCK: std::ffi::c_int = 0o4000;
+    const SOCK_CLOEXEC: std::ffi::c_int = 0o2000000;
+    const F_GETFL: std::ffi::c_int = 3;
+    const F_SETFL: std::ffi::c_int = 4;
+    const O_NONBLOCK: std::ffi::c_int = 0o4000;
+    unsafe extern "C" {
+        fn fcntl(fd: std::ffi::c_int, cmd: std::ffi::c_int, ...) -> std::ffi::c_int;
+    }
+    let sock = unix_socket(SOCK_NONBLOCK | SOCK_CLOEXEC)?;
+    let addr = SockaddrUn::new(path)?;
+    // SAFETY: addr is a whole sockaddr_un for the call's duration.
+    if unsafe { connect(sock.as_raw_fd(), &addr, size_of::<SockaddrUn>() as u32) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: plain fcntl calls on a descriptor this function owns.
+    let flags = unsafe { fcntl(sock.as_raw_fd(), F_GETFL) };
+    if flags < 0 || unsafe { fcntl(sock.as_raw_fd(), F_SETFL, flags & !O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(UnixStream::from(sock))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn connect_now(path: &Path) -> std::io::Result<UnixStream> {
+    UnixStream::connect(path)
+}
+
+/// Linux's `struct sockaddr_un`.
+#[cfg(target_os = "linux")]
+#[repr(C)]
+struct SockaddrUn {
+    family: u16,
+    path: [u8; 108],
+}
+
+#[cfg(target_os = "linux")]
+impl SockaddrUn {
+    fn new(path: &Path) -> std::io::Result<SockaddrUn> {
+        use std::os::unix::ffi::OsStrExt;
+        let b = path.as_os_str().as_bytes();
+        let mut addr = SockaddrUn {
+            family: 1, // AF_UNIX
+            path: [0; 108],
+        };
+        if b.len() >= addr.path.len() || b.contains(&0) {
+            return Err(std::io::Error::new(
+                ErrorKind::InvalidInput,
+                format!("socket path {} is too long or holds a NUL", path.display()),
+            ));
+        }
+        addr.path[..b.len()].copy_from_slice(b);
+        Ok(addr)
+    }
+}
+
+#[cfg(target_os = "linux")]
+unsafe extern "C" {
+    fn socket(
+        domain: std::ffi::c_int,
+        ty: std::ffi::c_int,
+        protocol: std::ffi::c_int,
+    ) -> std::ffi::c_int;
+    fn connect(fd: std::ffi::c_int, addr: *const SockaddrUn, len: u32) -> std::ffi::c_int;
+}
+
+/// A new AF_UNIX stream socket, with `flags` or'ed into its type.
+#[cfg(target_os = "linux")]
+fn unix_socket(flags: std::ffi::c_int) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: socket(2) takes no pointers; a descriptor it returns is new
+    // and owned here.
+    let fd = unsafe { socket(1, 1 | flags, 0) }; // AF_UNIX, SOCK_STREAM
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
 /// poll(2)'s `struct pollfd`.
@@ -1782,6 +1871,51 @@ mod tests {
             }
             std::thread::sleep(left.min(Duration::from_millis(10)));
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_full_backlog_fails_the_dial_at_once() {
+        // A listener that accepts nothing, with a backlog of 0: once its
+        // queue is full, std's connect would wait for ever. The dial
+        // fails at once instead (lost: the call goes to libcairn).
+        use std::os::fd::AsRawFd;
+        unsafe extern "C" {
+            fn bind(fd: std::ffi::c_int, addr: *const SockaddrUn, len: u32) -> std::ffi::c_int;
+            fn listen(fd: std::ffi::c_int, backlog: std::ffi::c_int) -> std::ffi::c_int;
+        }
+        let dir = std::env::temp_dir().join(format!("crs-backlog-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("cairnd.sock");
+        let l = unix_socket(0).unwrap();
+        let addr = SockaddrUn::new(&path).unwrap();
+        // SAFETY: addr is a whole sockaddr_un; l is an open socket.
+        let len = size_of::<SockaddrUn>() as u32;
+        assert_eq!(unsafe { bind(l.as_raw_fd(), &addr, len) }, 0, "bind");
+        assert_eq!(unsafe { listen(l.as_raw_fd(), 0) }, 0, "listen");
+        let mut queued = Vec::new();
+        let full = loop {
+            match connect_now(&path) {
+                Ok(s) => queued.push(s),
+                Err(e) => break e,
+            }
+            assert!(
+                queued.len() < 64,
+                "64 connects to a backlog of 0, none refused"
+            );
+        };
+        assert_eq!(full.kind(), ErrorKind::WouldBlock, "{full}");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = path.clone();
+        std::thread::spawn(move || {
+            let bounds = Bounds::new(Some(Duration::from_millis(300)));
+            let _ = tx.send(Conn::dial(&p, bounds, None).err());
+        });
+        let got = rx.recv_timeout(Duration::from_secs(10));
+        drop(queued);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let got = got.expect("the dial to a full backlog still waiting after 10 s");
+        assert!(matches!(got, Some(Fail::Lost(_))), "{got:?}");
     }
 
     #[test]
