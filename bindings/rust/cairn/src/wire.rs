@@ -1142,85 +1142,108 @@ impl Conn {
 /// libcairn, which says `unavailable` in time, as Python's dial does. On
 /// Linux a non-blocking connect on a Unix socket either completes at once
 /// or fails; the socket is made blocking again before it is returned.
-#[cfg(target_os = "linux")]
-fn connect_now(path: &Path) -> std::io::Result<UnixStream> {
-    use std::os::fd::AsRawFd;
-    const SOCK_NONBLOCK: std::ffi::c_int = 0o4000;
-    const SOCK_CLOEXEC: std::ffi::c_int = 0o2000000;
-    const F_GETFL: std::ffi::c_int = 3;
-    const F_SETFL: std::ffi::c_int = 4;
-    const O_NONBLOCK: std::ffi::c_int = 0o4000;
+/// Only where the socket constants and `sockaddr_un` are Linux's generic
+/// ones; elsewhere std's connect.
+#[cfg(all(
+    target_os = "linux",
+    any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "x86",
+        target_arch = "arm",
+        target_arch = "riscv64"
+    )
+))]
+mod unix_connect {
+    use std::io::ErrorKind;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::net::UnixStream;
+    use std::path::Path;
+
+    pub(super) fn connect_now(path: &Path) -> std::io::Result<UnixStream> {
+        let addr = SockaddrUn::new(path)?;
+        let sock = UnixStream::from(unix_socket()?);
+        sock.set_nonblocking(true)?;
+        // SAFETY: addr is a whole sockaddr_un for the call's duration.
+        if unsafe { connect(sock.as_raw_fd(), &addr, size_of::<SockaddrUn>() as u32) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        sock.set_nonblocking(false)?;
+        Ok(sock)
+    }
+
+    /// `struct sockaddr_un`.
+    #[repr(C)]
+    pub(super) struct SockaddrUn {
+        family: u16,
+        path: [u8; 108],
+    }
+
+    impl SockaddrUn {
+        pub(super) fn new(path: &Path) -> std::io::Result<SockaddrUn> {
+            use std::os::unix::ffi::OsStrExt;
+            let b = path.as_os_str().as_bytes();
+            let mut addr = SockaddrUn {
+                family: 1, // AF_UNIX
+                path: [0; 108],
+            };
+            if b.len() >= addr.path.len() || b.contains(&0) {
+                return Err(std::io::Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("socket path {} is too long or holds a NUL", path.display()),
+                ));
+            }
+            addr.path[..b.len()].copy_from_slice(b);
+            Ok(addr)
+        }
+    }
+
     unsafe extern "C" {
-        fn fcntl(fd: std::ffi::c_int, cmd: std::ffi::c_int, ...) -> std::ffi::c_int;
+        fn socket(
+            domain: std::ffi::c_int,
+            ty: std::ffi::c_int,
+            protocol: std::ffi::c_int,
+        ) -> std::ffi::c_int;
+        fn connect(fd: std::ffi::c_int, addr: *const SockaddrUn, len: u32) -> std::ffi::c_int;
     }
-    let sock = unix_socket(SOCK_NONBLOCK | SOCK_CLOEXEC)?;
-    let addr = SockaddrUn::new(path)?;
-    // SAFETY: addr is a whole sockaddr_un for the call's duration.
-    if unsafe { connect(sock.as_raw_fd(), &addr, size_of::<SockaddrUn>() as u32) } < 0 {
-        return Err(std::io::Error::last_os_error());
+
+    /// A new AF_UNIX stream socket, close-on-exec.
+    pub(super) fn unix_socket() -> std::io::Result<OwnedFd> {
+        const SOCK_CLOEXEC: std::ffi::c_int = 0o2000000;
+        // SAFETY: socket(2) takes no pointers.
+        let fd = unsafe { socket(1, 1 | SOCK_CLOEXEC, 0) }; // AF_UNIX, SOCK_STREAM
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: fd is a new descriptor, owned by nothing else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
     }
-    // SAFETY: plain fcntl calls on a descriptor this function owns.
-    let flags = unsafe { fcntl(sock.as_raw_fd(), F_GETFL) };
-    if flags < 0 || unsafe { fcntl(sock.as_raw_fd(), F_SETFL, flags & !O_NONBLOCK) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(UnixStream::from(sock))
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(
+    target_os = "linux",
+    any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "x86",
+        target_arch = "arm",
+        target_arch = "riscv64"
+    )
+))]
+use unix_connect::connect_now;
+
+#[cfg(not(all(
+    target_os = "linux",
+    any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "x86",
+        target_arch = "arm",
+        target_arch = "riscv64"
+    )
+)))]
 fn connect_now(path: &Path) -> std::io::Result<UnixStream> {
     UnixStream::connect(path)
-}
-
-/// Linux's `struct sockaddr_un`.
-#[cfg(target_os = "linux")]
-#[repr(C)]
-struct SockaddrUn {
-    family: u16,
-    path: [u8; 108],
-}
-
-#[cfg(target_os = "linux")]
-impl SockaddrUn {
-    fn new(path: &Path) -> std::io::Result<SockaddrUn> {
-        use std::os::unix::ffi::OsStrExt;
-        let b = path.as_os_str().as_bytes();
-        let mut addr = SockaddrUn {
-            family: 1, // AF_UNIX
-            path: [0; 108],
-        };
-        if b.len() >= addr.path.len() || b.contains(&0) {
-            return Err(std::io::Error::new(
-                ErrorKind::InvalidInput,
-                format!("socket path {} is too long or holds a NUL", path.display()),
-            ));
-        }
-        addr.path[..b.len()].copy_from_slice(b);
-        Ok(addr)
-    }
-}
-
-#[cfg(target_os = "linux")]
-unsafe extern "C" {
-    fn socket(
-        domain: std::ffi::c_int,
-        ty: std::ffi::c_int,
-        protocol: std::ffi::c_int,
-    ) -> std::ffi::c_int;
-    fn connect(fd: std::ffi::c_int, addr: *const SockaddrUn, len: u32) -> std::ffi::c_int;
-}
-
-/// A new AF_UNIX stream socket, with `flags` or'ed into its type.
-#[cfg(target_os = "linux")]
-fn unix_socket(flags: std::ffi::c_int) -> std::io::Result<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: socket(2) takes no pointers; a descriptor it returns is new
-    // and owned here.
-    let fd = unsafe { socket(1, 1 | flags, 0) }; // AF_UNIX, SOCK_STREAM
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
 /// poll(2)'s `struct pollfd`.
@@ -1873,12 +1896,22 @@ mod tests {
         }
     }
 
-    #[cfg(target_os = "linux")]
+    #[cfg(all(
+        target_os = "linux",
+        any(
+            target_arch = "x86_64",
+            target_arch = "aarch64",
+            target_arch = "x86",
+            target_arch = "arm",
+            target_arch = "riscv64"
+        )
+    ))]
     #[test]
     fn a_full_backlog_fails_the_dial_at_once() {
         // A listener that accepts nothing, with a backlog of 0: once its
         // queue is full, std's connect would wait for ever. The dial
         // fails at once instead (lost: the call goes to libcairn).
+        use super::unix_connect::{SockaddrUn, unix_socket};
         use std::os::fd::AsRawFd;
         unsafe extern "C" {
             fn bind(fd: std::ffi::c_int, addr: *const SockaddrUn, len: u32) -> std::ffi::c_int;
@@ -1887,7 +1920,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("crs-backlog-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("cairnd.sock");
-        let l = unix_socket(0).unwrap();
+        let l = unix_socket().unwrap();
         let addr = SockaddrUn::new(&path).unwrap();
         // SAFETY: addr is a whole sockaddr_un; l is an open socket.
         let len = size_of::<SockaddrUn>() as u32;
