@@ -580,15 +580,21 @@ class CairnSaver(BaseCheckpointSaver[str]):
     def _index(self, sid: str, first: int = _PAGE) -> Iterator[Tuple[int, Dict[str, Any]]]:
         """The session's index entries, newest first, with their message
         index, read from the tail a page at a time: ``first`` entries
-        first (what a list's limit needs), then _PAGE at a time."""
+        first (what a list's limit needs), then _PAGE at a time. A
+        checkpoint put again (a retried put) has an entry per put: the
+        newest stands for it, as the row a put replaces in SqliteSaver, and
+        the older ones are skipped."""
         try:
             page = self.client.messages(sid, tail=max(1, min(first, _PAGE)))
         except NotFoundError:
             return
+        seen: set[Tuple[str, str]] = set()
         while True:
             start = page["from"]
             for i, m in reversed(list(enumerate(page["messages"], start))):
-                yield i, m
+                if (m["ns"], m["id"]) not in seen:
+                    seen.add((m["ns"], m["id"]))
+                    yield i, m
             if start == 0:
                 return
             page = self.client.messages(sid, from_=max(0, start - _PAGE), to=start)
@@ -619,10 +625,6 @@ class CairnSaver(BaseCheckpointSaver[str]):
         for tid in threads:
             sid = self.session_id(tid)
             batch: List[Dict[str, Any]] = []
-            # A checkpoint put again (a retried put) has an index entry per
-            # put: the newest stands for it, as the row a put replaces in
-            # SqliteSaver.
-            seen: set[Tuple[str, str]] = set()
             # Without filters the first entries are the answer.
             plain = ns_filter is None and not cp_filter and not before_id and not filter
             entries = self._index(sid, limit - n if plain and limit is not None else _PAGE)
@@ -632,9 +634,6 @@ class CairnSaver(BaseCheckpointSaver[str]):
                 # their checkpoints and writes.
                 want = _LIST_BATCH if limit is None else min(_LIST_BATCH, limit - n)
                 for _, e in entries:
-                    if (e["ns"], e["id"]) in seen:
-                        continue
-                    seen.add((e["ns"], e["id"]))
                     if ns_filter is not None and e["ns"] != ns_filter:
                         continue
                     if cp_filter and e["id"] != cp_filter:
@@ -887,17 +886,10 @@ class CairnSaver(BaseCheckpointSaver[str]):
         checkpoint. Reads the index, the artifact list and the kept
         checkpoints' records; a value a kept checkpoint refers to in a
         record that goes is kept as a ``b<key>`` artifact."""
-        entries = []
-        seen: set[Tuple[str, str]] = set()
-        n = 0
-        for _, e in self._index(sid):
-            n += 1
-            if (e["ns"], e["id"]) not in seen:  # the newest entry of a checkpoint put again
-                seen.add((e["ns"], e["id"]))
-                entries.append(e)
+        entries = [e for _, e in self._index(sid)]
         entries.reverse()
         kept = [e for e in entries if keep(e)]
-        if len(kept) == n:
+        if len(kept) == len(entries):
             return
         heads: Dict[str, str] = {}
         for e in kept:
