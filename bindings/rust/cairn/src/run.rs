@@ -97,12 +97,7 @@ impl Unsure {
     /// Whether `t` is the turn this attempt was given: the same JSON
     /// values (see [`same_value`]), usage and tool calls.
     fn same(&self, t: &Turn<'_>) -> bool {
-        self.messages.len() == t.messages.len()
-            && self
-                .messages
-                .iter()
-                .zip(t.messages)
-                .all(|(a, b)| same_value(a, b))
+        same_values(&self.messages, t.messages)
             && self.turn_usage == t.usage
             && self.turn_tool_calls == t.tool_calls
             && match (&self.state, t.state) {
@@ -121,9 +116,7 @@ impl Unsure {
 fn same_value(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => same_number(x, y),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_value(x, y))
-        }
+        (Value::Array(x), Value::Array(y)) => same_values(x, y),
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
                 && x.iter()
@@ -131,6 +124,11 @@ fn same_value(a: &Value, b: &Value) -> bool {
         }
         _ => a == b,
     }
+}
+
+/// Whether `a` and `b` hold the same JSON values, in order.
+fn same_values(a: &[Value], b: &[Value]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_value(x, y))
 }
 
 /// Whether `x` and `y` are the same number exactly: two integers as
