@@ -842,16 +842,33 @@ def test_discovered_and_symlinked_workspaces(workspace: str, daemons: List[int],
         srv.close()
 
 
+def _ends_within(limit: float, what: str, f: Callable[[], Any]) -> Tuple[Any, float]:
+    """What f returns or raises, and how long it took; fails the test when
+    f is still going after limit seconds (it then runs on, in a daemon
+    thread that the test's cleanup ends)."""
+    box: List[Any] = []
+
+    def run() -> None:
+        try:
+            box.append(f())
+        except BaseException as e:
+            box.append(e)
+
+    start = time.monotonic()
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(limit)
+    assert box, f"{what} still going after {limit:g} s"
+    return box[0], time.monotonic() - start
+
+
 def within(seconds: float, fn: Callable[[], Any]) -> Tuple[float, Any]:
     """(elapsed, outcome(fn)); fails the test when fn has not returned
     within seconds (a call that would wait for ever)."""
-    box: List[Any] = []
-    start = time.monotonic()
-    t = threading.Thread(target=lambda: box.append(outcome(fn)), daemon=True)
-    t.start()
-    t.join(seconds)
-    assert box, f"still waiting after {seconds} s"
-    return time.monotonic() - start, box[0]
+    got, took = _ends_within(seconds, "the call", lambda: outcome(fn))
+    if isinstance(got, BaseException):
+        raise got
+    return took, got
 
 
 def test_go_duration() -> None:
@@ -980,26 +997,6 @@ def _bounded_conn(sock: socket.socket, bound: float) -> Any:
     c.poll.register(sock.fileno(), select.POLLIN)
     c._timeouts(bound, bound)
     return c
-
-
-def _ends_within(limit: float, what: str, f: Callable[[], Any]) -> Tuple[Any, float]:
-    """What f returns or raises, and how long it took; fails the test when
-    f is still going after limit seconds (it then runs on, in a daemon
-    thread that the test's cleanup ends)."""
-    box: List[Any] = []
-
-    def run() -> None:
-        try:
-            box.append(f())
-        except BaseException as e:
-            box.append(e)
-
-    start = time.monotonic()
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(limit)
-    assert box, f"{what} still going after {limit:g} s"
-    return box[0], time.monotonic() - start
 
 
 def test_a_call_timeout_bounds_the_whole_send() -> None:
