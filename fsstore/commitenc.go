@@ -1,8 +1,6 @@
 package fsstore
 
 import (
-	"time"
-
 	"github.com/cairn-dev/cairn/internal/recordlog"
 	"github.com/cairn-dev/cairn/session"
 )
@@ -53,7 +51,7 @@ func (f *frameBuf) addCommit(rec commitRec) {
 	if f.err != nil {
 		return
 	}
-	if y := rec.Time.Year(); y < 0 || y > 9999 {
+	if !timeEncodable(rec.Time) {
 		f.add(kindCommit, rec) // which RFC 3339 cannot write: the encoder fails
 		return
 	}
@@ -62,15 +60,7 @@ func (f *frameBuf) addCommit(rec commitRec) {
 	buf = cborIntAppend(buf, int64(rec.Schema))
 	buf = append(buf, 2)
 	buf = cborHeadAppend(buf, 0, rec.Generation)
-	buf = append(buf, 3)
-	if rec.Time.IsZero() {
-		buf = append(buf, 0xf6)
-	} else {
-		var room [64]byte
-		s := rec.Time.AppendFormat(room[:0], time.RFC3339Nano)
-		buf = cborHeadAppend(buf, 3, uint64(len(s)))
-		buf = append(buf, s...)
-	}
+	buf = cborTimeAppend(append(buf, 3), rec.Time)
 	buf = append(buf, 4)
 	buf = cborIntAppend(buf, int64(rec.Records))
 	buf = append(buf, 5)

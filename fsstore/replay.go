@@ -177,7 +177,7 @@ func encodeChange(fb *frameBuf, t *tracker, sessionID string, c *session.Change,
 	for i := range c.RestoreCheckpoints {
 		cp := c.RestoreCheckpoints[i]
 		cp.SessionID = sessionID
-		fb.add(kindCheckpoint, &cp)
+		fb.addCheckpoint(&cp)
 	}
 	encodeDelta(fb, c)
 	msgs += int64(len(c.AppendMessages))
@@ -191,7 +191,7 @@ func encodeChange(fb *frameBuf, t *tracker, sessionID string, c *session.Change,
 		if cp.CreatedAt.IsZero() {
 			cp.CreatedAt = now.UTC()
 		}
-		fb.add(kindCheckpoint, &cp)
+		fb.addCheckpoint(&cp)
 	}
 }
 
@@ -237,7 +237,7 @@ func encodeDelta(fb *frameBuf, c *session.Change) {
 		}
 	}
 	for i := range c.UpsertRuns {
-		fb.add(kindRun, &c.UpsertRuns[i])
+		fb.addRun(&c.UpsertRuns[i])
 	}
 	for i := range c.UpsertVerifications {
 		fb.add(kindVerif, &c.UpsertVerifications[i])
@@ -290,7 +290,7 @@ func encodeState(fb *frameBuf, st *session.State, gen uint64, updated time.Time)
 	fb.add(kindReset, resetRec{SessionID: s.SessionID, CreatedAt: s.CreatedAt})
 	encodeSnapshotParts(fb, s)
 	for _, run := range sortedKeys(st.Checkpoints) {
-		fb.add(kindCheckpoint, st.Checkpoints[run])
+		fb.addCheckpoint(st.Checkpoints[run])
 	}
 	fb.commit(gen, updated)
 }
