@@ -39,6 +39,12 @@ func openRun(tb testing.TB, options string) (uint64, string) {
 	if _, err := call(h, "save", []byte(`{"session_id":"agent","change":{"append_messages":[{"role":"system","content":"you are an agent"}]}}`)); err != nil {
 		tb.Fatal(err)
 	}
+	return h, beginRun(tb, h)
+}
+
+// beginRun begins a run in session "agent" of handle h: its id.
+func beginRun(tb testing.TB, h uint64) string {
+	tb.Helper()
 	out, err := call(h, "beginRun", []byte(`{"session_id":"agent"}`))
 	if err != nil {
 		tb.Fatal(err)
@@ -49,7 +55,7 @@ func openRun(tb testing.TB, options string) (uint64, string) {
 	if err := json.Unmarshal(out, &br); err != nil {
 		tb.Fatal(err)
 	}
-	return h, br.RunID
+	return br.RunID
 }
 
 // rusage is this process's resource usage so far.
@@ -73,6 +79,42 @@ func userTime(tb testing.TB) time.Duration {
 // with its commit and fdatasync, the answer): allocations per turn and the
 // user CPU per turn, which is the Go side's besides system calls.
 func BenchmarkEmbeddedCheckpoint(b *testing.B) { benchEmbedded(b, "checkpoint", turnRequest) }
+
+// BenchmarkCheckpointAfterRuns is BenchmarkEmbeddedCheckpoint in a session
+// that has had 0, 100 or 1,000 runs before, each a turn and a checkpoint
+// then completed: what a run operation costs per run the session holds.
+func BenchmarkCheckpointAfterRuns(b *testing.B) {
+	for _, n := range []int{0, 100, 1000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			h, _ := embeddedRun(b)
+			for range n {
+				run := beginRun(b, h)
+				for _, c := range []struct {
+					method string
+					req    []byte
+				}{{"checkpoint", turnRequest(run, 1)}, {"completeRun", fmt.Appendf(nil, `{"run_id":%q,"status":"completed"}`, run)}} {
+					if _, err := call(h, c.method, c.req); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			run := beginRun(b, h)
+			reqs := make([][]byte, b.N)
+			for i := range reqs {
+				reqs[i] = turnRequest(run, i+1)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			u0 := userTime(b)
+			for i := range b.N {
+				if _, err := call(h, "checkpoint", reqs[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64((userTime(b)-u0).Nanoseconds())/1000/float64(b.N), "user-cpu-us/op")
+		})
+	}
+}
 
 // BenchmarkEmbeddedPut is a LangGraph CairnSaver.put's save through
 // libcairn in embedded mode (putRequest), measured as

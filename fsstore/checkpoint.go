@@ -261,8 +261,8 @@ func fromIdx(x idxTracker) (*tracker, error) {
 	if t.tasks, err = unpackKeyed(x.Tasks); err != nil {
 		return nil, err
 	}
-	if x.Status != nil {
-		t.status = x.Status
+	for run, status := range x.Status {
+		t.setStatus(run, status)
 	}
 	if t.msgs, err = unpackItems(x.Msgs); err != nil {
 		return nil, err

@@ -172,13 +172,15 @@ func checkIndexIsReplay(t interface {
 	}
 	live := *sf.t
 	live.memo = nil // what replay cannot have: see checkHeadMemo
+	live.runVals, replayed.runVals = nil, nil
 	if !reflect.DeepEqual(&live, replayed) {
 		t.Fatalf("index after commit generation %d differs from replay:\n commit %+v\n replay %+v", sf.t.gen, live, *replayed)
 	}
 }
 
 // checkHeadMemo compares Head of session id, answered in part from the
-// last commit's memo, with Head read wholly from the log.
+// last commit's memo and the runs kept decoded, with Head read wholly from
+// the log.
 func checkHeadMemo(t interface {
 	Helper()
 	Fatalf(string, ...any)
@@ -193,15 +195,15 @@ func checkHeadMemo(t interface {
 	if err != nil {
 		t.Fatalf("lock: %v", err)
 	}
-	memo := sf.t.memo
-	sf.t.memo = nil
+	memo, runVals := sf.t.memo, sf.t.runVals
+	sf.t.memo, sf.t.runVals = nil, nil
 	sf.mu.Unlock()
 	read, sum2, err := s.Head(ctx, id)
 	if err != nil {
 		t.Fatalf("head without memo: %v", err)
 	}
 	sf.mu.Lock()
-	sf.t.memo = memo
+	sf.t.memo, sf.t.runVals = memo, runVals
 	sf.mu.Unlock()
 	if !reflect.DeepEqual(withMemo, read) || !reflect.DeepEqual(sum1, sum2) {
 		t.Fatalf("head from the memo differs from the log's (%d memos):\n memo %+v\n log  %+v", len(memo), *withMemo.Snapshot, *read.Snapshot)

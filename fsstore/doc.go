@@ -117,7 +117,8 @@
 // as it framed it (indexValue), not by parsing the commit back; the two
 // are checked to agree (TestCommitIndexEqualsReplay). The run, checkpoint
 // (up to 1 KiB of state) and manifest reference records of a session's
-// last commit are kept decoded (tracker.memo), and Head answers them from
+// last commit are kept decoded (tracker.memo), and so is every run's
+// record once written or read (tracker.runVals): Head answers them from
 // there rather than from the log.
 //
 // Every file operation goes through Options.FS (internal/vfs), the writer's

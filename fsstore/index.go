@@ -122,7 +122,8 @@ type runLine struct {
 // tracker is the index of a session log, kept in memory: the offsets of
 // every live record, so each read preads what it returns, plus the counts
 // that answer Stat, List, FindRun and CAS and decide on compaction. It
-// never holds content beyond ids, statuses and checkpoint headers. observe
+// never holds content beyond ids, statuses, run records and checkpoint
+// headers. observe
 // is the only code that updates it, at open and after each commit, so the
 // two cannot disagree.
 type tracker struct {
@@ -136,6 +137,7 @@ type tracker struct {
 	meta   map[string]item
 	runs   keyed[item]
 	status map[string]string // run id -> status
+	counts map[string]int    // status -> runs with it (status, counted)
 	verifs keyed[item]
 	tasks  keyed[item]
 
@@ -160,6 +162,21 @@ type tracker struct {
 	// up by its place, which a later commit never reuses in this log (a
 	// compaction or a repair makes a new tracker).
 	memo []memoRec
+
+	// runVals holds each run's record decoded, as Head last read it or a
+	// commit wrote it, with the place it was read from: a run's record is
+	// a header (ids, status, times, usage), so this costs memory per run,
+	// like status, and spares Head, which every run operation reads, a
+	// read and a decode of every run the session has had. An entry whose
+	// place is no longer the run's is stale and not used. Only the live
+	// tracker has one: a clone, read outside the session's lock, has none.
+	runVals map[string]runVal
+}
+
+// runVal is one run's record, decoded, and where it was read from.
+type runVal struct {
+	at item
+	r  session.Run
 }
 
 // memoRec is one record of the last commit, decoded: a session.Run, a
@@ -200,6 +217,7 @@ func newTracker() *tracker {
 	t := &tracker{}
 	t.clear()
 	t.ckpts = map[string]*runLine{}
+	t.runVals = map[string]runVal{}
 	return t
 }
 
@@ -208,9 +226,10 @@ func newTracker() *tracker {
 func (t *tracker) clear() {
 	t.single, t.meta = map[byte]item{}, map[string]item{}
 	t.runs, t.verifs, t.tasks, t.arts = keyed[item]{}, keyed[item]{}, keyed[item]{}, keyed[art]{}
-	t.status, t.traceRuns = map[string]string{}, map[string][]int32{}
+	t.status, t.counts, t.traceRuns = map[string]string{}, map[string]int{}, map[string][]int32{}
 	t.msgs, t.msgMarks, t.traces, t.trMarks = nil, nil, nil, nil
 	t.lastArt = ""
+	clear(t.runVals)
 	t.live = 0
 	for _, l := range t.ckpts {
 		for _, ev := range l.events {
@@ -220,6 +239,17 @@ func (t *tracker) clear() {
 }
 
 func (t *tracker) messages() int64 { return int64(len(t.msgs)) }
+
+// setStatus records run's status, keeping counts.
+func (t *tracker) setStatus(run, status string) {
+	if old, ok := t.status[run]; ok {
+		if t.counts[old]--; t.counts[old] == 0 {
+			delete(t.counts, old)
+		}
+	}
+	t.status[run] = status
+	t.counts[status]++
+}
 
 // observe folds one complete commit, whose records sit at base plus their
 // offsets in the scanned data, into the index.
@@ -602,9 +632,14 @@ func (t *tracker) apply(p parsed, base int64) error {
 		t.meta[p.key] = whole
 		t.setLive(old, existed, whole)
 	case kindRun:
-		t.status[p.id.RunID] = p.id.Status
+		t.setStatus(p.id.RunID, p.id.Status)
 		old, existed := t.runs.set(p.id.RunID, whole)
 		t.setLive(old, existed, whole)
+		if r, ok := p.memo.(session.Run); ok && t.runVals != nil {
+			t.runVals[p.id.RunID] = runVal{at: whole, r: r}
+		} else {
+			delete(t.runVals, p.id.RunID)
+		}
 	case kindVerif:
 		old, existed := t.verifs.set(p.id.ID, whole)
 		t.setLive(old, existed, whole)
@@ -792,9 +827,10 @@ func (t *tracker) trim() {
 func (t *tracker) clone() *tracker {
 	c := *t
 	c.memo = nil // remember reuses its array
+	c.runVals = nil
 	c.single, c.meta = maps.Clone(t.single), maps.Clone(t.meta)
 	c.runs, c.verifs, c.tasks, c.arts = t.runs.clone(), t.verifs.clone(), t.tasks.clone(), t.arts.clone()
-	c.status = maps.Clone(t.status)
+	c.status, c.counts = maps.Clone(t.status), maps.Clone(t.counts)
 	// Messages are truncated in place (a truncation then an append
 	// overwrites the slots after it), so the copy must own its items; the
 	// other lists only grow or are replaced.

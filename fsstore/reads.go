@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/cairn-dev/cairn/internal/atomicfile"
 	"github.com/cairn-dev/cairn/internal/recordlog"
@@ -148,8 +149,9 @@ func headSingle[T any](fr frameReader, t *tracker, kind byte) (*T, error) {
 }
 
 // appendHeadItems appends to its the records Head returns; with skipMemos,
-// less those the last commit left decoded (tracker.memo), which Head does
-// not read.
+// less those the last commit left decoded (tracker.memo) and the runs
+// whose records are kept decoded (tracker.runVals), which Head does not
+// read.
 func appendHeadItems(its []item, t *tracker, skipMemos bool) []item {
 	add := func(it item) {
 		if skipMemos {
@@ -167,7 +169,13 @@ func appendHeadItems(its []item, t *tracker, skipMemos bool) []item {
 	for _, it := range t.meta {
 		add(it)
 	}
-	for _, k := range []*keyed[item]{&t.runs, &t.verifs, &t.tasks} {
+	for _, id := range t.runs.order {
+		it := t.runs.at[id]
+		if v, ok := t.runVals[id]; !skipMemos || !ok || v.at != it {
+			add(it)
+		}
+	}
+	for _, k := range []*keyed[item]{&t.verifs, &t.tasks} {
 		for _, id := range k.order {
 			add(k.at[id])
 		}
@@ -178,23 +186,43 @@ func appendHeadItems(its []item, t *tracker, skipMemos bool) []item {
 	return its
 }
 
-// decodeRuns appends t's runs to out, in order, from the memo of the last
-// commit or else from their records.
+// decodeRuns appends t's runs to out, in order, from those kept decoded
+// (tracker.runVals), the memo of the last commit, or else from their
+// records, which it then keeps decoded.
 func decodeRuns(fr frameReader, t *tracker, out *[]session.Run) error {
+	*out = slices.Grow(*out, len(t.runs.order))
+	var ends []time.Time // the end times given out, in one allocation
+	own := func(r session.Run) session.Run {
+		if r.EndedAt != nil {
+			if ends == nil {
+				ends = make([]time.Time, 0, len(t.runs.order))
+			}
+			ends = append(ends, *r.EndedAt)
+			r.EndedAt = &ends[len(ends)-1]
+		}
+		return r
+	}
 	for _, id := range t.runs.order {
 		it := t.runs.at[id]
+		if v, ok := t.runVals[id]; ok && v.at == it {
+			*out = append(*out, own(v.r))
+			continue
+		}
 		if m, ok := t.memoOf(it); ok {
-			r := m.(session.Run)
-			if r.EndedAt != nil {
-				e := *r.EndedAt
-				r.EndedAt = &e
-			}
-			*out = append(*out, r)
+			*out = append(*out, own(m.(session.Run)))
 			continue
 		}
 		var r session.Run
 		if err := fr.decodeFrame(it, &r); err != nil {
 			return err
+		}
+		if t.runVals != nil {
+			kept := r
+			if r.EndedAt != nil {
+				e := *r.EndedAt
+				kept.EndedAt = &e
+			}
+			t.runVals[id] = runVal{at: it, r: kept}
 		}
 		*out = append(*out, r)
 	}

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -734,11 +735,8 @@ func (sf *sessionFile) summaryLocked() session.Summary {
 		MessageCount: t.messages(), ArtifactCount: int64(len(t.arts.order)), TraceCount: int64(len(t.traces)),
 		Checkpoints: len(t.ckpts), SizeBytes: sf.size, LiveBytes: t.live,
 	}
-	for _, status := range t.status {
-		if sum.Runs == nil {
-			sum.Runs = map[string]int{}
-		}
-		sum.Runs[status]++
+	if len(t.counts) > 0 {
+		sum.Runs = maps.Clone(t.counts)
 	}
 	return sum
 }
