@@ -178,16 +178,35 @@ func (e *Engine) update(ctx context.Context, sid string, mayCreate bool,
 }
 
 // updateHead is the read-modify-write step of the run operations: build
-// gets the session's head (Store.Head: runs, checkpoints, runtime and the
-// rest of the snapshot without its messages, artifacts and traces) and its
-// summary, so checking a run costs what the session's runs cost, not its
-// content. The session must exist. See rmw.
+// gets the session's head and its summary, so checking a run costs what
+// the session's runs cost, not its content. The head holds at least the
+// session's id, generation, runs and loop checkpoints, which are all that
+// the run operations read: a store that can read just those (runHeader)
+// is asked for them, any other for its whole Store.Head (runtime, handoff
+// and the rest of the snapshot without its messages, artifacts and
+// traces). The session must exist. See rmw.
 func (e *Engine) updateHead(ctx context.Context, sid string,
 	build func(st *session.State, sum session.Summary) (*session.Change, error),
 	after func(res session.CommitResult) []api.Event,
 ) (session.CommitResult, bool, error) {
-	read := func() (*session.State, session.Summary, error) { return e.store.Head(ctx, sid) }
+	read := func() (*session.State, session.Summary, error) { return e.readRunHead(ctx, sid) }
 	return e.rmw(ctx, sid, false, read, build, after)
+}
+
+// runHeader is a store that reads the part of a session's head the run
+// operations use (fsstore): its id, generation, runs and loop checkpoints,
+// and its summary, and none of its other records.
+type runHeader interface {
+	RunHead(ctx context.Context, sessionID string) (*session.State, session.Summary, error)
+}
+
+// readRunHead reads session sid's head for a run operation: RunHead where the
+// store has it, else Head.
+func (e *Engine) readRunHead(ctx context.Context, sid string) (*session.State, session.Summary, error) {
+	if h, ok := e.store.(runHeader); ok {
+		return h.RunHead(ctx, sid)
+	}
+	return e.store.Head(ctx, sid)
 }
 
 // errStale, returned by a build function, means a second read it made

@@ -290,7 +290,7 @@ func (e *Engine) runHead(ctx context.Context, op, runID, hint string) (*session.
 	if err != nil {
 		return nil, nil, err
 	}
-	head, _, err := e.store.Head(ctx, sid)
+	head, _, err := e.readRunHead(ctx, sid)
 	if err != nil {
 		return nil, nil, wrapStore(op, err)
 	}

@@ -42,7 +42,7 @@ func TestHeadPrefetch(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer sf.mu.Unlock()
-			its := appendHeadItems(nil, sf.t, false)
+			its := appendHeadItems(nil, sf.t, false, false)
 			sortItems(its)
 			its = tc.pick(its)
 			want := make([]any, len(its))

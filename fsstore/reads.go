@@ -57,6 +57,20 @@ func (fr frameReader) decodeFrame(it item, v any) error {
 // Head returns the latest generation without messages, artifacts and
 // traces, reading only the records of the parts it returns.
 func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Summary, error) {
+	return s.head(id, false)
+}
+
+// RunHead is Head cut to what the run operations read: the session's
+// runs and loop checkpoints, its id and generation, and its summary. It
+// reads none of its other records (workspace, agent, handoff, runtime,
+// files, metadata, verifications, tasks), so a run operation costs what
+// the session's runs and checkpoints cost, not the rest of its head.
+func (s *Store) RunHead(ctx context.Context, id string) (*session.State, session.Summary, error) {
+	return s.head(id, true)
+}
+
+// head is Head, or RunHead when runsOnly.
+func (s *Store) head(id string, runsOnly bool) (*session.State, session.Summary, error) {
 	sf, fr, err := s.reading(id)
 	if err != nil {
 		return nil, session.Summary{}, err
@@ -64,47 +78,19 @@ func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Su
 	defer sf.mu.Unlock()
 	t := sf.t
 	var room [8]item
-	if fr, err = fr.prefetch(appendHeadItems(room[:0], t, true)); err != nil {
+	if fr, err = fr.prefetch(appendHeadItems(room[:0], t, true, runsOnly)); err != nil {
 		return nil, session.Summary{}, err
 	}
 	snap := &session.Snapshot{
 		SchemaVersion: session.SchemaVersion, SessionID: t.sessionID, Generation: t.gen,
 		CreatedAt: t.created, UpdatedAt: t.updated, Messages: []session.Value{},
 	}
-	if snap.Workspace, err = headSingle[session.Workspace](fr, t, kindWorkspace); err != nil {
-		return nil, session.Summary{}, err
-	}
-	if it, ok := t.single[kindAgent]; ok {
-		if err := fr.decodeFrame(it, &snap.Agent); err != nil {
+	if !runsOnly {
+		if err := headRest(fr, t, snap); err != nil {
 			return nil, session.Summary{}, err
 		}
-	}
-	if snap.Handoff, err = headSingle[session.Handoff](fr, t, kindHandoff); err != nil {
-		return nil, session.Summary{}, err
-	}
-	if snap.Runtime, err = headSingle[session.Runtime](fr, t, kindRuntime); err != nil {
-		return nil, session.Summary{}, err
-	}
-	if snap.Files, err = headSingle[session.ManifestRef](fr, t, kindFiles); err != nil {
-		return nil, session.Summary{}, err
-	}
-	for _, key := range sortedKeys(t.meta) {
-		var m metaRec
-		if err := fr.decodeFrame(t.meta[key], &m); err != nil {
-			return nil, session.Summary{}, err
-		}
-		if snap.Metadata == nil {
-			snap.Metadata = map[string]session.Value{}
-		}
-		snap.Metadata[m.Key] = m.Value
 	}
 	if err := decodeRuns(fr, t, &snap.Runs); err != nil {
-		return nil, session.Summary{}, err
-	}
-	if err := decodeKeyed(fr, &t.verifs, &snap.Verifications); err != nil {
-		return nil, session.Summary{}, err
-	}
-	if err := decodeKeyed(fr, &t.tasks, &snap.SubagentTasks); err != nil {
 		return nil, session.Summary{}, err
 	}
 	st := &session.State{Snapshot: snap}
@@ -130,6 +116,44 @@ func (s *Store) Head(ctx context.Context, id string) (*session.State, session.Su
 	return st, sf.summaryLocked(), nil
 }
 
+// headRest decodes into snap the parts of Head that RunHead leaves out:
+// the workspace, agent, handoff, runtime, files, metadata, verifications
+// and tasks.
+func headRest(fr frameReader, t *tracker, snap *session.Snapshot) error {
+	var err error
+	if snap.Workspace, err = headSingle[session.Workspace](fr, t, kindWorkspace); err != nil {
+		return err
+	}
+	if it, ok := t.single[kindAgent]; ok {
+		if err := fr.decodeFrame(it, &snap.Agent); err != nil {
+			return err
+		}
+	}
+	if snap.Handoff, err = headSingle[session.Handoff](fr, t, kindHandoff); err != nil {
+		return err
+	}
+	if snap.Runtime, err = headSingle[session.Runtime](fr, t, kindRuntime); err != nil {
+		return err
+	}
+	if snap.Files, err = headSingle[session.ManifestRef](fr, t, kindFiles); err != nil {
+		return err
+	}
+	for _, key := range sortedKeys(t.meta) {
+		var m metaRec
+		if err := fr.decodeFrame(t.meta[key], &m); err != nil {
+			return err
+		}
+		if snap.Metadata == nil {
+			snap.Metadata = map[string]session.Value{}
+		}
+		snap.Metadata[m.Key] = m.Value
+	}
+	if err := decodeKeyed(fr, &t.verifs, &snap.Verifications); err != nil {
+		return err
+	}
+	return decodeKeyed(fr, &t.tasks, &snap.SubagentTasks)
+}
+
 // headSingle returns the record of kind (one of t.single's) as Head
 // returns it: from the last commit's memo (only kindFiles has memos), else
 // decoded; nil when the session has none.
@@ -148,11 +172,11 @@ func headSingle[T any](fr frameReader, t *tracker, kind byte) (*T, error) {
 	return v, fr.decodeFrame(it, v)
 }
 
-// appendHeadItems appends to its the records Head returns; with skipMemos,
-// less those the last commit left decoded (tracker.memo) and the runs
-// whose records are kept decoded (tracker.runVals), which Head does not
-// read.
-func appendHeadItems(its []item, t *tracker, skipMemos bool) []item {
+// appendHeadItems appends to its the records Head returns (RunHead's when
+// runsOnly); with skipMemos, less those the last commit left decoded
+// (tracker.memo) and the runs whose records are kept decoded
+// (tracker.runVals), which Head does not read.
+func appendHeadItems(its []item, t *tracker, skipMemos, runsOnly bool) []item {
 	add := func(it item) {
 		if skipMemos {
 			if _, ok := t.memoOf(it); ok {
@@ -161,23 +185,25 @@ func appendHeadItems(its []item, t *tracker, skipMemos bool) []item {
 		}
 		its = append(its, it)
 	}
-	for _, k := range []byte{kindWorkspace, kindAgent, kindHandoff, kindRuntime, kindFiles} {
-		if it, ok := t.single[k]; ok {
+	if !runsOnly {
+		for _, k := range []byte{kindWorkspace, kindAgent, kindHandoff, kindRuntime, kindFiles} {
+			if it, ok := t.single[k]; ok {
+				add(it)
+			}
+		}
+		for _, it := range t.meta {
 			add(it)
 		}
-	}
-	for _, it := range t.meta {
-		add(it)
+		for _, k := range []*keyed[item]{&t.verifs, &t.tasks} {
+			for _, id := range k.order {
+				add(k.at[id])
+			}
+		}
 	}
 	for _, id := range t.runs.order {
 		it := t.runs.at[id]
 		if v, ok := t.runVals[id]; !skipMemos || !ok || v.at != it {
 			add(it)
-		}
-	}
-	for _, k := range []*keyed[item]{&t.verifs, &t.tasks} {
-		for _, id := range k.order {
-			add(k.at[id])
 		}
 	}
 	for _, l := range t.ckpts {

@@ -3,49 +3,14 @@ package fsstore
 import (
 	"context"
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/cairn-dev/cairn/internal/vfs"
+	"github.com/cairn-dev/cairn/internal/testkit"
 	"github.com/cairn-dev/cairn/session"
 )
-
-// readCountFS is vfs.OS counting the bytes its files read.
-type readCountFS struct {
-	vfs.FS
-	bytes *atomic.Int64
-}
-
-func (c readCountFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
-	f, err := c.FS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return readCountFile{f, c.bytes}, nil
-}
-
-type readCountFile struct {
-	vfs.File
-	bytes *atomic.Int64
-}
-
-func (f readCountFile) ReadAt(p []byte, off int64) (int, error) {
-	n, err := f.File.ReadAt(p, off)
-	f.bytes.Add(int64(n))
-	return n, err
-}
-
-func (f readCountFile) Dup(name string) (vfs.File, error) {
-	d, err := f.File.Dup(name)
-	if err != nil {
-		return nil, err
-	}
-	return readCountFile{d, f.bytes}, nil
-}
 
 // TestHeadReadsNoOldRuns checks that Head, which every run operation
 // (beginRun, checkpoint, completeRun, resumeRun) reads, does not read back
@@ -58,9 +23,10 @@ func (f readCountFile) Dup(name string) (vfs.File, error) {
 func TestHeadReadsNoOldRuns(t *testing.T) {
 	const runs = 300
 	dir := t.TempDir()
-	var read atomic.Int64
+	fs := testkit.NewReadCountFS()
+	read := fs.Bytes
 	open := func() *Store {
-		s, err := Open(dir, Options{FS: readCountFS{vfs.OS, &read}})
+		s, err := Open(dir, Options{FS: fs})
 		if err != nil {
 			t.Fatal(err)
 		}
