@@ -80,6 +80,41 @@ func userTime(tb testing.TB) time.Duration {
 // user CPU per turn, which is the Go side's besides system calls.
 func BenchmarkEmbeddedCheckpoint(b *testing.B) { benchEmbedded(b, "checkpoint", turnRequest) }
 
+// BenchmarkCheckpointAmongSessions is BenchmarkEmbeddedCheckpoint in a
+// workspace that also holds 0, 1,000 or 10,000 other sessions of one
+// message: what a run operation that names no session costs per session
+// of the store.
+func BenchmarkCheckpointAmongSessions(b *testing.B) {
+	for _, n := range []int{0, 1000, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			h, run := embeddedRun(b)
+			for i := range n {
+				if _, err := call(h, "save", fmt.Appendf(nil, `{"session_id":"other-%d","change":{"append_messages":[{"role":"user","content":"hi"}]}}`, i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			checkpoints(b, h, run)
+		})
+	}
+}
+
+// checkpoints times b.N agent turns checkpointed in run through handle h.
+func checkpoints(b *testing.B, h uint64, run string) {
+	reqs := make([][]byte, b.N)
+	for i := range reqs {
+		reqs[i] = turnRequest(run, i+1)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	u0 := userTime(b)
+	for i := range b.N {
+		if _, err := call(h, "checkpoint", reqs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((userTime(b)-u0).Nanoseconds())/1000/float64(b.N), "user-cpu-us/op")
+}
+
 // BenchmarkCheckpointAfterRuns is BenchmarkEmbeddedCheckpoint in a session
 // that has had 0, 100 or 1,000 runs before, each a turn and a checkpoint
 // then completed: what a run operation costs per run the session holds.
@@ -98,20 +133,7 @@ func BenchmarkCheckpointAfterRuns(b *testing.B) {
 					}
 				}
 			}
-			run := beginRun(b, h)
-			reqs := make([][]byte, b.N)
-			for i := range reqs {
-				reqs[i] = turnRequest(run, i+1)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			u0 := userTime(b)
-			for i := range b.N {
-				if _, err := call(h, "checkpoint", reqs[i]); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64((userTime(b)-u0).Nanoseconds())/1000/float64(b.N), "user-cpu-us/op")
+			checkpoints(b, h, beginRun(b, h))
 		})
 	}
 }

@@ -89,6 +89,8 @@ type Engine struct {
 	// runIDs serialises "is this run id free?" with the commit that takes
 	// it, across sessions. Lock order: runIDs before a session lock.
 	runIDs sync.Mutex
+	// homes remembers the session each live run was last committed in.
+	homes runHomes
 
 	events eventBus
 	leases leases

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/internal/checked"
@@ -50,6 +51,7 @@ func (e *Engine) BeginRun(ctx context.Context, req api.BeginRunRequest) (api.Beg
 	if err != nil {
 		return api.BeginRunResult{}, wrapStore("BeginRun", err)
 	}
+	e.homes.put(id, sid)
 	return api.BeginRunResult{RunID: id, Generation: res.Generation}, nil
 }
 
@@ -234,6 +236,7 @@ func (e *Engine) CompleteRun(ctx context.Context, req api.CompleteRunRequest) (a
 		e.leases.forget(key, err)
 		return api.CompleteRunResult{}, wrapStore("CompleteRun", err)
 	}
+	e.homes.forget(req.RunID)
 	if committed {
 		gen = res.Generation
 	}
@@ -414,6 +417,8 @@ func (e *Engine) ResumeRun(ctx context.Context, req api.ResumeRunRequest) (*api.
 		e.leases.forget(oldKey, err)
 		return nil, wrapStore("ResumeRun", err)
 	}
+	e.homes.forget(req.RunID)
+	e.homes.put(newID, sid)
 	if err := e.leases.acquire(ctx, session.LeaseKeyRun(newID), false); err != nil {
 		return nil, wrapStore("ResumeRun", err)
 	}
@@ -444,13 +449,28 @@ var errNotRunningHere = errors.New("engine: run is not running in the guessed se
 // it (the copies are never running), so when FindRun's answer does not
 // have the run running, the sessions with running runs are searched for the
 // one that does before settling for FindRun's answer.
+//
+// Before any of that, a run this engine committed in lately is looked for
+// in the session it was committed in (runHomes), as FindRun's answer is:
+// where it is running, it is running nowhere else (a run id is begun in
+// one session, and copies are never running), and that costs no look
+// through every session of the store. A session that no longer records
+// it (deleted, or replaced) sends the operation the long way.
 func (e *Engine) withRun(ctx context.Context, runID, hint string,
 	build func(st *session.State, run *session.Run) (*session.Change, error),
 	after func(sid string, res session.CommitResult) []api.Event,
 ) (session.CommitResult, bool, error) {
-	sid, guessed, err := e.locateRun(ctx, runID, hint)
-	if err != nil {
-		return session.CommitResult{}, false, err
+	var sid string
+	var guessed, remembered bool
+	var err error
+	if hint == "" {
+		sid, remembered = e.homes.get(runID)
+		guessed = remembered
+	}
+	if !remembered {
+		if sid, guessed, err = e.locateRun(ctx, runID, hint); err != nil {
+			return session.CommitResult{}, false, err
+		}
 	}
 	for {
 		res, ok, err := e.updateHead(ctx, sid, func(st *session.State, _ session.Summary) (*session.Change, error) {
@@ -463,7 +483,18 @@ func (e *Engine) withRun(ctx context.Context, runID, hint string,
 			}
 			return build(st, run)
 		}, func(res session.CommitResult) []api.Event { return after(sid, res) })
+		if remembered && isCode(err, session.CodeNotFound) {
+			e.homes.forget(runID)
+			remembered = false
+			if sid, guessed, err = e.locateRun(ctx, runID, hint); err != nil {
+				return session.CommitResult{}, false, err
+			}
+			continue
+		}
 		if !errors.Is(err, errNotRunningHere) {
+			if err == nil {
+				e.homes.put(runID, sid)
+			}
 			return res, ok, err
 		}
 		guessed = false
@@ -679,4 +710,36 @@ func cloneValue(v session.Value) session.Value {
 		return nil
 	}
 	return append(session.Value(nil), v...)
+}
+
+// runHomes maps the ids of the runs this engine committed in lately to
+// their sessions (see withRun). It holds at most maxRunHomes: when full,
+// it starts again empty. A run that ends is forgotten.
+type runHomes struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const maxRunHomes = 4096
+
+func (h *runHomes) get(run string) (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	sid, ok := h.m[run]
+	return sid, ok
+}
+
+func (h *runHomes) put(run, sid string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil || len(h.m) >= maxRunHomes {
+		h.m = make(map[string]string)
+	}
+	h.m[run] = sid
+}
+
+func (h *runHomes) forget(run string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, run)
 }
