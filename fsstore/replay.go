@@ -252,7 +252,7 @@ func encodeDelta(fb *frameBuf, c *session.Change) {
 		fb.add(kindRuntime, c.Runtime)
 	}
 	if c.Files != nil {
-		fb.add(kindFiles, c.Files)
+		fb.addFiles(c.Files)
 	}
 }
 

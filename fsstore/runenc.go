@@ -10,7 +10,8 @@ import (
 )
 
 // Every run checkpoint writes a run record and a checkpoint record beside
-// its messages: these are encoded by hand too, to exactly the bytes
+// its messages, and in a tracked workspace a manifest reference record:
+// these are encoded by hand too, to exactly the bytes
 // encMode gives them (a map of the fields that are not omitted, keyed by
 // their JSON names, in declaration order; times as RFC 3339 text with
 // nanoseconds, null when zero; floats as 64-bit floats), without
@@ -83,32 +84,51 @@ func (f *frameBuf) addCheckpoint(cp *session.LoopCheckpoint) {
 		buf = append(buf, cp.State...)
 	}
 	buf = cborTimeAppend(cborTextAppend(buf, "created_at"), cp.CreatedAt)
-	if m := cp.Files; m != nil {
-		buf = cborTextAppend(buf, "files")
-		n := uint64(0)
-		for _, set := range [...]bool{m.ID != "", m.Clock != "", m.Entries != 0, m.Inexact} {
-			if set {
-				n++
-			}
-		}
-		buf = cborHeadAppend(buf, 5, n)
-		if m.ID != "" {
-			buf = cborTextAppend(cborTextAppend(buf, "id"), m.ID)
-		}
-		if m.Clock != "" {
-			buf = cborTextAppend(cborTextAppend(buf, "clock"), m.Clock)
-		}
-		if m.Entries != 0 {
-			buf = cborIntAppend(cborTextAppend(buf, "entries"), m.Entries)
-		}
-		if m.Inexact {
-			buf = append(cborTextAppend(buf, "inexact"), 0xf5)
-		}
+	if cp.Files != nil {
+		buf = cborManifestAppend(cborTextAppend(buf, "files"), cp.Files)
 	}
 	f.buf = buf
 	recordlog.Seal(f.buf, start, kindCheckpoint)
 	f.recs++
 	f.indexed(kindCheckpoint, cp, start)
+}
+
+// addFiles adds the workspace manifest reference record of m (kindFiles),
+// which a commit in a tracked workspace writes.
+func (f *frameBuf) addFiles(m *session.ManifestRef) {
+	if f.err != nil {
+		return
+	}
+	buf, start := recordlog.Reserve(f.buf)
+	f.buf = cborManifestAppend(buf, m)
+	recordlog.Seal(f.buf, start, kindFiles)
+	f.recs++
+	f.indexed(kindFiles, m, start)
+}
+
+// cborManifestAppend appends m as encMode encodes a session.ManifestRef:
+// every field is omitted when empty.
+func cborManifestAppend(b []byte, m *session.ManifestRef) []byte {
+	n := uint64(0)
+	for _, set := range [...]bool{m.ID != "", m.Clock != "", m.Entries != 0, m.Inexact} {
+		if set {
+			n++
+		}
+	}
+	b = cborHeadAppend(b, 5, n)
+	if m.ID != "" {
+		b = cborTextAppend(cborTextAppend(b, "id"), m.ID)
+	}
+	if m.Clock != "" {
+		b = cborTextAppend(cborTextAppend(b, "clock"), m.Clock)
+	}
+	if m.Entries != 0 {
+		b = cborIntAppend(cborTextAppend(b, "entries"), m.Entries)
+	}
+	if m.Inexact {
+		b = append(cborTextAppend(b, "inexact"), 0xf5)
+	}
+	return b
 }
 
 // cborUsageAppend appends u as encMode encodes a session.Usage.

@@ -106,9 +106,22 @@ func TestCheckpointRecordEncoding(t *testing.T) {
 			cp.State = session.Value(edgeText("state").Draw(rt, "state_text"))
 		}
 		if rapid.Bool().Draw(rt, "files") {
-			cp.Files = &session.ManifestRef{ID: edgeText("id").Draw(rt, "id"), Clock: edgeText("clock").Draw(rt, "clock"),
-				Entries: edgeInt("entries").Draw(rt, "entries"), Inexact: rapid.Bool().Draw(rt, "inexact")}
+			cp.Files = drawManifest(rt)
 		}
 		sameRecord(rt, kindCheckpoint, &cp, func(fb *frameBuf) { fb.addCheckpoint(&cp) })
 	})
+}
+
+// TestFilesRecordEncoding is TestRunRecordEncoding for addFiles and a
+// session.ManifestRef.
+func TestFilesRecordEncoding(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		m := drawManifest(rt)
+		sameRecord(rt, kindFiles, m, func(fb *frameBuf) { fb.addFiles(m) })
+	})
+}
+
+func drawManifest(rt *rapid.T) *session.ManifestRef {
+	return &session.ManifestRef{ID: edgeText("id").Draw(rt, "id"), Clock: edgeText("clock").Draw(rt, "clock"),
+		Entries: edgeInt("entries").Draw(rt, "entries"), Inexact: rapid.Bool().Draw(rt, "inexact")}
 }
