@@ -93,26 +93,9 @@ func BenchmarkCheckpointAmongSessions(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			checkpoints(b, h, run)
+			benchCalls(b, h, run, "checkpoint", turnRequest)
 		})
 	}
-}
-
-// checkpoints times b.N agent turns checkpointed in run through handle h.
-func checkpoints(b *testing.B, h uint64, run string) {
-	reqs := make([][]byte, b.N)
-	for i := range reqs {
-		reqs[i] = turnRequest(run, i+1)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	u0 := userTime(b)
-	for i := range b.N {
-		if _, err := call(h, "checkpoint", reqs[i]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64((userTime(b)-u0).Nanoseconds())/1000/float64(b.N), "user-cpu-us/op")
 }
 
 // BenchmarkCheckpointAfterRuns is BenchmarkEmbeddedCheckpoint in a session
@@ -133,7 +116,7 @@ func BenchmarkCheckpointAfterRuns(b *testing.B) {
 					}
 				}
 			}
-			checkpoints(b, h, beginRun(b, h))
+			benchCalls(b, h, beginRun(b, h), "checkpoint", turnRequest)
 		})
 	}
 }
@@ -149,6 +132,11 @@ func BenchmarkEmbeddedPut(b *testing.B) {
 // (from 1) with req(run, i), and reports the user CPU per call.
 func benchEmbedded(b *testing.B, method string, req func(run string, i int) []byte) {
 	h, run := embeddedRun(b)
+	benchCalls(b, h, run, method, req)
+}
+
+// benchCalls is benchEmbedded on handle h and run run.
+func benchCalls(b *testing.B, h uint64, run, method string, req func(run string, i int) []byte) {
 	reqs := make([][]byte, b.N)
 	for i := range reqs {
 		reqs[i] = req(run, i+1)

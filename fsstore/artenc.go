@@ -61,10 +61,7 @@ func (f *frameBuf) addArtifactHeader(a *session.Artifact) {
 		buf = cborHeadAppend(buf, 2, uint64(len(a.Metadata)))
 		buf = append(buf, a.Metadata...)
 	}
-	f.buf = buf
-	recordlog.Seal(f.buf, start, kindArtifact)
-	f.recs++
-	f.indexed(kindArtifact, a, start)
+	f.sealed(buf, start, kindArtifact, a)
 }
 
 // cborHeadAppend appends the shortest head of an item of major type major

@@ -49,10 +49,7 @@ func (f *frameBuf) addRun(r *session.Run) {
 	}
 	buf = cborUsageAppend(cborTextAppend(buf, "usage"), &r.Usage)
 	buf = cborIntAppend(cborTextAppend(buf, "tool_calls_count"), r.ToolCallsCount)
-	f.buf = buf
-	recordlog.Seal(f.buf, start, kindRun)
-	f.recs++
-	f.indexed(kindRun, r, start)
+	f.sealed(buf, start, kindRun, r)
 }
 
 // addCheckpoint adds the checkpoint record of cp (kindCheckpoint).
@@ -87,10 +84,7 @@ func (f *frameBuf) addCheckpoint(cp *session.LoopCheckpoint) {
 	if cp.Files != nil {
 		buf = cborManifestAppend(cborTextAppend(buf, "files"), cp.Files)
 	}
-	f.buf = buf
-	recordlog.Seal(f.buf, start, kindCheckpoint)
-	f.recs++
-	f.indexed(kindCheckpoint, cp, start)
+	f.sealed(buf, start, kindCheckpoint, cp)
 }
 
 // addFiles adds the workspace manifest reference record of m (kindFiles),
@@ -100,10 +94,16 @@ func (f *frameBuf) addFiles(m *session.ManifestRef) {
 		return
 	}
 	buf, start := recordlog.Reserve(f.buf)
-	f.buf = cborManifestAppend(buf, m)
-	recordlog.Seal(f.buf, start, kindFiles)
+	f.sealed(cborManifestAppend(buf, m), start, kindFiles, m)
+}
+
+// sealed frames the record of kind that buf holds from start (after
+// recordlog.Reserve), as f's buffer, and indexes v, its value.
+func (f *frameBuf) sealed(buf []byte, start int, kind byte, v any) {
+	f.buf = buf
+	recordlog.Seal(f.buf, start, kind)
 	f.recs++
-	f.indexed(kindFiles, m, start)
+	f.indexed(kind, v, start)
 }
 
 // cborManifestAppend appends m as encMode encodes a session.ManifestRef:
