@@ -31,13 +31,9 @@ func (f *frameBuf) addArtifactHeader(a *session.Artifact) {
 	}
 	buf = cborHeadAppend(buf, 5, uint64(n))
 	text := func(key, v string, omit bool) {
-		if omit && v == "" {
-			return
+		if !omit || v != "" {
+			buf = cborTextAppend(cborTextAppend(buf, key), v)
 		}
-		buf = cborHeadAppend(buf, 3, uint64(len(key)))
-		buf = append(buf, key...)
-		buf = cborHeadAppend(buf, 3, uint64(len(v)))
-		buf = append(buf, v...)
 	}
 	text("id", a.ID, false)
 	text("kind", a.Kind, true)
@@ -46,19 +42,11 @@ func (f *frameBuf) addArtifactHeader(a *session.Artifact) {
 	text("run_id", a.RunID, true)
 	text("sha256", a.SHA256, true)
 	if a.Size != 0 {
-		buf = cborHeadAppend(buf, 3, 4)
-		buf = append(buf, "size"...)
-		if a.Size > 0 {
-			buf = cborHeadAppend(buf, 0, uint64(a.Size))
-		} else {
-			buf = cborHeadAppend(buf, 1, uint64(-(a.Size + 1)))
-		}
+		buf = cborIntAppend(cborTextAppend(buf, "size"), a.Size)
 	}
 	text("path", a.Path, true)
 	if len(a.Metadata) > 0 {
-		buf = cborHeadAppend(buf, 3, 8)
-		buf = append(buf, "metadata"...)
-		buf = cborHeadAppend(buf, 2, uint64(len(a.Metadata)))
+		buf = cborHeadAppend(cborTextAppend(buf, "metadata"), 2, uint64(len(a.Metadata)))
 		buf = append(buf, a.Metadata...)
 	}
 	f.sealed(buf, start, kindArtifact, a)

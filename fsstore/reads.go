@@ -213,8 +213,8 @@ func appendHeadItems(its []item, t *tracker, skipMemos, runsOnly bool) []item {
 }
 
 // decodeRuns appends t's runs to out, in order, from those kept decoded
-// (tracker.runVals), the memo of the last commit, or else from their
-// records, which it then keeps decoded.
+// (tracker.runVals, which holds the runs of the last commit's memo too),
+// or else from their records, which it then keeps decoded.
 func decodeRuns(fr frameReader, t *tracker, out *[]session.Run) error {
 	*out = slices.Grow(*out, len(t.runs.order))
 	var ends []time.Time // the end times given out, in one allocation
@@ -232,10 +232,6 @@ func decodeRuns(fr frameReader, t *tracker, out *[]session.Run) error {
 		it := t.runs.at[id]
 		if v, ok := t.runVals[id]; ok && v.at == it {
 			*out = append(*out, own(v.r))
-			continue
-		}
-		if m, ok := t.memoOf(it); ok {
-			*out = append(*out, own(m.(session.Run)))
 			continue
 		}
 		var r session.Run
