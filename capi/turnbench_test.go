@@ -87,15 +87,34 @@ func BenchmarkEmbeddedCheckpoint(b *testing.B) { benchEmbedded(b, "checkpoint", 
 func BenchmarkCheckpointAmongSessions(b *testing.B) {
 	for _, n := range []int{0, 1000, 10000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			h, run := embeddedRun(b)
-			for i := range n {
-				if _, err := call(h, "save", fmt.Appendf(nil, `{"session_id":"other-%d","change":{"append_messages":[{"role":"user","content":"hi"}]}}`, i)); err != nil {
-					b.Fatal(err)
-				}
-			}
-			benchCalls(b, h, run, "checkpoint", turnRequest)
+			h := embeddedAmong(b, n)
+			benchCalls(b, h, beginRun(b, h), "checkpoint", turnRequest)
 		})
 	}
+}
+
+// BenchmarkBeginRunAmongSessions is a beginRun in session "agent" of a
+// workspace that also holds 0, 1,000 or 10,000 other sessions of one
+// message: what checking that the new run id is unused costs.
+func BenchmarkBeginRunAmongSessions(b *testing.B) {
+	for _, n := range []int{0, 1000, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			h := embeddedAmong(b, n)
+			benchCalls(b, h, "", "beginRun", func(string, int) []byte { return []byte(`{"session_id":"agent"}`) })
+		})
+	}
+}
+
+// embeddedAmong is embeddedRun's handle in a workspace that also holds n
+// other sessions of one message.
+func embeddedAmong(b *testing.B, n int) uint64 {
+	h, _ := embeddedRun(b)
+	for i := range n {
+		if _, err := call(h, "save", fmt.Appendf(nil, `{"session_id":"other-%d","change":{"append_messages":[{"role":"user","content":"hi"}]}}`, i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return h
 }
 
 // BenchmarkCheckpointAfterRuns is BenchmarkEmbeddedCheckpoint in a session

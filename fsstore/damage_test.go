@@ -223,6 +223,11 @@ func checkCorruptSession(t *testing.T, dir, log string, damaged []byte, good, ke
 		}
 		return
 	}
+	// The run the repaired log holds is found again (the lookup above
+	// found it in no served session).
+	if sid, err := s.FindRun(bg, "run"); err != nil || sid != "k" {
+		t.Fatalf("find run after repair: %q, %v", sid, err)
+	}
 	res, err := s.Commit(bg, "k", &session.Change{
 		AppendMessages: []session.Value{message(int(keep) + 1)},
 		UpsertRuns:     []session.Run{{RunID: "run", Status: session.RunRunning, ToolCallsCount: int64(keep) + 1}},
@@ -411,6 +416,9 @@ func TestVerifyFindsDamageSinceOpen(t *testing.T) {
 	if rep, err := s.Verify(bg); err != nil || !rep.OK || rep.Sessions != 2 {
 		t.Fatalf("verify of a healthy store: %v %+v", err, rep)
 	}
+	if sid, err := s.FindRun(bg, "run"); err != nil || sid != "k" {
+		t.Fatalf("find run: %q, %v", sid, err)
+	}
 	log := filepath.Join(dir, ".cairn", "sessions", "s-k.log")
 	data, err := os.ReadFile(log)
 	if err != nil {
@@ -425,6 +433,15 @@ func TestVerifyFindsDamageSinceOpen(t *testing.T) {
 	}
 	if _, err := s.Load(bg, "k", 0); session.CodeOf(err) != session.CodeCorrupt {
 		t.Fatalf("load of the rotten session: %v, want corrupt", err)
+	}
+	for what, err := range map[string]error{
+		"find run":           second(s.FindRun(bg, "run")),
+		"checkpoint session": second(s.CheckpointSession(bg, "run")),
+		"checkpoint":         second(s.Checkpoint(bg, "run")),
+	} {
+		if session.CodeOf(err) != session.CodeCorrupt {
+			t.Fatalf("%s of the rotten session: %v, want corrupt", what, err)
+		}
 	}
 	must(t, second(s.Commit(bg, "other", &session.Change{AppendMessages: []session.Value{message(2)}}, session.CommitOptions{})))
 	done, err := s.Repair(bg, session.RepairRequest{SessionID: "k", Apply: true})

@@ -121,6 +121,13 @@
 // record once written or read (tracker.runVals): Head answers them from
 // there rather than from the log.
 //
+// The store also keeps which session records each run id (runindex.go),
+// built by one look through every session on the first lookup and kept by
+// the commits, so FindRun, CheckpointSession and Checkpoint look at one
+// session; only an id's absence is trusted, and any doubt (a stale guess,
+// an id two sessions record, a scan a heal, repair or copy raced) means a
+// look through every session, as before.
+//
 // Every file operation goes through Options.FS (internal/vfs), the writer's
 // LOCK excepted. The power-cut tests (powercut_test.go) run a workload on
 // internal/vfs/crashfs, which models what a power cut keeps, cut the power

@@ -61,6 +61,7 @@ func (s *Store) healLog(sf *sessionFile) error {
 	}
 	t.trim()
 	sf.t = t
+	s.runs.drop()
 	return nil
 }
 

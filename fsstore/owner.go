@@ -15,13 +15,17 @@ func (s *Store) CheckpointSession(ctx context.Context, runID string) (string, er
 		return "", err
 	}
 	var sid string
-	err := s.eachSession(func(sf *sessionFile) bool {
+	has := func(sf *sessionFile) bool {
 		if sf.t.ckpts[runID] != nil {
 			sid = sf.t.sessionID
 			return true
 		}
 		return false
-	})
+	}
+	known, err := s.lookupRun(runID, func(sf *sessionFile) { has(sf) })
+	if err == nil && !known {
+		err = s.eachSession(has)
+	}
 	if err == nil && sid == "" {
 		err = s.sickRun(runID)
 	}

@@ -554,6 +554,7 @@ func (s *Store) copyLocked(df *sessionFile, dst string, fr frameReader, snap *tr
 		return session.CommitResult{}, err
 	}
 	df.size, df.t = size, next
+	s.runs.drop()
 	s.commits.Add(1)
 	s.bytesWritten.Add(size)
 	return session.CommitResult{Generation: 1, MessageCount: next.messages(), BytesWritten: size}, nil

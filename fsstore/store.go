@@ -132,6 +132,9 @@ type Store struct {
 	lru     list.List
 	maxOpen int
 
+	// runs names the session that records each run id (runindex.go).
+	runs runIndex
+
 	// slack counts the zeros written ahead of the session logs' ends
 	// (recordlog.File.CountSlack), within opts.PreallocBytes.
 	slack atomic.Int64
@@ -489,7 +492,9 @@ func (s *Store) sickSession(name, path string, t *tracker, state string, err err
 		sk.size = fi.Size()
 	}
 	s.unreadable[name] = err
-	s.sessions[id] = &sessionFile{name: name, path: path, t: t, sick: sk}
+	sf := &sessionFile{name: name, path: path, t: t, sick: sk}
+	s.sessions[id] = sf
+	s.runs.stopped(sf)
 	return sk
 }
 
@@ -672,6 +677,7 @@ func (s *Store) commitLocked(sf *sessionFile, id string, c *session.Change, opts
 		return session.CommitResult{}, session.Wrap(session.CodeInternal, sf.broken, "fsstore.Commit")
 	}
 	sf.t.remember(fb.index, base)
+	s.runs.added(sf, fb.index)
 	written := int64(len(fb.buf)) // the commit, plus the magic of a new file
 	s.commits.Add(1)
 	s.bytesWritten.Add(written)
@@ -814,14 +820,16 @@ func (s *Store) FindRun(ctx context.Context, runID string) (string, error) {
 		return "", err
 	}
 	var found string
-	err := s.eachSession(func(sf *sessionFile) bool {
-		_, inRuns := sf.t.status[runID]
-		if inRuns || sf.t.ckpts[runID] != nil {
-			found = sf.t.sessionID
-			return true
-		}
-		return false
-	})
+	known, err := s.lookupRun(runID, func(sf *sessionFile) { found = sf.t.sessionID })
+	if err == nil && !known {
+		err = s.eachSession(func(sf *sessionFile) bool {
+			if records(sf.t, runID) {
+				found = sf.t.sessionID
+				return true
+			}
+			return false
+		})
+	}
 	if err == nil && found == "" {
 		err = s.sickRun(runID)
 	}
@@ -835,11 +843,7 @@ func (s *Store) FindRun(ctx context.Context, runID string) (string, error) {
 // session the store does not serve that names it, else nil: such a run
 // is not unknown, only unreadable.
 func (s *Store) sickRun(runID string) error {
-	all, err := s.allSessions()
-	if err != nil {
-		return err
-	}
-	for _, sf := range all {
+	for _, sf := range s.runs.sickFiles() {
 		sf.mu.Lock()
 		var found error
 		if sf.sick != nil && !sf.gone {
@@ -863,13 +867,17 @@ func (s *Store) Checkpoint(ctx context.Context, runID string) (*session.LoopChec
 	}
 	var cp *session.LoopCheckpoint
 	var rerr error
-	err := s.eachSession(func(sf *sessionFile) bool {
+	read := func(sf *sessionFile) bool {
 		if sf.t.ckpts[runID] != nil {
 			cp, rerr = s.readCheckpoint(sf, runID)
 			return true
 		}
 		return false
-	})
+	}
+	known, err := s.lookupRun(runID, func(sf *sessionFile) { read(sf) })
+	if err == nil && !known {
+		err = s.eachSession(read)
+	}
 	if err == nil {
 		err = rerr
 	}
@@ -921,6 +929,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return session.Wrap(session.CodeInternal, err, "fsstore.Delete: sync dir")
 	}
 	sf.gone = true
+	s.runs.forget(sf)
 	s.closeLog(sf)
 	s.removeIdxLocked(sf)
 	delete(s.sessions, id)
@@ -949,6 +958,7 @@ func (s *Store) deleteSickLocked(sf *sessionFile, id string) error {
 	}
 	s.log.Warn("deleted a session that was not served; its log is kept in quarantine", "session", id, "to", dst)
 	sf.gone = true
+	s.runs.forget(sf)
 	delete(s.sessions, id)
 	delete(s.unreadable, sf.name)
 	if err := s.deleteOwnedLocked(id); err != nil {

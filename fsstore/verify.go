@@ -92,6 +92,7 @@ func (s *Store) verifySession(sf *sessionFile, rep *session.VerifyReport) *sessi
 		// replaced it since.
 		if fi, serr := s.fs.Lstat(path); serr == nil && !sf.gone && sf.sick == nil && sameFile(r, fi) {
 			sf.sick = &sickness{id: id, state: StateCorrupt, err: err, at: at, size: size}
+			s.runs.stopped(sf)
 			s.unreadable[sf.name] = err
 			s.log.Error("session log found damaged; it is no longer served", "path", path, "error", err)
 		}
@@ -311,6 +312,7 @@ func (s *Store) repairSession(id string, apply bool) (*session.RepairReport, err
 		sf.gone = true
 		delete(s.sessions, id)
 		delete(s.unreadable, name)
+		s.runs.drop()
 		rep.Applied, rep.Quarantine = true, q
 		return rep, nil
 	}
@@ -321,6 +323,7 @@ func (s *Store) repairSession(id string, apply bool) (*session.RepairReport, err
 	sf.gone = true
 	delete(s.sessions, id)
 	delete(s.unreadable, name)
+	s.runs.drop()
 	nt.trim()
 	s.sessions[nt.sessionID] = &sessionFile{name: name, path: sf.path, size: rep.KeptBytes, t: nt}
 	s.log.Warn("repaired session log", "path", sf.path, "generation", nt.gen, "quarantine", q)

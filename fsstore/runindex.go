@@ -1,0 +1,186 @@
+package fsstore
+
+import "sync"
+
+// runIndex names, for each run id the served sessions record (a run record
+// or a checkpoint line), the session that records it, so that FindRun,
+// CheckpointSession and Checkpoint look at one session instead of locking
+// and looking through every one: a beginRun checks that its new id is
+// unused, and would otherwise cost what the whole workspace holds.
+//
+// Only the absence of an id is trusted, and only while the index is whole:
+// every served session's runs are then in it. A session it names is a
+// guess, checked under that session's lock; a guess that no longer holds
+// (the session deleted, replaced or no longer served, the run dropped)
+// sends the lookup to the scan of every session, which answers as before.
+//
+// It is built by one scan on the first lookup after Open, then kept whole
+// by the commits, which add the runs and checkpoints they write (run ids
+// only ever enter a session through a commit's records). Anything else
+// that may bring runs into a served session (a heal or a repair that reads
+// a log back, a copy) drops it, and the next lookup scans again. A delete
+// removes the deleted session's entries. A compaction keeps it: it
+// rewrites the records a session holds, and adds none. Entries of runs a
+// session no longer records (a replace, a dropped checkpoint) stay until
+// the next drop: each is at most one per run a commit wrote.
+//
+// mu is a leaf lock, taken under a session's lock and under s.mu.
+type runIndex struct {
+	mu    sync.Mutex
+	whole bool
+	epoch uint64                  // counts the drops, so a scan that raced one is not trusted
+	of    map[string]*sessionFile // nil value: two sessions record the run; scan
+	// sick holds every session that has stopped being served (a superset:
+	// one served again later stays here), so the lookup of a run no served
+	// session records asks only them whether they name it (sickRun).
+	sick []*sessionFile
+}
+
+// add records that sf, whose lock the caller holds, records run.
+func (x *runIndex) add(sf *sessionFile, run string) {
+	if old, ok := x.of[run]; ok && old != sf {
+		x.of[run] = nil // another session named it (or did): ambiguous
+		return
+	}
+	x.of[run] = sf
+}
+
+// added records the runs and checkpoints of a commit of sf, whose lock the
+// caller holds.
+func (x *runIndex) added(sf *sessionFile, ps []parsed) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.of == nil {
+		x.of = map[string]*sessionFile{}
+	}
+	for i := range ps {
+		switch p := &ps[i]; p.kind {
+		case kindRun:
+			x.add(sf, p.id.RunID)
+		case kindCheckpoint:
+			x.add(sf, p.cp.RunID)
+		}
+	}
+}
+
+// forget removes the entries that name sf, whose lock the caller holds,
+// as it is deleted.
+func (x *runIndex) forget(sf *sessionFile) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for run := range sf.t.status {
+		if x.of[run] == sf {
+			delete(x.of, run)
+		}
+	}
+	for run := range sf.t.ckpts {
+		if x.of[run] == sf {
+			delete(x.of, run)
+		}
+	}
+}
+
+// drop forgets the index: the next lookup builds it again.
+func (x *runIndex) drop() {
+	x.mu.Lock()
+	x.whole, x.of = false, nil
+	x.epoch++
+	x.mu.Unlock()
+}
+
+// stopped records that sf is no longer served.
+func (x *runIndex) stopped(sf *sessionFile) {
+	x.mu.Lock()
+	x.sick = append(x.sick, sf)
+	x.mu.Unlock()
+}
+
+// sickFiles returns the sessions that are or were not served.
+func (x *runIndex) sickFiles() []*sessionFile {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.sick[:len(x.sick):len(x.sick)]
+}
+
+// guess returns the session the index names for run and whether the
+// index is whole; found is false when it names none.
+func (x *runIndex) guess(run string) (sf *sessionFile, found, whole bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	sf, found = x.of[run]
+	return sf, found, x.whole
+}
+
+// build makes the index whole from one scan of every served session,
+// unless a drop raced the scan (then the next lookup scans again). The
+// commits during the scan add their runs to the same map.
+func (s *Store) buildRuns() error {
+	x := &s.runs
+	x.mu.Lock()
+	if x.whole {
+		x.mu.Unlock()
+		return nil
+	}
+	if x.of == nil {
+		x.of = map[string]*sessionFile{}
+	}
+	epoch := x.epoch
+	x.mu.Unlock()
+	err := s.eachSession(func(sf *sessionFile) bool {
+		x.mu.Lock()
+		if x.epoch == epoch {
+			for run := range sf.t.status {
+				x.add(sf, run)
+			}
+			for run := range sf.t.ckpts {
+				x.add(sf, run)
+			}
+		}
+		x.mu.Unlock()
+		return false
+	})
+	if err != nil {
+		return err
+	}
+	x.mu.Lock()
+	x.whole = x.epoch == epoch
+	x.mu.Unlock()
+	return nil
+}
+
+// lookupRun calls fn, with the session locked, on the one served session
+// that records run (a run record or a checkpoint line), when the index
+// knows it. It returns true when the index answered: fn was called, or no
+// served session records run (fn is not called). On false the caller
+// scans every session (eachSession).
+func (s *Store) lookupRun(run string, fn func(sf *sessionFile)) (bool, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return false, errClosed
+	}
+	if err := s.buildRuns(); err != nil {
+		return false, err
+	}
+	sf, found, whole := s.runs.guess(run)
+	switch {
+	case !whole || found && sf == nil:
+		return false, nil
+	case !found:
+		return true, nil
+	}
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	if sf.gone || sf.sick != nil || sf.t.gen == 0 || !records(sf.t, run) {
+		return false, nil
+	}
+	fn(sf)
+	return true, nil
+}
+
+// records reports whether t has a run record or a checkpoint line of run.
+func records(t *tracker, run string) bool {
+	_, ok := t.status[run]
+	return ok || t.ckpts[run] != nil
+}
