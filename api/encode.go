@@ -20,6 +20,10 @@ import (
 // JSONSize bounds the length of what AppendJSON appends, so a caller can
 // encode into a buffer of its own (the C API: straight into the C memory
 // it answers with) without it growing.
+//
+// AppendJSON returns nil for a result that holds a value encoding/json
+// refuses (a NaN or infinite float): the caller then encodes it with
+// encoding/json, which reports the error.
 type JSONAppender interface {
 	AppendJSON(b []byte) []byte
 	JSONSize() int

@@ -183,7 +183,9 @@ func call(h uint64, method string, req []byte) ([]byte, error) {
 // does a checkpoint's answer, without encoding/json's reflection.
 func encodeResult(res any) ([]byte, error) {
 	if a, ok := res.(api.JSONAppender); ok {
-		return a.AppendJSON(nil), nil
+		if b := a.AppendJSON(nil); b != nil {
+			return b, nil
+		}
 	}
 	return json.Marshal(res)
 }
@@ -238,8 +240,9 @@ func encodeResultInto(res any, buf []byte) (int, bool) {
 			return 0, false
 		}
 		b := a.AppendJSON(buf[:0])
-		// Outgrown (JSONSize was wrong): append moved it to Go's heap.
-		return len(b), unsafe.SliceData(b) == unsafe.SliceData(buf)
+		// nil: encodeResultC has encoding/json report why. Outgrown
+		// (JSONSize was wrong): append moved it to Go's heap.
+		return len(b), b != nil && unsafe.SliceData(b) == unsafe.SliceData(buf)
 	}
 	b, err := json.Marshal(res)
 	if err != nil || len(b) > len(buf) {
@@ -254,23 +257,27 @@ func encodeResultInto(res any, buf []byte) (int, bool) {
 // copied once, from the store's buffers, not a second time out of Go's
 // heap.
 func encodeResultC(res any) (unsafe.Pointer, int, error) {
-	a, ok := res.(api.JSONAppender)
-	if !ok {
-		b, err := json.Marshal(res)
-		if err != nil {
-			return nil, 0, err
+	if a, ok := res.(api.JSONAppender); ok {
+		size := a.JSONSize()
+		p := C.malloc(C.size_t(max(size, 1)))
+		b := a.AppendJSON(unsafe.Slice((*byte)(p), size)[:0])
+		switch {
+		case b == nil:
+			// A value only encoding/json can speak to: it says why below.
+			C.free(p)
+		case unsafe.SliceData(b) != (*byte)(p):
+			// Outgrown (JSONSize was wrong): append moved it to Go's heap.
+			C.free(p)
+			return C.CBytes(b), len(b), nil
+		default:
+			return p, len(b), nil
 		}
-		return C.CBytes(b), len(b), nil
 	}
-	size := a.JSONSize()
-	p := C.malloc(C.size_t(max(size, 1)))
-	b := a.AppendJSON(unsafe.Slice((*byte)(p), size)[:0])
-	if unsafe.SliceData(b) != (*byte)(p) {
-		// Outgrown (JSONSize was wrong): append moved it to Go's heap.
-		C.free(p)
-		return C.CBytes(b), len(b), nil
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, 0, err
 	}
-	return p, len(b), nil
+	return C.CBytes(b), len(b), nil
 }
 
 // setResultC stores a call's outcome, its result already in C memory, in

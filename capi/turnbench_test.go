@@ -266,3 +266,18 @@ func TestEmbeddedCallAllocations(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEmbeddedResumeRun is a resumeRun of a run with 100 turns behind
+// its checkpoint (200 messages, about 800 KB), asked again with the same
+// new run id, which writes nothing and answers the same: what reading the
+// messages up to the boundary and encoding the answer cost.
+func BenchmarkEmbeddedResumeRun(b *testing.B) {
+	h, run := embeddedRun(b)
+	for i := 1; i <= 100; i++ {
+		if _, err := call(h, "checkpoint", turnRequest(run, i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	req := fmt.Appendf(nil, `{"run_id":%q,"new_run_id":"resumed"}`, run)
+	benchCalls(b, h, run, "resumeRun", func(string, int) []byte { return req })
+}
