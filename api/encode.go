@@ -69,14 +69,22 @@ func (r MessagesResult) AppendJSON(b []byte) []byte {
 	b = strconv.AppendBool(b, r.More)
 	// A nil list is [] here, where encoding/json would write null: the
 	// schema's lists are never null.
-	b = append(b, `,"messages":[`...)
-	for i, m := range r.Messages {
+	b = append(b, `,"messages":`...)
+	b = appendArray(b, r.Messages, appendValue)
+	return append(b, '}')
+}
+
+// appendArray appends items as a JSON array, each appended by add (a nil
+// list is [], where encoding/json writes null).
+func appendArray[T any](b []byte, items []T, add func([]byte, T) []byte) []byte {
+	b = append(b, '[')
+	for i, it := range items {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendValue(b, m)
+		b = add(b, it)
 	}
-	return append(b, "]}"...)
+	return append(b, ']')
 }
 
 // grow returns b with room for n bytes in all.

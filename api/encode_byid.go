@@ -25,14 +25,9 @@ func (r ArtifactsByIDResult) AppendJSON(b []byte) []byte {
 	b = appendString(b, r.SessionID)
 	b = append(b, `,"generation":`...)
 	b = strconv.AppendUint(b, r.Generation, 10)
-	b = append(b, `,"artifacts":[`...)
-	for i, a := range r.Artifacts {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendArtifact(b, a)
-	}
-	b = append(b, `],"next":`...)
+	b = append(b, `,"artifacts":`...)
+	b = appendArray(b, r.Artifacts, appendArtifact)
+	b = append(b, `,"next":`...)
 	b = strconv.AppendInt(b, r.Next, 10)
 	return append(b, '}')
 }

@@ -37,14 +37,9 @@ func (r ResumeRunResult) AppendJSON(b []byte) []byte {
 	b = appendString(b, r.ResumedFrom)
 	b = append(b, `,"session_id":`...)
 	b = appendString(b, r.SessionID)
-	b = append(b, `,"messages":[`...)
-	for i, m := range r.Messages {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendValue(b, m)
-	}
-	b = append(b, `],"turn":`...)
+	b = append(b, `,"messages":`...)
+	b = appendArray(b, r.Messages, appendValue)
+	b = append(b, `,"turn":`...)
 	b = strconv.AppendInt(b, r.Turn, 10)
 	b = append(b, `,"usage":`...)
 	b = appendUsage(b, r.Usage)
@@ -54,14 +49,9 @@ func (r ResumeRunResult) AppendJSON(b []byte) []byte {
 		b = append(b, `,"state":`...)
 		b = append(b, r.State...)
 	}
-	b = append(b, `,"files_touched_after_checkpoint":[`...)
-	for i, f := range r.FilesTouchedAfterCheckpoint {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, f)
-	}
-	b = append(b, `],"files_tracked":`...)
+	b = append(b, `,"files_touched_after_checkpoint":`...)
+	b = appendArray(b, r.FilesTouchedAfterCheckpoint, appendString)
+	b = append(b, `,"files_tracked":`...)
 	b = strconv.AppendBool(b, r.FilesTracked)
 	return append(b, '}')
 }

@@ -101,34 +101,15 @@ func TestMessagesResultAppendJSON(t *testing.T) {
 				}
 			}
 		}
-		prefix := []byte(rapid.SampledFrom([]string{"", "[", `{"x":`}).Draw(t, "prefix"))
-		out := r.AppendJSON(append([]byte(nil), prefix...))
-		if !bytes.HasPrefix(out, prefix) {
-			t.Fatalf("AppendJSON lost the prefix %q: %s", prefix, out)
-		}
-		got := out[len(prefix):]
-		// The C API encodes into a buffer of JSONSize bytes.
-		if len(got) > r.JSONSize() {
-			t.Fatalf("AppendJSON wrote %d bytes, over JSONSize %d: %s", len(got), r.JSONSize(), got)
-		}
-		if !json.Valid(got) {
-			t.Fatalf("AppendJSON wrote invalid JSON: %s", got)
-		}
-		if msgs, ok := decode(t, got).(map[string]any)["messages"].([]any); !ok || len(msgs) != len(r.Messages) {
-			t.Fatalf("messages is not a list of %d: %s", len(r.Messages), got)
-		}
 		// encoding/json writes a nil list as null, where the schema (and
 		// AppendJSON) has [].
 		want := r
 		if want.Messages == nil {
 			want.Messages = []session.Value{}
 		}
-		wb, err := json.Marshal(want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if g, w := decode(t, got), decode(t, wb); !reflect.DeepEqual(g, w) {
-			t.Fatalf("AppendJSON and json.Marshal differ:\n got %s\nwant %s", got, wb)
+		got := checkAppendJSON(t, r, want)
+		if msgs, ok := decode(t, got).(map[string]any)["messages"].([]any); !ok || len(msgs) != len(r.Messages) {
+			t.Fatalf("messages is not a list of %d: %s", len(r.Messages), got)
 		}
 	})
 }
@@ -160,28 +141,38 @@ func TestArtifactsByIDResultAppendJSON(t *testing.T) {
 				r.Artifacts[i] = a
 			}
 		}
-		prefix := []byte(rapid.SampledFrom([]string{"", "[", `{"x":`}).Draw(t, "prefix"))
-		out := r.AppendJSON(append([]byte(nil), prefix...))
-		if !bytes.HasPrefix(out, prefix) {
-			t.Fatalf("AppendJSON lost the prefix %q: %s", prefix, out)
-		}
-		got := out[len(prefix):]
-		if len(got) > r.JSONSize() {
-			t.Fatalf("AppendJSON wrote %d bytes, over JSONSize %d: %s", len(got), r.JSONSize(), got)
-		}
-		if !json.Valid(got) {
-			t.Fatalf("AppendJSON wrote invalid JSON: %s", got)
-		}
 		want := r
 		if want.Artifacts == nil {
 			want.Artifacts = []session.Artifact{}
 		}
-		wb, err := json.Marshal(want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if g, w := decode(t, got), decode(t, wb); !reflect.DeepEqual(g, w) {
-			t.Fatalf("AppendJSON and json.Marshal differ:\n got %s\nwant %s", got, wb)
-		}
+		checkAppendJSON(t, r, want)
 	})
+}
+
+// checkAppendJSON checks r's AppendJSON after a drawn prefix: the prefix
+// kept, at most JSONSize bytes (the C API encodes into a buffer of that
+// size), valid JSON, and the same JSON as json.Marshal(want) gives, numbers
+// compared as their text (stored values keep their bytes). It returns what
+// AppendJSON appended.
+func checkAppendJSON(t *rapid.T, r api.JSONAppender, want any) []byte {
+	prefix := []byte(rapid.SampledFrom([]string{"", "[", `{"x":`}).Draw(t, "prefix"))
+	out := r.AppendJSON(append([]byte(nil), prefix...))
+	if !bytes.HasPrefix(out, prefix) {
+		t.Fatalf("AppendJSON lost the prefix %q: %s", prefix, out)
+	}
+	got := out[len(prefix):]
+	if len(got) > r.JSONSize() {
+		t.Fatalf("AppendJSON wrote %d bytes, over JSONSize %d: %s", len(got), r.JSONSize(), got)
+	}
+	if !json.Valid(got) {
+		t.Fatalf("AppendJSON wrote invalid JSON: %s", got)
+	}
+	wb, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := decode(t, got), decode(t, wb); !reflect.DeepEqual(g, w) {
+		t.Fatalf("AppendJSON and json.Marshal differ:\n got %s\nwant %s", got, wb)
+	}
+	return got
 }

@@ -130,19 +130,8 @@ func checkRunLookups(rt *rapid.T, s *Store, run string) {
 // session of the workspace.
 func TestRunLookupsTouchOneSession(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	begin := func(id, run string) {
-		t.Helper()
-		c := session.Change{UpsertRuns: []session.Run{{RunID: run, Status: session.RunRunning}},
-			Checkpoint: &session.LoopCheckpoint{RunID: run, Turn: 1}}
-		if _, err := s.Commit(ctx, id, &c, session.CommitOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := openRunStore(t)
+	begin := func(id, run string) { beginRunIn(t, s, id, run) }
 	for i := range 20 {
 		begin(fmt.Sprintf("s%d", i), fmt.Sprintf("old%d", i))
 	}
@@ -194,24 +183,14 @@ func TestRunLookupsTouchOneSession(t *testing.T) {
 // commits it again and is deleted, a lookup finds the other).
 func TestRunLookupsAfterCopies(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openRunStore(t)
 	step := func(what string, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	commit := func(id, run string) {
-		t.Helper()
-		c := session.Change{UpsertRuns: []session.Run{{RunID: run, Status: session.RunRunning}},
-			Checkpoint: &session.LoopCheckpoint{RunID: run, Turn: 1}}
-		_, err := s.Commit(ctx, id, &c, session.CommitOptions{})
-		step("commit", err)
-	}
+	commit := func(id, run string) { beginRunIn(t, s, id, run) }
 	find := func(run, want string) {
 		t.Helper()
 		if sid, err := s.FindRun(ctx, run); err != nil || sid != want {
@@ -221,7 +200,7 @@ func TestRunLookupsAfterCopies(t *testing.T) {
 	// A copy, then its source deleted.
 	commit("a", "r")
 	find("r", "a")
-	_, err = s.Copy(ctx, "a", "b", 0, nil)
+	_, err := s.Copy(ctx, "a", "b", 0, nil)
 	step("copy", err)
 	step("delete", s.Delete(ctx, "a"))
 	find("r", "b")
@@ -247,11 +226,7 @@ func TestRunLookupsAfterCopies(t *testing.T) {
 // commit or a drop must not leave a run out and call the index whole).
 func TestRunLookupsDuringCommitsAndDrops(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openRunStore(t)
 	if _, err := s.Commit(ctx, "src", &session.Change{AppendMessages: []session.Value{session.Value(`"m"`)}}, session.CommitOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -307,5 +282,26 @@ func TestRunLookupsDuringCommitsAndDrops(t *testing.T) {
 	case err := <-errs:
 		t.Fatal(err)
 	default:
+	}
+}
+
+// openRunStore opens a store in a temp dir, closed at cleanup.
+func openRunStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// beginRunIn commits run, running, with a checkpoint, to session id of s.
+func beginRunIn(t *testing.T, s *Store, id, run string) {
+	t.Helper()
+	c := session.Change{UpsertRuns: []session.Run{{RunID: run, Status: session.RunRunning}},
+		Checkpoint: &session.LoopCheckpoint{RunID: run, Turn: 1}}
+	if _, err := s.Commit(context.Background(), id, &c, session.CommitOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
