@@ -7,7 +7,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent test-xlang-pg bench-pg bench-pg-saver venv-adapters bench-adapters bench-fsyncfloor test-kills bench-daemon-floor test-allocs bench-think bench-pausefloor bench-hosts bench-resume-run
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent test-xlang-pg bench-pg bench-pg-saver venv-adapters bench-adapters bench-fsyncfloor test-kills bench-daemon-floor test-allocs bench-think bench-pausefloor bench-hosts bench-resume
 
 all: build
 
@@ -208,7 +208,7 @@ test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install bench-tracker-sync bench-agent bench-resume-run bench-hosts bench-pg bench-pg-saver bench-adapters bench-fsyncfloor bench-daemoncpu bench-daemon-floor
+bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install bench-tracker-sync bench-agent bench-resume bench-hosts bench-pg bench-pg-saver bench-adapters bench-fsyncfloor bench-daemoncpu bench-daemon-floor
 
 # Through the installed wheel, in a fresh process with no daemon running:
 # cairn.connect() (auto-starting the wheel's cairnd) to the first
@@ -267,10 +267,10 @@ AGENT_FLAGS ?=
 bench-agent: bins lib
 	$(PYTHON) bench/agent/agent_bench.py $(AGENT_FLAGS)
 
-# resumeRun through Python against SQLite reading the same rows, at 100 and
-# 1,000 agent turns (bench/agent/resume_run.py).
-bench-resume-run: bins lib
-	CAIRN_LIBRARY=$(CURDIR)/$(BUILD)/libcairn.so $(PYTHON) bench/agent/resume_run.py
+# resumeRun and resumeSession through Python against SQLite reading the
+# same rows, at 100 and 1,000 agent turns (bench/agent/resume.py).
+bench-resume: bins lib
+	CAIRN_LIBRARY=$(CURDIR)/$(BUILD)/libcairn.so $(PYTHON) bench/agent/resume.py
 
 # The agent workload's turns from Python, Node.js and Rust agent processes
 # on one cairnd, each through its binding's own checkpoint connection and

@@ -3,6 +3,7 @@ package api_test
 import (
 	"math"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -61,6 +62,64 @@ func TestResumeRunResultAppendJSON(t *testing.T) {
 		r := api.ResumeRunResult{RunID: "r", Usage: session.Usage{Cost: cost}}
 		if b := r.AppendJSON([]byte("x")); b != nil {
 			t.Errorf("cost %v: AppendJSON wrote %s; want nil, for encoding/json to refuse", cost, b)
+		}
+	}
+}
+
+// TestResumeSessionResultAppendJSON checks ResumeSessionResult's
+// AppendJSON against encoding/json as TestMessagesResultAppendJSON does,
+// with the snapshot's other parts present or not on either side of the
+// messages, and no encoding (nil) without a snapshot or for a value
+// encoding/json refuses.
+func TestResumeSessionResultAppendJSON(t *testing.T) {
+	str := func(t *rapid.T, label string) string {
+		return rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringMatching(`[a-z0-9:_"\\<>&/.-]{1,20}`)).Draw(t, label)
+	}
+	at := time.Date(2026, 12, 4, 19, 0, 0, 0, time.UTC)
+	rapid.Check(t, func(t *rapid.T) {
+		s := &session.Snapshot{SchemaVersion: session.SchemaVersion, SessionID: str(t, "session_id"),
+			Generation: rapid.Uint64().Draw(t, "generation"), CreatedAt: at, UpdatedAt: at.Add(time.Hour)}
+		if rapid.Bool().Draw(t, "head") {
+			s.Workspace = &session.Workspace{Root: str(t, "root"), GitDirty: true}
+			s.Agent = map[string]session.Value{"name": genValue(t)}
+			s.Metadata = map[string]session.Value{str(t, "key"): genValue(t), "messages": session.Value(`[]`)}
+		}
+		if n := rapid.IntRange(-1, 5).Draw(t, "messages"); n >= 0 {
+			s.Messages = make([]session.Value, n)
+			for i := range s.Messages {
+				if rapid.IntRange(0, 9).Draw(t, "empty") > 0 {
+					s.Messages[i] = genValue(t)
+				}
+			}
+		}
+		if rapid.Bool().Draw(t, "tail") {
+			s.Artifacts = []session.Artifact{{ID: str(t, "art"), Data: rapid.SliceOf(rapid.Byte()).Draw(t, "data")}}
+			s.Traces = []session.Trace{{Seq: 1, Time: at, Type: "tool", Data: genValue(t)}}
+			s.Runs = []session.Run{{RunID: "r", Status: session.RunRunning, StartedAt: at, Usage: session.Usage{Cost: rapid.Float64().Draw(t, "cost")}}}
+			s.Handoff = &session.Handoff{Done: []string{str(t, "done")}}
+		}
+		r := api.ResumeSessionResult{Snapshot: s, Generation: s.Generation, MessageCount: rapid.Int64().Draw(t, "count"),
+			Drift: api.Drift{Tracked: rapid.Bool().Draw(t, "tracked"), Added: []string{str(t, "added")}}}
+		if rapid.Bool().Draw(t, "interrupted") {
+			r.InterruptedRuns = []api.InterruptedRun{{RunID: "r", Status: session.RunInterrupted, CheckpointedAt: at}}
+			r.Processes = []api.ProcessState{{Name: str(t, "process"), State: "healthy"}}
+		}
+		// encoding/json writes nil messages as null, where the schema (and
+		// AppendJSON) has [].
+		want := r
+		if s.Messages == nil {
+			ws := *s
+			ws.Messages = []session.Value{}
+			want.Snapshot = &ws
+		}
+		checkAppendJSON(t, r, want)
+	})
+	for what, r := range map[string]api.ResumeSessionResult{
+		"no snapshot": {},
+		"a NaN cost":  {Snapshot: &session.Snapshot{Runs: []session.Run{{RunID: "r", Usage: session.Usage{Cost: math.NaN()}}}}},
+	} {
+		if b := r.AppendJSON([]byte("x")); b != nil {
+			t.Errorf("%s: AppendJSON wrote %s; want nil, for encoding/json to answer", what, b)
 		}
 	}
 }

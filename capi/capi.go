@@ -229,7 +229,15 @@ func callInto(h uint64, method string, req, buf []byte) (unsafe.Pointer, int, er
 			return nil, n, nil
 		}
 	}
-	return encodeResultC(res)
+	p, n, err := encodeResultC(res)
+	if err == nil && buf != nil && n <= len(buf) {
+		// A result whose bound (JSONSize) is over buf's size but which
+		// fits: the caller's buffer, as cairn_call_buf promises.
+		copy(buf, unsafe.Slice((*byte)(p), n))
+		C.free(p)
+		return nil, n, nil
+	}
+	return p, n, err
 }
 
 // encodeResultInto encodes res into buf when it fits and says so;

@@ -133,6 +133,25 @@ static void call_buf_path(uint64_t h, const char *mode) {
 	cairn_free(err);
 	free(buf);
 	free(want);
+
+	// The results that encode themselves (a page of messages, a resumed
+	// session) bound their size from above: one of exactly buf_cap bytes
+	// is still written into buf.
+	static const char *const fits[][2] = {{"messages", "{\"session_id\":\"s1\"}"}, {"resumeSession", "{\"session_id\":\"s1\"}"}};
+	for (size_t i = 0; i < sizeof fits / sizeof fits[0]; i++) {
+		rc = call(h, fits[i][0], fits[i][1], &want);
+		wn = strlen(want);
+		buf = malloc(wn + 1);
+		buf[wn] = 'Z';
+		rc = cairn_call_buf(h, fits[i][0], (const uint8_t *)fits[i][1], strlen(fits[i][1]), buf, wn, &resp, &n, &err);
+		snprintf(name, sizeof name, "%s call_buf %s exact fit", mode, fits[i][0]);
+		CHECK(rc == CAIRN_OK && resp == NULL && n == wn && memcmp(buf, want, wn) == 0 && buf[wn] == 'Z', name, "rc %d resp %p n %zu/%zu",
+		      rc, (void *)resp, n, wn);
+		if (resp)
+			cairn_free(resp);
+		free(buf);
+		free(want);
+	}
 }
 
 // expect calls method with params and checks that it returns want and that

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Resuming a run after a crash, cairn embedded against SQLite, in one
-process: agent_bench.py's turns (two messages of about 2 KB and 6 KB, usage,
-a run checkpoint) saved to both, then, interleaved, cairn's
-Client.resume_run (the messages up to the checkpoint and the checkpoint, as
-Python objects; asked again with the same new run id, which writes nothing)
-against SQLite reading the same: every message row of the session, each
-parsed, and the run's latest checkpoint row, its state and usage parsed.
-Prints the medians and the ratio at each turn count.
+"""Resuming after a crash, cairn embedded against SQLite, in one process:
+agent_bench.py's turns (two messages of about 2 KB and 6 KB, usage, a run
+checkpoint) saved to both, then, interleaved, each of cairn's resumes
+against SQLite reading what it answers: every message row of the session,
+each parsed, and the run's latest checkpoint row, its state and usage
+parsed. cairn's resumes are Client.resume_run (the messages up to the
+checkpoint and the checkpoint, as Python objects; asked again with the
+same new run id, which writes nothing) and Client.resume_session (the
+session's snapshot, its messages included, with its interrupted run; no
+drift or process checks). Prints the medians and the ratios at each turn
+count.
 
-    CAIRN_LIBRARY=build/libcairn.so python3 bench/agent/resume_run.py [--turns 100,1000] [--reps 20]
+    CAIRN_LIBRARY=build/libcairn.so python3 bench/agent/resume.py [--turns 100,1000] [--reps 20]
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ import cairn  # noqa: E402
 
 
 def run(turns: int, reps: int) -> None:
-    d = tempfile.mkdtemp(prefix="cairn-resume-run-")
+    d = tempfile.mkdtemp(prefix="cairn-resume-")
     try:
         ws = os.path.join(d, "ws")
         os.makedirs(ws)
@@ -47,6 +50,10 @@ def run(turns: int, reps: int) -> None:
             r = c.resume_run(ca.run_id, new_run_id="resumed")
             assert len(r["messages"]) == expect and r["turn"] == turns
 
+        def cairn_session() -> None:
+            r = c.resume_session(ab.SID, drift=False, processes=False)
+            assert len(r["snapshot"]["messages"]) == expect
+
         def sqlite_resume() -> None:
             ex = sq.db.execute
             msgs = [loads(r[0]) for r in ex("SELECT body FROM messages WHERE session=? ORDER BY id", (ab.SID,))]
@@ -56,12 +63,13 @@ def run(turns: int, reps: int) -> None:
             assert len(msgs) == expect and turn == turns
 
         try:
-            a, b = ab.timed_pair(cairn_resume, sqlite_resume, reps, 2)
+            for name, fn in (("resume_run", cairn_resume), ("resume_session", cairn_session)):
+                a, b = ab.timed_pair(fn, sqlite_resume, reps, 2)
+                print(f"turns {turns:6d}  cairn {name:14s} {a['median_us'] / 1000:8.2f} ms  sqlite {b['median_us'] / 1000:8.2f} ms  "
+                      f"ratio {a['median_us'] / b['median_us']:.2f}  {ab.load()}", flush=True)
         finally:
             sq.close()
             c.close()
-        print(f"turns {turns:6d}  cairn resume_run {a['median_us'] / 1000:8.2f} ms  sqlite {b['median_us'] / 1000:8.2f} ms  "
-              f"ratio {a['median_us'] / b['median_us']:.2f}  {ab.load()}", flush=True)
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
