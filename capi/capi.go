@@ -173,8 +173,13 @@ func call(h uint64, method string, req []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return takeC(p, n), nil
+}
+
+// takeC returns the n bytes of C memory at p, copied to Go, and frees p.
+func takeC(p unsafe.Pointer, n int) []byte {
 	defer C.free(p)
-	return C.GoBytes(p, C.int(n)), nil
+	return C.GoBytes(p, C.int(n))
 }
 
 // encodeResult returns the JSON of a method's result. The hot reads
@@ -224,66 +229,50 @@ func callInto(h uint64, method string, req, buf []byte) (unsafe.Pointer, int, er
 	if err != nil {
 		return nil, 0, err
 	}
-	if buf != nil {
-		if n, ok := encodeResultInto(res, buf); ok {
+	return encodeResultTo(res, buf)
+}
+
+// encodeResultTo encodes res once: into buf (caller memory; the pointer
+// returned is then nil) when it fits, as cairn_call_buf promises, else
+// into C memory (malloc). A hot read (api.JSONAppender) encodes itself
+// straight into the memory it is answered in, so a page of messages is
+// copied once, from the store's buffers, not a second time out of Go's
+// heap; its JSONSize is a bound, so an answer under it that fits buf is
+// copied there. What an appender cannot encode (it answers nil) goes
+// through encoding/json, which reports why.
+func encodeResultTo(res any, buf []byte) (unsafe.Pointer, int, error) {
+	var b []byte
+	if a, ok := res.(api.JSONAppender); ok {
+		size := a.JSONSize()
+		dst, p := buf, unsafe.Pointer(nil)
+		if size > len(buf) {
+			p = C.malloc(C.size_t(max(size, 1)))
+			dst = unsafe.Slice((*byte)(p), size)
+		}
+		b = a.AppendJSON(dst[:0])
+		switch {
+		case b == nil || unsafe.SliceData(b) != unsafe.SliceData(dst):
+			// nil, or outgrown (JSONSize was wrong): append moved it to
+			// Go's heap.
+			C.free(p)
+		case p == nil:
+			return nil, len(b), nil
+		case len(b) > len(buf):
+			return p, len(b), nil
+		default:
+			n := copy(buf, b)
+			C.free(p)
 			return nil, n, nil
 		}
 	}
-	p, n, err := encodeResultC(res)
-	if err == nil && buf != nil && n <= len(buf) {
-		// A result whose bound (JSONSize) is over buf's size but which
-		// fits: the caller's buffer, as cairn_call_buf promises.
-		copy(buf, unsafe.Slice((*byte)(p), n))
-		C.free(p)
-		return nil, n, nil
-	}
-	return p, n, err
-}
-
-// encodeResultInto encodes res into buf when it fits and says so;
-// otherwise the caller encodes it into C memory.
-func encodeResultInto(res any, buf []byte) (int, bool) {
-	if a, ok := res.(api.JSONAppender); ok {
-		if a.JSONSize() > len(buf) {
-			return 0, false
-		}
-		b := a.AppendJSON(buf[:0])
-		// nil: encodeResultC has encoding/json report why. Outgrown
-		// (JSONSize was wrong): append moved it to Go's heap.
-		return len(b), b != nil && unsafe.SliceData(b) == unsafe.SliceData(buf)
-	}
-	b, err := json.Marshal(res)
-	if err != nil || len(b) > len(buf) {
-		// An error is met again, and reported, by encodeResultC.
-		return 0, false
-	}
-	return copy(buf, b), true
-}
-
-// encodeResultC is encodeResult into C memory. A hot read encodes itself
-// straight into the memory it is answered in: a page of messages is
-// copied once, from the store's buffers, not a second time out of Go's
-// heap.
-func encodeResultC(res any) (unsafe.Pointer, int, error) {
-	if a, ok := res.(api.JSONAppender); ok {
-		size := a.JSONSize()
-		p := C.malloc(C.size_t(max(size, 1)))
-		b := a.AppendJSON(unsafe.Slice((*byte)(p), size)[:0])
-		switch {
-		case b == nil:
-			// A value only encoding/json can speak to: it says why below.
-			C.free(p)
-		case unsafe.SliceData(b) != (*byte)(p):
-			// Outgrown (JSONSize was wrong): append moved it to Go's heap.
-			C.free(p)
-			return C.CBytes(b), len(b), nil
-		default:
-			return p, len(b), nil
+	if b == nil {
+		var err error
+		if b, err = json.Marshal(res); err != nil {
+			return nil, 0, err
 		}
 	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, 0, err
+	if buf != nil && len(b) <= len(buf) {
+		return nil, copy(buf, b), nil
 	}
 	return C.CBytes(b), len(b), nil
 }

@@ -47,7 +47,7 @@ func TestMessagesAsStored(t *testing.T) {
 // TestCheckpointResultJSON checks that a checkpoint's result, encoded by
 // hand (api.CheckpointResult's AppendJSON), is what json.Marshal gives,
 // into the caller's buffer and into a result of its own, and that a buffer
-// too small for it sends the caller to encodeResultC.
+// too small for it is left for C memory.
 func TestCheckpointResultJSON(t *testing.T) {
 	for _, r := range []api.CheckpointResult{
 		{}, {Generation: 7, MessageCount: 12},
@@ -59,7 +59,8 @@ func TestCheckpointResultJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		buf := make([]byte, 128)
-		n, ok := encodeResultInto(r, buf)
+		p, n, err := encodeResultTo(r, buf)
+		ok := err == nil && p == nil
 		if !ok || !bytes.Equal(buf[:n], want) {
 			t.Fatalf("%+v: %q (%v), json.Marshal gives %q", r, buf[:n], ok, want)
 		}
@@ -67,8 +68,12 @@ func TestCheckpointResultJSON(t *testing.T) {
 			t.Fatalf("%+v: encodeResult gives %q (%v), json.Marshal %q", r, got, err, want)
 		}
 		small := make([]byte, len(want)-1, len(want)-1)
-		if _, ok := encodeResultInto(r, small); ok {
+		p, n, err = encodeResultTo(r, small)
+		if err != nil || p == nil {
 			t.Fatalf("%+v: encoded into %d bytes, %d needed", r, len(small), len(want))
+		}
+		if got := takeC(p, n); !bytes.Equal(got, want) {
+			t.Fatalf("%+v: in C memory %q, json.Marshal gives %q", r, got, want)
 		}
 	}
 }

@@ -268,7 +268,7 @@ func TestEmbeddedCallAllocations(t *testing.T) {
 }
 
 // BenchmarkEmbeddedResumeRun is a resumeRun of a run with 100 turns behind
-// its checkpoint (200 messages, about 800 KB), asked again with the same
+// its checkpoint (201 messages, about 800 KB), asked again with the same
 // new run id, which writes nothing and answers the same: what reading the
 // messages up to the boundary and encoding the answer cost.
 func BenchmarkEmbeddedResumeRun(b *testing.B) {

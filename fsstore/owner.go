@@ -15,20 +15,12 @@ func (s *Store) CheckpointSession(ctx context.Context, runID string) (string, er
 		return "", err
 	}
 	var sid string
-	has := func(sf *sessionFile) bool {
+	_, err := s.findRun(runID, func(sf *sessionFile) bool {
 		if sf.t.ckpts[runID] != nil {
 			sid = sf.t.sessionID
-			return true
 		}
-		return false
-	}
-	known, err := s.lookupRun(runID, func(sf *sessionFile) { has(sf) })
-	if err == nil && !known {
-		err = s.eachSession(has)
-	}
-	if err == nil && sid == "" {
-		err = s.sickRun(runID)
-	}
+		return sid != ""
+	})
 	if err == nil && sid == "" {
 		err = session.Errorf(session.CodeNoCheckpoint, "run %q has no checkpoint", runID)
 	}

@@ -14,7 +14,8 @@ import "sync"
 // (the session deleted, replaced or no longer served, the run dropped)
 // sends the lookup to the scan of every session, which answers as before.
 //
-// It is built by one scan on the first lookup after Open, then kept whole
+// It is built by one scan on the first lookup after Open (and after Close,
+// whose drop sends every lookup to that scan and its errClosed), then kept whole
 // by the commits, which add the runs and checkpoints they write (run ids
 // only ever enter a session through a commit's records). Anything else
 // that may bring runs into a served session (a heal or a repair that reads
@@ -68,16 +69,11 @@ func (x *runIndex) added(sf *sessionFile, ps []parsed) {
 func (x *runIndex) forget(sf *sessionFile) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for run := range sf.t.status {
+	sf.t.eachRunID(func(run string) {
 		if x.of[run] == sf {
 			delete(x.of, run)
 		}
-	}
-	for run := range sf.t.ckpts {
-		if x.of[run] == sf {
-			delete(x.of, run)
-		}
-	}
+	})
 }
 
 // drop forgets the index: the next lookup builds it again.
@@ -129,12 +125,7 @@ func (s *Store) buildRuns() error {
 	err := s.eachSession(func(sf *sessionFile) bool {
 		x.mu.Lock()
 		if x.epoch == epoch {
-			for run := range sf.t.status {
-				x.add(sf, run)
-			}
-			for run := range sf.t.ckpts {
-				x.add(sf, run)
-			}
+			sf.t.eachRunID(func(run string) { x.add(sf, run) })
 		}
 		x.mu.Unlock()
 		return false
@@ -148,39 +139,61 @@ func (s *Store) buildRuns() error {
 	return nil
 }
 
-// lookupRun calls fn, with the session locked, on the one served session
-// that records run (a run record or a checkpoint line), when the index
-// knows it. It returns true when the index answered: fn was called, or no
-// served session records run (fn is not called). On false the caller
-// scans every session (eachSession).
-func (s *Store) lookupRun(run string, fn func(sf *sessionFile)) (bool, error) {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return false, errClosed
+// findRun calls fn, with the session locked, on the served sessions that
+// may record run (a run record or a checkpoint line) until fn returns
+// true, and reports whether it did: on the one session the run index
+// names, or on none when the index knows that no served session records
+// run, else on every served session. When fn never returned true, a
+// session the store does not serve that names run answers its error
+// (sickRun).
+func (s *Store) findRun(run string, fn func(sf *sessionFile) bool) (bool, error) {
+	found, known, err := s.findIndexed(run, fn)
+	if err == nil && !known {
+		err = s.eachSession(func(sf *sessionFile) bool {
+			found = fn(sf)
+			return found
+		})
 	}
+	if err == nil && !found {
+		err = s.sickRun(run)
+	}
+	return found, err
+}
+
+// findIndexed is findRun from the run index alone; known is false when
+// the index cannot tell (not whole, an ambiguous or stale entry).
+func (s *Store) findIndexed(run string, fn func(sf *sessionFile) bool) (found, known bool, err error) {
 	if err := s.buildRuns(); err != nil {
-		return false, err
+		return false, false, err
 	}
-	sf, found, whole := s.runs.guess(run)
+	sf, named, whole := s.runs.guess(run)
 	switch {
-	case !whole || found && sf == nil:
-		return false, nil
-	case !found:
-		return true, nil
+	case !whole || named && sf == nil:
+		return false, false, nil
+	case !named:
+		return false, true, nil
 	}
 	sf.mu.Lock()
 	defer sf.mu.Unlock()
-	if sf.gone || sf.sick != nil || sf.t.gen == 0 || !records(sf.t, run) {
-		return false, nil
+	if !sf.served() || !records(sf.t, run) {
+		return false, false, nil
 	}
-	fn(sf)
-	return true, nil
+	return fn(sf), true, nil
 }
 
 // records reports whether t has a run record or a checkpoint line of run.
 func records(t *tracker, run string) bool {
 	_, ok := t.status[run]
 	return ok || t.ckpts[run] != nil
+}
+
+// eachRunID calls fn with each run id t has a run record or a checkpoint
+// line of (one with both, twice).
+func (t *tracker) eachRunID(fn func(run string)) {
+	for run := range t.status {
+		fn(run)
+	}
+	for run := range t.ckpts {
+		fn(run)
+	}
 }

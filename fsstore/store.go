@@ -734,6 +734,10 @@ func (s *Store) Load(ctx context.Context, id string, at uint64) (*session.State,
 	return st, nil
 }
 
+// served reports whether the store serves sf: not deleted, not damaged,
+// and committed to. sf's lock is held.
+func (sf *sessionFile) served() bool { return !sf.gone && sf.sick == nil && sf.t.gen > 0 }
+
 func (sf *sessionFile) summaryLocked() session.Summary {
 	t := sf.t
 	sum := session.Summary{
@@ -779,7 +783,7 @@ func (s *Store) eachSession(fn func(sf *sessionFile) bool) error {
 	}
 	for _, sf := range all {
 		sf.mu.Lock()
-		stop := !sf.gone && sf.sick == nil && sf.t.gen > 0 && fn(sf)
+		stop := sf.served() && fn(sf)
 		sf.mu.Unlock()
 		if stop {
 			return nil
@@ -820,19 +824,12 @@ func (s *Store) FindRun(ctx context.Context, runID string) (string, error) {
 		return "", err
 	}
 	var found string
-	known, err := s.lookupRun(runID, func(sf *sessionFile) { found = sf.t.sessionID })
-	if err == nil && !known {
-		err = s.eachSession(func(sf *sessionFile) bool {
-			if records(sf.t, runID) {
-				found = sf.t.sessionID
-				return true
-			}
-			return false
-		})
-	}
-	if err == nil && found == "" {
-		err = s.sickRun(runID)
-	}
+	_, err := s.findRun(runID, func(sf *sessionFile) bool {
+		if records(sf.t, runID) {
+			found = sf.t.sessionID
+		}
+		return found != ""
+	})
 	if err == nil && found == "" {
 		err = session.Errorf(session.CodeNotFound, "run %q not found", runID)
 	}
@@ -867,24 +864,17 @@ func (s *Store) Checkpoint(ctx context.Context, runID string) (*session.LoopChec
 	}
 	var cp *session.LoopCheckpoint
 	var rerr error
-	read := func(sf *sessionFile) bool {
-		if sf.t.ckpts[runID] != nil {
-			cp, rerr = s.readCheckpoint(sf, runID)
-			return true
+	found, err := s.findRun(runID, func(sf *sessionFile) bool {
+		if sf.t.ckpts[runID] == nil {
+			return false
 		}
-		return false
-	}
-	known, err := s.lookupRun(runID, func(sf *sessionFile) { read(sf) })
-	if err == nil && !known {
-		err = s.eachSession(read)
-	}
+		cp, rerr = s.readCheckpoint(sf, runID)
+		return true
+	})
 	if err == nil {
 		err = rerr
 	}
-	if err == nil && cp == nil {
-		err = s.sickRun(runID)
-	}
-	if err == nil && cp == nil {
+	if err == nil && !found {
 		err = session.Errorf(session.CodeNoCheckpoint, "run %q has no checkpoint", runID)
 	}
 	return cp, err
@@ -1045,6 +1035,7 @@ func (s *Store) Close() error {
 		jerr = s.j.close()
 	}
 	s.closeFiles()
+	s.runs.drop()
 	s.mu.Unlock()
 	if err := releaseLock(s.lock); err != nil {
 		return err
