@@ -5,7 +5,9 @@ params encoded by the binding's own encoder, as Client.checkpoint does,
 then written with one pwrite into synced zeros and one fdatasync: what an
 embedded store that did nothing in Go would cost) and the bare overwrite
 floor (8 KiB pwrite + fdatasync into synced zeros). Prints each one's
-median turn and its ratio to SQLite's, per run.
+median turn and its ratio to SQLite's, per run, and the CPU a turn of the
+process's threads other than the one that makes the calls: the Go
+runtime's, woken by libcairn's calls (SQLite and Python start none).
 
     CAIRN_LIBRARY=build/libcairn.so python3 bench/agent/embedded_floor.py [--turns 2000] [--runs 3]
 
@@ -44,6 +46,21 @@ class PyFloor(ab.OverwriteFloor):
         self.off = (self.off + len(b)) % (self.SIZE - (1 << 16))
 
 
+def other_threads_s() -> float:
+    """CPU seconds of this process's live threads other than the main one."""
+    tick, main, n = os.sysconf("SC_CLK_TCK"), os.getpid(), 0
+    for tid in os.listdir("/proc/self/task"):
+        if int(tid) == main:
+            continue
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                st = f.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        n += int(st[11]) + int(st[12])  # utime, stime
+    return n / tick
+
+
 def run(turns: int) -> dict:
     d = tempfile.mkdtemp(prefix="cairn-efloor-")
     try:
@@ -53,6 +70,7 @@ def run(turns: int) -> dict:
         agents = [("sqlite", ab.SQLiteAgent(os.path.join(d, "a.db"), ab.SID)), ("embedded", ab.CairnAgent(c, ab.SID)),
                   ("pyfloor", PyFloor(os.path.join(d, "pf.bin"))), ("overwrite", ab.OverwriteFloor(os.path.join(d, "ow.bin")))]
         wall = {k: [] for k, _ in agents}
+        other = other_threads_s()
         try:
             for i in range(1, turns + 1):
                 m = ab.turn_messages(i)
@@ -61,12 +79,13 @@ def run(turns: int) -> dict:
                     t0 = time.perf_counter_ns()
                     a.turn(i, m)
                     wall[name].append(time.perf_counter_ns() - t0)
+            other = other_threads_s() - other
         finally:
             for name, a in agents:
                 if name != "embedded":
                     a.close()
             c.close()
-        return {k: sorted(v)[len(v) // 2] / 1000 for k, v in wall.items()}
+        return {k: sorted(v)[len(v) // 2] / 1000 for k, v in wall.items()}, other / turns * 1e6
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -77,8 +96,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args()
     for _ in range(a.runs):
-        med = run(a.turns)
-        print("  ".join(f"{k} {v:.0f} us ({v / med['sqlite']:.2f}x)" for k, v in med.items()) + f"  {ab.load()}", flush=True)
+        med, other = run(a.turns)
+        print("  ".join(f"{k} {v:.0f} us ({v / med['sqlite']:.2f}x)" for k, v in med.items())
+              + f"  other threads {other:.0f} us cpu/turn  {ab.load()}", flush=True)
 
 
 if __name__ == "__main__":
