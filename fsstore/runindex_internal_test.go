@@ -329,7 +329,7 @@ func BenchmarkRunIndexBytes(b *testing.B) {
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		perRun = float64(after.HeapAlloc-before.HeapAlloc) / runs
+		perRun = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / runs
 		runtime.KeepAlive(x)
 	}
 	b.ReportMetric(perRun, "B/run")
