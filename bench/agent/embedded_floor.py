@@ -31,6 +31,7 @@ os.environ.setdefault("CAIRN_LIBRARY", str(REPO / "build" / "libcairn.so"))
 
 import agent_bench as ab  # noqa: E402
 import cairn  # noqa: E402
+from agents_cpu import threads_cpu  # noqa: E402
 from cairn import client as cc  # noqa: E402
 
 
@@ -46,21 +47,6 @@ class PyFloor(ab.OverwriteFloor):
         self.off = (self.off + len(b)) % (self.SIZE - (1 << 16))
 
 
-def other_threads_s() -> float:
-    """CPU seconds of this process's live threads other than the main one."""
-    tick, main, n = os.sysconf("SC_CLK_TCK"), os.getpid(), 0
-    for tid in os.listdir("/proc/self/task"):
-        if int(tid) == main:
-            continue
-        try:
-            with open(f"/proc/self/task/{tid}/stat") as f:
-                st = f.read().rsplit(")", 1)[1].split()
-        except FileNotFoundError:
-            continue
-        n += int(st[11]) + int(st[12])  # utime, stime
-    return n / tick
-
-
 def run(turns: int) -> dict:
     d = tempfile.mkdtemp(prefix="cairn-efloor-")
     try:
@@ -70,7 +56,7 @@ def run(turns: int) -> dict:
         agents = [("sqlite", ab.SQLiteAgent(os.path.join(d, "a.db"), ab.SID)), ("embedded", ab.CairnAgent(c, ab.SID)),
                   ("pyfloor", PyFloor(os.path.join(d, "pf.bin"))), ("overwrite", ab.OverwriteFloor(os.path.join(d, "ow.bin")))]
         wall = {k: [] for k, _ in agents}
-        other = other_threads_s()
+        other = threads_cpu()["other"]
         try:
             for i in range(1, turns + 1):
                 m = ab.turn_messages(i)
@@ -79,7 +65,7 @@ def run(turns: int) -> dict:
                     t0 = time.perf_counter_ns()
                     a.turn(i, m)
                     wall[name].append(time.perf_counter_ns() - t0)
-            other = other_threads_s() - other
+            other = threads_cpu()["other"] - other
         finally:
             for name, a in agents:
                 if name != "embedded":
