@@ -29,6 +29,15 @@ type JSONAppender interface {
 	JSONSize() int
 }
 
+// A JSONPreparer is a JSONAppender whose JSONSize costs what encoding part
+// of it does (that part goes through encoding/json). PrepareJSON encodes
+// that part once and returns an appender whose JSONSize and AppendJSON
+// reuse it: a caller that asks for both asks the prepared one.
+type JSONPreparer interface {
+	JSONAppender
+	PrepareJSON() JSONAppender
+}
+
 // JSONSize bounds the length of r's AppendJSON (see JSONAppender): the
 // names and two numbers of at most 20 characters each.
 func (r CheckpointResult) JSONSize() int { return len(`{"generation":,"message_count":}`) + 2*20 }

@@ -7,24 +7,27 @@ import (
 	"github.com/cairn-dev/cairn/session"
 )
 
-// JSONSize bounds the length of r's AppendJSON (see JSONAppender); it
-// encodes the parts other than the messages to know their length.
-func (r ResumeSessionResult) JSONSize() int {
-	p, ok := r.parts()
-	if !ok {
-		return 0
+// PrepareJSON encodes the parts of r other than the messages, once, and
+// returns the appender that reuses them (see JSONPreparer).
+func (r ResumeSessionResult) PrepareJSON() JSONAppender {
+	s := r.Snapshot
+	if s == nil {
+		return preparedSession{}
 	}
-	return r.size(p)
+	p := preparedSession{r: r}
+	var err1, err2, err3 error
+	p.head, err1 = json.Marshal(snapshotHead{s.SchemaVersion, s.SessionID, s.Generation, s.CreatedAt, s.UpdatedAt, s.Workspace, s.Agent, s.Metadata})
+	p.tail, err2 = json.Marshal(snapshotTail{s.Artifacts, s.Traces, s.Runs, s.Verifications, s.SubagentTasks, s.Handoff, s.Runtime, s.Files})
+	p.rest, err3 = json.Marshal(resumeRest{r.Generation, r.MessageCount, r.MessagesFrom, r.Drift, r.InterruptedRuns, r.Processes})
+	if err1 != nil || err2 != nil || err3 != nil {
+		return preparedSession{}
+	}
+	return p
 }
 
-// size is the length of r's AppendJSON with its parts p.
-func (r ResumeSessionResult) size(p resumeParts) int {
-	n := len(p.head) + len(p.tail) + len(p.rest) + len(`{"snapshot":,"messages":[]}`)
-	for _, m := range r.Snapshot.Messages {
-		n += max(len(m), len("null")) + 1
-	}
-	return n
-}
+// JSONSize bounds the length of r's AppendJSON (see JSONAppender); it
+// encodes the parts other than the messages to know their length.
+func (r ResumeSessionResult) JSONSize() int { return r.PrepareJSON().JSONSize() }
 
 // AppendJSON appends r's JSON encoding to b (see JSONAppender): the
 // session's messages, which are most of a resumed session, copied as they
@@ -32,16 +35,37 @@ func (r ResumeSessionResult) size(p resumeParts) int {
 // encoding/json, in two halves around the messages (snapshotHead,
 // snapshotTail, resumeRest). It returns nil where encoding/json would fail
 // or write null for the snapshot, for the caller to use encoding/json.
-func (r ResumeSessionResult) AppendJSON(b []byte) []byte {
-	p, ok := r.parts()
-	if !ok {
+func (r ResumeSessionResult) AppendJSON(b []byte) []byte { return r.PrepareJSON().AppendJSON(b) }
+
+// preparedSession is a ResumeSessionResult with its JSON but the messages
+// encoded: the snapshot's fields before and after them, and the answer's
+// after the snapshot, each a JSON object. Without them (no snapshot, or
+// encoding/json failed) it encodes to nil.
+type preparedSession struct {
+	r                ResumeSessionResult
+	head, tail, rest []byte
+}
+
+func (p preparedSession) JSONSize() int {
+	if p.head == nil {
+		return 0
+	}
+	n := len(p.head) + len(p.tail) + len(p.rest) + len(`{"snapshot":,"messages":[]}`)
+	for _, m := range p.r.Snapshot.Messages {
+		n += max(len(m), len("null")) + 1
+	}
+	return n
+}
+
+func (p preparedSession) AppendJSON(b []byte) []byte {
+	if p.head == nil {
 		return nil
 	}
-	b = grow(b, len(b)+r.size(p))
+	b = grow(b, len(b)+p.JSONSize())
 	b = append(b, `{"snapshot":`...)
 	b = append(b, p.head[:len(p.head)-1]...) // without its }
 	b = append(b, `,"messages":`...)
-	b = appendArray(b, r.Snapshot.Messages, appendValue)
+	b = appendArray(b, p.r.Snapshot.Messages, appendValue)
 	if len(p.tail) > len("{}") {
 		b = append(b, ',')
 		b = append(b, p.tail[1:]...)
@@ -50,26 +74,6 @@ func (r ResumeSessionResult) AppendJSON(b []byte) []byte {
 	}
 	b = append(b, ',')
 	return append(b, p.rest[1:]...)
-}
-
-// resumeParts is a ResumeSessionResult's JSON but the messages: the
-// snapshot's fields before and after them, and the answer's after the
-// snapshot, each a JSON object.
-type resumeParts struct{ head, tail, rest []byte }
-
-// parts encodes the parts of r around its messages; false when there is
-// no snapshot or encoding/json fails.
-func (r ResumeSessionResult) parts() (resumeParts, bool) {
-	s := r.Snapshot
-	if s == nil {
-		return resumeParts{}, false
-	}
-	var p resumeParts
-	var err1, err2, err3 error
-	p.head, err1 = json.Marshal(snapshotHead{s.SchemaVersion, s.SessionID, s.Generation, s.CreatedAt, s.UpdatedAt, s.Workspace, s.Agent, s.Metadata})
-	p.tail, err2 = json.Marshal(snapshotTail{s.Artifacts, s.Traces, s.Runs, s.Verifications, s.SubagentTasks, s.Handoff, s.Runtime, s.Files})
-	p.rest, err3 = json.Marshal(resumeRest{r.Generation, r.MessageCount, r.MessagesFrom, r.Drift, r.InterruptedRuns, r.Processes})
-	return p, err1 == nil && err2 == nil && err3 == nil
 }
 
 // snapshotHead is session.Snapshot's fields before Messages, and

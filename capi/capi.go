@@ -243,6 +243,9 @@ func callInto(h uint64, method string, req, buf []byte) (unsafe.Pointer, int, er
 func encodeResultTo(res any, buf []byte) (unsafe.Pointer, int, error) {
 	var b []byte
 	if a, ok := res.(api.JSONAppender); ok {
+		if pr, ok := a.(api.JSONPreparer); ok {
+			a = pr.PrepareJSON() // asked for its size, then its bytes
+		}
 		size := a.JSONSize()
 		dst, p := buf, unsafe.Pointer(nil)
 		if size > len(buf) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/session"
 )
 
 // TestMessagesAsStored checks that messages answers a page of messages as
@@ -75,5 +76,36 @@ func TestCheckpointResultJSON(t *testing.T) {
 		if got := takeC(p, n); !bytes.Equal(got, want) {
 			t.Fatalf("%+v: in C memory %q, json.Marshal gives %q", r, got, want)
 		}
+	}
+}
+
+// TestResumeSessionResultC checks that a resumeSession answer, which
+// encodes its parts other than the messages once (api.JSONPreparer), is
+// what json.Marshal gives, into the caller's buffer and into C memory, and
+// that one encoding/json refuses (a NaN cost) answers json.Marshal's
+// error, not what the prepared appender holds.
+func TestResumeSessionResultC(t *testing.T) {
+	r := api.ResumeSessionResult{Generation: 3, MessageCount: 2, Snapshot: &session.Snapshot{
+		SessionID: "s", Generation: 3, Messages: []session.Value{json.RawMessage(`{"role":"user"}`), json.RawMessage(`[1,2]`)},
+		Runs: []session.Run{{RunID: "r", Status: session.RunRunning, Usage: session.Usage{Cost: 0.25}}},
+	}}
+	want, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, len(want))
+	if p, n, err := encodeResultTo(r, buf); err != nil || p != nil || !bytes.Equal(buf[:n], want) {
+		t.Fatalf("into buf: %q (%v, C memory %v), json.Marshal gives %q", buf[:n], err, p != nil, want)
+	}
+	p, n, err := encodeResultTo(r, nil)
+	if err != nil || p == nil {
+		t.Fatalf("into C memory: %v", err)
+	}
+	if got := takeC(p, n); !bytes.Equal(got, want) {
+		t.Fatalf("in C memory %q, json.Marshal gives %q", got, want)
+	}
+	r.Snapshot.Runs[0].Usage.Cost = math.NaN()
+	if p, _, err := encodeResultTo(r, nil); err == nil || p != nil {
+		t.Fatalf("a NaN cost: encoded (C memory %v), want json.Marshal's error", p != nil)
 	}
 }
