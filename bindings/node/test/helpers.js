@@ -19,13 +19,26 @@ function tmpWorkspace(t) {
   return ws;
 }
 
+// alive is whether pid has not exited yet. A zombie whose threads have
+// all exited has: a daemon whose starter was killed is reparented to PID
+// 1, which may take a second or more to reap it, and its exit (its locks
+// and descriptors given back) is what a test waits for. The main thread of
+// a process killed by a signal turns zombie while the others may still be
+// closing its descriptors, hence the thread count.
 function alive(pid) {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return err.code === 'EPERM';
   }
+  if (!fs.existsSync('/proc/self')) return true; // no /proc (macOS): alive until reaped
+  let status;
+  try {
+    status = fs.readFileSync(`/proc/${pid}/status`, 'latin1');
+  } catch (err) {
+    return err.code !== 'ENOENT';
+  }
+  return !(/^State:\s+Z/m.test(status) && /^Threads:\s+1$/m.test(status));
 }
 
 async function stopDaemon(pid) {

@@ -28,18 +28,37 @@ DAEMON = os.environ.get("CAIRN_DAEMON") or str(REPO / "build" / "cairnd")
 DAEMON_ARGS = ["--idle-timeout=20s"]
 
 
+def exited(pid: int) -> bool:
+    """Whether pid has exited: no such process, or a zombie whose threads
+    have all exited (the main thread of a process killed by a signal turns
+    zombie while the others may still be closing its descriptors). A daemon
+    started by a process that was killed since is reparented to PID 1,
+    which may take a second or more to reap it; its exit (its locks and
+    descriptors given back) is what the caller waits for."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    if not os.path.isdir("/proc/self"):
+        return False  # no /proc (macOS): alive until reaped
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            status = dict(line.split(b":", 1) for line in f.read().splitlines() if b":" in line)
+    except FileNotFoundError:
+        return True
+    return status.get(b"State", b"").split()[:1] == [b"Z"] and status.get(b"Threads", b"").strip() == b"1"
+
+
 def gone(pid: int, timeout: float) -> bool:
-    """Waits up to timeout seconds for process pid to be gone, reaping it
-    if it is our child (libcairn also waits for the daemons it starts)."""
+    """Waits up to timeout seconds for process pid to exit, reaping it if it
+    is our child (libcairn also waits for the daemons it starts)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             pass
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if exited(pid):
             return True
         time.sleep(0.01)
     return False
