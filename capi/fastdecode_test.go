@@ -127,9 +127,18 @@ func TestFastCheckpointMutations(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 1))
 	alphabet := []byte("{}[]:,\"\\ 0123456789.eE+-nultrfas_\x01\xff\xc3\t")
 	base := []byte(canonicalCheckpoint)
-	for n := 0; n < 50000; n++ {
+	for n := 0; n < mutations(50000); n++ {
 		agree[api.CheckpointRequest](t, mutate(r, base, alphabet))
 	}
+}
+
+// mutations is how many of n mutations a mutation test runs: a fifth under
+// -race (see TestFastSaveMutations).
+func mutations(n int) int {
+	if raceEnabled {
+		return n / 5
+	}
+	return n
 }
 
 // TestFastCheckpointAliases: the decoded messages and state are the
