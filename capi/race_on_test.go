@@ -4,5 +4,5 @@ package main
 
 // raceEnabled: under the race detector sync.Pool drops a quarter of what
 // it is given back, so allocation counts are not what they are otherwise.
-// The tests `make test-norace` runs whole run smaller under it, or skip.
+// Tests that `make test-norace` runs whole run smaller under it, or skip.
 const raceEnabled = true
