@@ -19,6 +19,8 @@ function tmpWorkspace(t) {
   return ws;
 }
 
+const HAVE_PROC = fs.existsSync('/proc/self'); // to tell a zombie by (Linux; not macOS)
+
 // alive is whether pid has not exited yet. A zombie whose threads have
 // all exited has: a daemon whose starter was killed is reparented to PID
 // 1, which may take a second or more to reap it, and its exit (its locks
@@ -31,7 +33,7 @@ function alive(pid) {
   } catch (err) {
     return err.code === 'EPERM';
   }
-  if (!fs.existsSync('/proc/self')) return true; // no /proc (macOS): alive until reaped
+  if (!HAVE_PROC) return true; // no /proc (macOS): alive until reaped
   let status;
   try {
     status = fs.readFileSync(`/proc/${pid}/status`, 'latin1');

@@ -28,6 +28,10 @@ DAEMON = os.environ.get("CAIRN_DAEMON") or str(REPO / "build" / "cairnd")
 DAEMON_ARGS = ["--idle-timeout=20s"]
 
 
+# Whether /proc is there to tell a zombie by (Linux; not macOS).
+HAVE_PROC = os.path.isdir("/proc/self")
+
+
 def exited(pid: int) -> bool:
     """Whether pid has exited: no such process, or a zombie whose threads
     have all exited (the main thread of a process killed by a signal turns
@@ -39,7 +43,7 @@ def exited(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    if not os.path.isdir("/proc/self"):
+    if not HAVE_PROC:
         return False  # no /proc (macOS): alive until reaped
     try:
         with open(f"/proc/{pid}/status", "rb") as f:
