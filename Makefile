@@ -7,7 +7,7 @@ BUILD     := build
 GOFLAGS   ?=
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent test-xlang-pg bench-pg bench-pg-saver venv-adapters bench-adapters bench-fsyncfloor test-kills bench-daemon-floor test-allocs test-norace bench-think bench-pausefloor bench-hosts bench-resume
+.PHONY: all build bins lib test test-readme bench-install test-python test-node test-rust test-xlang bench-workspace bench-bindings bench-reads bench-open node-deps dist dist-python test-dist dist-node test-dist-node dist-rust test-dist-rust venv test-go test-fuzz-short vet bench bench-store bench-daemon run fuzz clean bench-tracker-sync test-diskuse bench-agent test-xlang-pg bench-pg bench-pg-saver venv-adapters bench-adapters bench-fsyncfloor test-kills bench-daemon-floor test-allocs test-norace bench-think bench-pausefloor bench-hosts bench-resume bench-embedded-floor
 
 all: build
 
@@ -222,7 +222,7 @@ test-rust: bins lib
 	cd bindings/rust && CAIRN_DAEMON=$(CURDIR)/$(BUILD)/cairnd cargo test --locked --quiet
 
 ## bench: the benchmarks whose figures docs/PERFORMANCE.md records
-bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install bench-tracker-sync bench-agent bench-resume bench-hosts bench-pg bench-pg-saver bench-adapters bench-fsyncfloor bench-daemoncpu bench-daemon-floor
+bench: bench-store bench-daemon bench-workspace bench-bindings bench-reads bench-open bench-install bench-tracker-sync bench-agent bench-resume bench-hosts bench-pg bench-pg-saver bench-adapters bench-fsyncfloor bench-daemoncpu bench-daemon-floor bench-embedded-floor
 
 # Through the installed wheel, in a fresh process with no daemon running:
 # cairn.connect() (auto-starting the wheel's cairnd) to the first
@@ -328,7 +328,8 @@ bench-pausefloor:
 
 # The floor under the daemon path: the agent turn from N processes against
 # SQLite, a minimal C daemon with group commit (bench/agent/daemon_floor.c),
-# the same in Go (bench/gofloor) and cairnd, turns/s and CPU per turn
+# the same in Go (bench/gofloor), that Go floor speaking cairn's protocol
+# (gofloor -ws) and cairnd, turns/s and CPU per turn
 # (bench/agent/daemon_floor.py).
 FLOOR_FLAGS ?=
 bench-daemon-floor: bins lib $(BUILD)/daemon-floor $(BUILD)/gofloor
@@ -338,9 +339,21 @@ $(BUILD)/daemon-floor: bench/agent/daemon_floor.c
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -Wall -Wextra -o $@ $<
 
-$(BUILD)/gofloor: bench/gofloor/main.go
+$(BUILD)/gofloor: bench/gofloor/main.go $(wildcard protocol/*.go api/*.go)
 	@mkdir -p $(BUILD)
 	$(GO) build -o $@ ./bench/gofloor
+
+# The floor under the embedded path: the agent turn lockstep against
+# SQLite through cairn embedded, a Go c-shared library that only writes
+# and flushes the params (bench/goembedfloor), the Python floor and the
+# bare overwrite (bench/agent/embedded_floor.py).
+bench-embedded-floor: lib $(BUILD)/goembedfloor.so
+	$(PYTHON) bench/agent/embedded_floor.py --turns 3000 --runs 3 --go-floor $(BUILD)/goembedfloor.so
+
+$(BUILD)/goembedfloor.so: bench/goembedfloor/main.go
+	@mkdir -p $(BUILD)
+	$(GO) build -buildmode=c-shared -o $@ ./bench/goembedfloor
+	rm -f $(BUILD)/goembedfloor.h
 
 ## run: start the daemon on the current workspace, in the foreground
 run: bins

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The floor under cairn's daemon path: N agent processes run the agent
 workload's turn (agent_bench.py's: two messages of about 2 and 6 KB, usage,
-a small state, durable before the next turn) against three servers in turn,
+a small state, durable before the next turn) against each contestant in turn,
 round after round:
 
 - sqlite: Python sqlite3 on one shared file (WAL, synchronous=FULL), as
@@ -17,6 +17,11 @@ round after round:
   goroutine per connection reading through the runtime's poller, the
   first request to find no commit in progress committing every request
   queued), with the same client: what the Go runtime adds to the floor;
+- wsfloor: bench/gofloor -ws, the Go floor speaking cairn's protocol (a
+  WebSocket, CBOR requests decoded as cairnd decodes them, CBOR answers),
+  with the Python binding's own checkpoint path (cairn/_wire.py) as its
+  client: what the protocol adds to the Go floor, and below cairnd by
+  cairnd's engine and store alone;
 - cairn: the binding in daemon mode against cairnd.
 
 For each it prints turns/s (all agents together), the ratio to sqlite in
@@ -26,7 +31,7 @@ the same round, and the CPU per turn of the clients and of the server.
     python3 bench/agent/daemon_floor.py [--agents 1,8,32] [--turns 200] [--rounds 2]
 
 CAIRN_LIBRARY and --daemon pick the libcairn and cairnd measured (default:
-build/); --servers runs some of the four only.
+build/); --servers runs some of the five only.
 """
 from __future__ import annotations
 
@@ -48,7 +53,7 @@ sys.path.insert(0, str(REPO / "bindings" / "python"))
 os.environ.setdefault("CAIRN_LIBRARY", str(REPO / "build" / "libcairn.so"))
 import agent_bench as ab  # noqa: E402
 
-KINDS = ("sqlite", "floor", "gofloor", "cairn")
+KINDS = ("sqlite", "floor", "gofloor", "wsfloor", "cairn")
 
 
 class FloorAgent:
@@ -78,6 +83,30 @@ class FloorAgent:
         self.s.close()
 
 
+class WSFloorAgent:
+    """The wsfloor's client: the Python binding's own checkpoint path
+    (cairn/_wire.Wire), the call Client.checkpoint makes in daemon mode,
+    against the server at workspace/.cairn/cairnd.sock."""
+
+    def __init__(self, workspace: str, sid: str) -> None:
+        from cairn import _wire
+        from cairn import client as cc
+
+        self.wire = _wire.Wire(lambda: workspace)
+        self.encode = _wire.encode_checkpoint
+        self.dumps = cc._dumps_finite
+        self.run_id = f"run-{sid}"
+
+    def turn(self, i: int, msgs: List[Any]) -> None:
+        run_id, usage, state = self.run_id, ab.usage_of(i), ab.state_of(i)
+        r = self.wire.checkpoint(lambda: self.encode(self.dumps, run_id, i, msgs, usage, i, state, None))
+        if r is None:
+            raise RuntimeError("the wire path did not send the checkpoint")
+
+    def close(self) -> None:
+        self.wire.close()
+
+
 def worker(kind: str, target: str, sid: str, turns: int) -> None:
     """One agent process (agent_bench.fleet)."""
     if kind == "cairn":
@@ -86,6 +115,11 @@ def worker(kind: str, target: str, sid: str, turns: int) -> None:
         c = cairn.connect(target, auto_start=False)
         ab.run_turns(ab.CairnAgent(c, sid), turns)
         c.close()
+        return
+    if kind == "wsfloor":
+        ws = WSFloorAgent(target, sid)
+        ab.run_turns(ws, turns)
+        ws.close()
         return
     agent: Any = FloorAgent(target, sid) if kind in ("floor", "gofloor") else ab.SQLiteAgent(target, sid, busy_ms=60_000)
     ab.run_turns(agent, turns)
@@ -103,10 +137,19 @@ def run(kind: str, n: int, turns: int, root: str, a: argparse.Namespace) -> Dict
             c0 = cairn.connect(d, daemon=a.daemon, daemon_args=["--idle-timeout=600s"])
             pid = c0.status()["daemon"]["pid"]
             target = d
-        elif kind in ("floor", "gofloor"):
+        elif kind in ("floor", "gofloor", "wsfloor"):
             target = os.path.join(d, "floor.sock")
             binary = a.floor_bin if kind == "floor" else a.gofloor_bin
-            server = subprocess.Popen([binary, target, os.path.join(d, "floor.data")], stdout=subprocess.PIPE, text=True)
+            argv = [binary, target, os.path.join(d, "floor.data")]
+            if kind == "wsfloor":
+                # The binding's path dials <workspace>/.cairn/cairnd.sock.
+                os.mkdir(os.path.join(d, ".cairn"))
+                argv = [binary, "-ws", os.path.join(d, ".cairn", "cairnd.sock"), os.path.join(d, "floor.data")]
+                target = d
+            # The Go floors run with the runtime's monitor quieted as cairnd
+            # runs (cmd/cairnd/sysmon_unix.go): no deep sleep between requests.
+            env = dict(os.environ, GODEBUG="schedtrace=2147483647") if kind != "floor" else None
+            server = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
             if server.stdout.readline().strip() != "ready":
                 raise RuntimeError(f"{binary} did not start")
             pid = server.pid
@@ -134,7 +177,7 @@ def main() -> None:
     ap.add_argument("--agents", default="1,8,32")
     ap.add_argument("--turns", type=int, default=3200, help="turns per run, split evenly among the agents (at least 100 each)")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--servers", default=",".join(KINDS), help="which of sqlite, floor, gofloor, cairn to run")
+    ap.add_argument("--servers", default=",".join(KINDS), help="which of sqlite, floor, gofloor, wsfloor, cairn to run")
     ap.add_argument("--daemon", default=str(REPO / "build" / "cairnd"))
     ap.add_argument("--floor-bin", default=str(REPO / "build" / "daemon-floor"))
     ap.add_argument("--gofloor-bin", default=str(REPO / "build" / "gofloor"))

@@ -9,17 +9,28 @@ median turn and its ratio to SQLite's, per run, and the CPU a turn of the
 process's threads other than the one that makes the calls: the Go
 runtime's, woken by libcairn's calls (SQLite and Python start none).
 
-    CAIRN_LIBRARY=build/libcairn.so python3 bench/agent/embedded_floor.py [--turns 2000] [--runs 3]
+    CAIRN_LIBRARY=build/libcairn.so python3 bench/agent/embedded_floor.py [--turns 2000] [--runs 3] [--go-floor build/goembedfloor.so]
 
 The gap between cairn embedded and the Python floor is what libcairn adds
 to a turn (the call, the request's decode and checks, the records'
 encoding, the guards), beside the disk and the binding's encoding.
+
+With --go-floor (bench/goembedfloor, built by make bench-embedded-floor),
+each run also measures the Go floor: the same params handed through
+ctypes to a Go c-shared library that only writes them into synced zeros
+and fdatasyncs (what any embedded Go library costs the turn: the
+crossing into the Go runtime and its monitor thread). A process can hold
+one Go runtime, so each run is two processes one after the other, one
+with cairn embedded and one with the Go floor, each against its own
+SQLite, Python floor and overwrite floor.
 """
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -47,13 +58,41 @@ class PyFloor(ab.OverwriteFloor):
         self.off = (self.off + len(b)) % (self.SIZE - (1 << 16))
 
 
-def run(turns: int) -> dict:
+class GoFloor:
+    """The turn's params as Client.checkpoint encodes them, handed to a Go
+    c-shared library (bench/goembedfloor) through ctypes, which writes
+    them into synced zeros and makes them durable."""
+
+    def __init__(self, lib: str, path: str) -> None:
+        self.lib = ctypes.CDLL(lib)
+        self.fn = self.lib.floor_commit
+        self.fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        self.fn.restype = ctypes.c_longlong
+        if self.lib.floor_open(os.fsencode(path)) != 0:
+            raise RuntimeError(f"floor_open {path} failed")
+
+    def turn(self, i, msgs):
+        p = {"run_id": "r", "turn": i, "new_messages": msgs, "tool_calls_count": i, "usage": ab.usage_of(i), "state": ab.state_of(i)}
+        b = cc._dumps(p)
+        if self.fn(b, len(b)) < 0:
+            raise RuntimeError("floor_commit failed")
+
+    def close(self) -> None:
+        pass
+
+
+def run(turns: int, go_floor: str = "") -> dict:
     d = tempfile.mkdtemp(prefix="cairn-efloor-")
+    c = None
     try:
         ws = os.path.join(d, "ws")
         os.makedirs(ws)
-        c = cairn.connect(ws, embedded=True)
-        agents = [("sqlite", ab.SQLiteAgent(os.path.join(d, "a.db"), ab.SID)), ("embedded", ab.CairnAgent(c, ab.SID)),
+        if go_floor:
+            middle: tuple = ("gofloor", GoFloor(go_floor, os.path.join(d, "gf.bin")))
+        else:
+            c = cairn.connect(ws, embedded=True)
+            middle = ("embedded", ab.CairnAgent(c, ab.SID))
+        agents = [("sqlite", ab.SQLiteAgent(os.path.join(d, "a.db"), ab.SID)), middle,
                   ("pyfloor", PyFloor(os.path.join(d, "pf.bin"))), ("overwrite", ab.OverwriteFloor(os.path.join(d, "ow.bin")))]
         wall = {k: [] for k, _ in agents}
         other = threads_cpu()["other"]
@@ -70,7 +109,8 @@ def run(turns: int) -> dict:
             for name, a in agents:
                 if name != "embedded":
                     a.close()
-            c.close()
+            if c is not None:
+                c.close()
         return {k: sorted(v)[len(v) // 2] / 1000 for k, v in wall.items()}, other / turns * 1e6
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -80,9 +120,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--turns", type=int, default=2000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--go-floor", default="", help="also run the Go floor library (bench/goembedfloor), in a second process")
+    ap.add_argument("--only-go-floor", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     for _ in range(a.runs):
-        med, other = run(a.turns)
+        if a.go_floor and not a.only_go_floor:
+            # The Go floor's run first, in a process of its own (see the doc).
+            subprocess.run([sys.executable, __file__, "--turns", str(a.turns), "--runs", "1", "--go-floor", a.go_floor, "--only-go-floor"],
+                           check=True)
+        med, other = run(a.turns, a.go_floor if a.only_go_floor else "")
         print("  ".join(f"{k} {v:.0f} us ({v / med['sqlite']:.2f}x)" for k, v in med.items())
               + f"  other threads {other:.0f} us cpu/turn  {ab.load()}", flush=True)
 

@@ -13,21 +13,38 @@
 // No parsing, no framing, no index: what is left is what the Go runtime
 // adds to the system calls and wake-ups any client-daemon design pays.
 //
-//	gofloor SOCKET DATAFILE
+// With -ws it speaks cairn's protocol instead (PROTOCOL.md): an HTTP
+// upgrade to a WebSocket with subprotocol cairn.v1 (coder/websocket, as
+// cairnd), each request a CBOR message decoded as cairnd decodes it
+// (protocol.DecodeRequestBorrowed, then protocol.DecodeCheckpointParams
+// for a checkpoint), answered with the CBOR cairnd writes
+// (protocol.EncodeResult). hello is answered with the limits; a
+// checkpoint's params bytes are committed as above. Its client is the
+// Python binding's own checkpoint path (cairn/_wire.py) unchanged, so the
+// gap between -ws and cairnd is cairnd's engine and store, and the gap
+// between -ws and the plain floor is the protocol's framing and encoding.
+//
+//	gofloor [-ws] SOCKET DATAFILE
 //
 // It prints "ready" once listening and runs until killed.
 package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"sync"
 
+	"github.com/coder/websocket"
+
+	"github.com/cairn-dev/cairn/api"
 	"github.com/cairn-dev/cairn/internal/vfs"
+	"github.com/cairn-dev/cairn/protocol"
 )
 
 const (
@@ -122,9 +139,72 @@ func serve(c net.Conn, j *journal) {
 	}
 }
 
+// readBufs holds read buffers for reuse, as cairnd's do.
+var readBufs = protocol.MessageBufs{Max: 64 << 10}
+
+// serveWS is serve for cairn's protocol: one WebSocket connection, each
+// request handled on its reader goroutine, as cairnd runs a turn's.
+func serveWS(w http.ResponseWriter, r *http.Request, j *journal) {
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{protocol.Subprotocol}})
+	if err != nil {
+		return
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(64 << 20)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var out []byte
+	for {
+		_, buf, err := readBufs.Read(ctx, ws)
+		if err != nil {
+			return
+		}
+		req, err := protocol.DecodeRequestBorrowed(*buf)
+		if err != nil || req.ID == nil {
+			fmt.Fprintln(os.Stderr, "gofloor: bad request:", err)
+			os.Exit(1)
+		}
+		var result any
+		switch req.Method {
+		case "hello":
+			result = api.HelloResult{ProtocolVersion: api.ProtocolVersion, Limits: api.Limits{MaxMessageSize: 64 << 20}}
+		case "checkpoint":
+			var p api.CheckpointRequest
+			if !protocol.DecodeCheckpointParams(req.Params, &p) {
+				if err := protocol.DecodeParams(req.Params, &p); err != nil {
+					fmt.Fprintln(os.Stderr, "gofloor: bad checkpoint:", err)
+					os.Exit(1)
+				}
+			}
+			at, err := j.commit(&request{payload: req.Params})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "gofloor: commit:", err)
+				os.Exit(1)
+			}
+			result = api.CheckpointResult{Generation: uint64(at), MessageCount: int64(len(p.NewMessages))}
+		default:
+			fmt.Fprintln(os.Stderr, "gofloor: method not served:", req.Method)
+			os.Exit(1)
+		}
+		out, err = protocol.AppendResult(out[:0], *req.ID, result)
+		readBufs.Put(buf)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gofloor: encode:", err)
+			os.Exit(1)
+		}
+		if ws.Write(ctx, websocket.MessageBinary, out) != nil {
+			return
+		}
+	}
+}
+
 func main() {
+	ws := len(os.Args) == 4 && os.Args[1] == "-ws"
+	if ws {
+		os.Args = append(os.Args[:1], os.Args[2:]...)
+	}
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: gofloor SOCKET DATAFILE")
+		fmt.Fprintln(os.Stderr, "usage: gofloor [-ws] SOCKET DATAFILE")
 		os.Exit(2)
 	}
 	f, err := os.OpenFile(os.Args[2], os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -153,6 +233,11 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("ready")
+	if ws {
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serveWS(w, r, j) })
+		fmt.Fprintln(os.Stderr, "gofloor:", http.Serve(ln, h))
+		os.Exit(1)
+	}
 	for {
 		c, err := ln.Accept()
 		if err != nil {
