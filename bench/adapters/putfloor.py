@@ -11,9 +11,19 @@ embedded, and the parts of CairnSaver's put on their own:
 
     CAIRN_LIBRARY=<libcairn.so> python3 bench/adapters/putfloor.py <dir holding the cairn package> [rounds] [per round]
 
+With --go-floor=<goembedfloor.so> (bench/goembedfloor, make
+bench-embedded-floor builds it) the script runs instead, in a process
+without libcairn (a process holds one Go runtime): SqliteSaver FULL,
+"saver alone", and "saver + Go floor": CairnSaver.put whose save request
+is handed through ctypes to a Go c-shared library that only writes it
+into synced zeros and fdatasyncs it. That is the least a put through any
+embedded Go library costs: the saver's Python, the crossing into the Go
+runtime, one durable write.
+
 Medians per round in microseconds, CPU per call from getrusage (the whole
 process: libcairn's Go threads included)."""
 
+import ctypes
 import json
 import os
 import shutil
@@ -21,6 +31,8 @@ import sys
 import tempfile
 from typing import Any, Callable, Dict, List
 
+GO_FLOOR = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--go-floor=")), "")
+sys.argv[1:] = [a for a in sys.argv[1:] if not a.startswith("--go-floor=")]
 sys.path.insert(0, sys.argv[1])
 import cairn  # noqa: E402  (the package named, before bench's own path)
 from bench import Putter, interleaved, print_interleaved, sqlite_saver  # noqa: E402  (this script's directory)
@@ -45,9 +57,47 @@ class _Capture:
         raise cairn.NotFoundError("none")
 
 
+class _GoFloorClient(_Capture):
+    """A client whose save hands the request to bench/goembedfloor's
+    floor_commit: one pwrite into synced zeros and one fdatasync."""
+
+    def __init__(self, lib: str, path: str) -> None:
+        super().__init__()
+        self.lib = ctypes.CDLL(lib)
+        self.fn = self.lib.floor_commit
+        self.fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        self.fn.restype = ctypes.c_longlong
+        if self.lib.floor_open(os.fsencode(path)) != 0:
+            raise RuntimeError(f"floor_open {path} failed")
+
+    def _call(self, method: bytes, req: bytes, decode: bool = True) -> None:
+        if self.fn(req, len(req)) < 0:
+            raise RuntimeError("floor_commit failed")
+
+
+def go_floor(lib: str, rounds: int, per: int) -> None:
+    tmp = tempfile.mkdtemp(prefix="cairn-putfloor-")
+    try:
+        full = sqlite_saver(os.path.join(tmp, "full.db"), full=True)
+        savers: Dict[str, Any] = {
+            "SqliteSaver synchronous=FULL": full,
+            "saver + Go floor": CairnSaver(_GoFloorClient(lib, os.path.join(tmp, "gofloor"))),  # type: ignore[arg-type]
+            "saver alone": CairnSaver(_Capture()),  # type: ignore[arg-type]
+        }
+        rows: Dict[str, Callable[[], None]] = {n: Putter(s, "t") for n, s in savers.items()}
+        meds, cpus = interleaved(rows, rounds, per)
+        print_interleaved(meds, cpus, 30)
+        full.conn.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     per = int(sys.argv[3]) if len(sys.argv) > 3 else 200
+    if GO_FLOOR:
+        go_floor(GO_FLOOR, rounds, per)
+        return
     tmp = tempfile.mkdtemp(prefix="cairn-putfloor-")
     try:
         os.makedirs(os.path.join(tmp, "e"))
