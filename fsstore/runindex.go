@@ -1,6 +1,9 @@
 package fsstore
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // runIndex names, for each run id the served sessions record (a run record
 // or a checkpoint line), the session that records it, so that FindRun,
@@ -31,9 +34,11 @@ type runIndex struct {
 	whole bool
 	epoch uint64                  // counts the drops, so a scan that raced one is not trusted
 	of    map[string]*sessionFile // nil value: two sessions record the run; scan
-	// sick holds every session that has stopped being served (a superset:
-	// one served again later stays here), so the lookup of a run no served
-	// session records asks only them whether they name it (sickRun).
+	// sick holds the sessions that have stopped being served, so the
+	// lookup of a run no served session records asks only them whether
+	// they name it (sickRun). A session leaves it when it is deleted or a
+	// repair replaces it (forget, replaced), so it holds no index of a
+	// log that is gone.
 	sick []*sessionFile
 }
 
@@ -65,7 +70,7 @@ func (x *runIndex) added(sf *sessionFile, ps []parsed) {
 }
 
 // forget removes the entries that name sf, whose lock the caller holds,
-// as it is deleted.
+// as it is deleted, and sf from the sick list.
 func (x *runIndex) forget(sf *sessionFile) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -74,6 +79,22 @@ func (x *runIndex) forget(sf *sessionFile) {
 			delete(x.of, run)
 		}
 	})
+	x.unlistLocked(sf)
+}
+
+// replaced removes sf from the sick list as a repair replaces its log.
+func (x *runIndex) replaced(sf *sessionFile) {
+	x.mu.Lock()
+	x.unlistLocked(sf)
+	x.mu.Unlock()
+}
+
+// unlistLocked removes sf from the sick list; x.mu is held. The list is
+// copied, not changed in place: sickFiles hands out the old one.
+func (x *runIndex) unlistLocked(sf *sessionFile) {
+	if i := slices.Index(x.sick, sf); i >= 0 {
+		x.sick = slices.Delete(slices.Clone(x.sick), i, i+1)
+	}
 }
 
 // drop forgets the index: the next lookup builds it again.
@@ -91,7 +112,7 @@ func (x *runIndex) stopped(sf *sessionFile) {
 	x.mu.Unlock()
 }
 
-// sickFiles returns the sessions that are or were not served.
+// sickFiles returns the sessions that are not served.
 func (x *runIndex) sickFiles() []*sessionFile {
 	x.mu.Lock()
 	defer x.mu.Unlock()

@@ -3,6 +3,7 @@ package fsstore
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -333,4 +334,100 @@ func BenchmarkRunIndexBytes(b *testing.B) {
 		runtime.KeepAlive(x)
 	}
 	b.ReportMetric(perRun, "B/run")
+}
+
+// TestSickListHoldsOnlyUnservedSessions damages a session's log and
+// repairs it, again and again, then damages and deletes it: the list of
+// sessions the store does not serve, which run lookups ask, must hold the
+// damaged session once while it is damaged and let it go once a repair
+// replaced it or a delete removed it, so that it keeps no index of a log
+// that is gone however often a session is damaged.
+func TestSickListHoldsOnlyUnservedSessions(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	commit := func(i int) {
+		t.Helper()
+		c := &session.Change{
+			AppendMessages: []session.Value{session.Value(fmt.Sprintf(`"m%d"`, i))},
+			UpsertRuns:     []session.Run{{RunID: "run", Status: session.RunRunning}},
+		}
+		if _, err := s.Commit(ctx, "k", c, session.CommitOptions{}); err != nil {
+			t.Fatalf("commit %d: %v", i, err)
+		}
+	}
+	sick := func() int {
+		t.Helper()
+		return len(s.runs.sickFiles())
+	}
+	// damage flips a byte inside the last commit of k's log and has
+	// Verify find it.
+	damage := func() {
+		t.Helper()
+		s.mu.Lock()
+		sf := s.sessions["k"]
+		s.mu.Unlock()
+		sf.mu.Lock()
+		path, end := sf.path, sf.size
+		sf.mu.Unlock()
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, 1)
+		if _, err := f.ReadAt(b, end-3); err != nil {
+			t.Fatal(err)
+		}
+		b[0] ^= 0xff
+		if _, err := f.WriteAt(b, end-3); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		rep, err := s.Verify(ctx)
+		if err != nil || rep.OK {
+			t.Fatalf("verify after damage: %v %+v", err, rep)
+		}
+	}
+	for i := 1; i <= 3; i++ {
+		commit(2 * i)
+		commit(2*i + 1)
+		damage()
+		if n := sick(); n != 1 {
+			t.Fatalf("round %d: %d sessions on the sick list with one damaged, want 1", i, n)
+		}
+		// Verify again: the same session is not listed twice.
+		if _, err := s.Verify(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := sick(); n != 1 {
+			t.Fatalf("round %d: %d sessions on the sick list after a second verify, want 1", i, n)
+		}
+		if _, err := s.FindRun(ctx, "run"); session.CodeOf(err) != session.CodeCorrupt {
+			t.Fatalf("round %d: find run in the damaged session: %v, want code corrupt", i, err)
+		}
+		rep, err := s.Repair(ctx, session.RepairRequest{SessionID: "k", Apply: true})
+		if err != nil || !rep.Applied {
+			t.Fatalf("round %d: repair: %v %+v", i, err, rep)
+		}
+		if n := sick(); n != 0 {
+			t.Fatalf("round %d: %d sessions on the sick list after the repair, want 0", i, n)
+		}
+		if sid, err := s.FindRun(ctx, "run"); err != nil || sid != "k" {
+			t.Fatalf("round %d: find run after the repair: %q, %v", i, sid, err)
+		}
+	}
+	commit(100)
+	damage()
+	if err := s.Delete(ctx, "k"); err != nil {
+		t.Fatalf("delete the damaged session: %v", err)
+	}
+	if n := sick(); n != 0 {
+		t.Fatalf("%d sessions on the sick list after the damaged one was deleted, want 0", n)
+	}
+	if _, err := s.FindRun(ctx, "run"); session.CodeOf(err) != session.CodeNotFound {
+		t.Fatalf("find run after the delete: %v, want not_found", err)
+	}
 }
