@@ -18,7 +18,7 @@
 // cairnd), each request a CBOR message decoded as cairnd decodes it
 // (protocol.DecodeRequestBorrowed, then protocol.DecodeCheckpointParams
 // for a checkpoint), answered with the CBOR cairnd writes
-// (protocol.EncodeResult). hello is answered with the limits; a
+// (protocol.AppendResult). hello is answered with the limits; a
 // checkpoint's params bytes are committed as above. Its client is the
 // Python binding's own checkpoint path (cairn/_wire.py) unchanged, so the
 // gap between -ws and cairnd is cairnd's engine and store, and the gap
