@@ -23,7 +23,6 @@ runtime, one durable write.
 Medians per round in microseconds, CPU per call from getrusage (the whole
 process: libcairn's Go threads included)."""
 
-import ctypes
 import json
 import os
 import shutil
@@ -63,16 +62,13 @@ class _GoFloorClient(_Capture):
 
     def __init__(self, lib: str, path: str) -> None:
         super().__init__()
-        self.lib = ctypes.CDLL(lib)
-        self.fn = self.lib.floor_commit
-        self.fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-        self.fn.restype = ctypes.c_longlong
-        if self.lib.floor_open(os.fsencode(path)) != 0:
-            raise RuntimeError(f"floor_open {path} failed")
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "goembedfloor"))
+        from floorlib import open_floor
+
+        self.commit = open_floor(lib, path)
 
     def _call(self, method: bytes, req: bytes, decode: bool = True) -> None:
-        if self.fn(req, len(req)) < 0:
-            raise RuntimeError("floor_commit failed")
+        self.commit(req)
 
 
 def go_floor(lib: str, rounds: int, per: int) -> None:

@@ -27,7 +27,6 @@ SQLite, Python floor and overwrite floor.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import shutil
 import subprocess
@@ -37,7 +36,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO / "bench" / "agent"), str(REPO / "bindings" / "python")]
+sys.path[:0] = [str(REPO / "bench" / "agent"), str(REPO / "bindings" / "python"), str(REPO / "bench" / "goembedfloor")]
 os.environ.setdefault("CAIRN_LIBRARY", str(REPO / "build" / "libcairn.so"))
 
 import agent_bench as ab  # noqa: E402
@@ -64,18 +63,13 @@ class GoFloor:
     them into synced zeros and makes them durable."""
 
     def __init__(self, lib: str, path: str) -> None:
-        self.lib = ctypes.CDLL(lib)
-        self.fn = self.lib.floor_commit
-        self.fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-        self.fn.restype = ctypes.c_longlong
-        if self.lib.floor_open(os.fsencode(path)) != 0:
-            raise RuntimeError(f"floor_open {path} failed")
+        from floorlib import open_floor
+
+        self.commit = open_floor(lib, path)
 
     def turn(self, i, msgs):
         p = {"run_id": "r", "turn": i, "new_messages": msgs, "tool_calls_count": i, "usage": ab.usage_of(i), "state": ab.state_of(i)}
-        b = cc._dumps(p)
-        if self.fn(b, len(b)) < 0:
-            raise RuntimeError("floor_commit failed")
+        self.commit(cc._dumps(p))
 
     def close(self) -> None:
         pass
