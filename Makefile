@@ -328,8 +328,9 @@ bench-pausefloor:
 
 # The floor under the daemon path: the agent turn from N processes against
 # SQLite, a minimal C daemon with group commit (bench/agent/daemon_floor.c),
-# the same in Go (bench/gofloor), that Go floor speaking cairn's protocol
-# (gofloor -ws) and cairnd, turns/s and CPU per turn
+# the same in Go (bench/gofloor), that Go floor taking cairn's CBOR
+# requests after a length (gofloor -cbor) and speaking cairn's protocol
+# (gofloor -ws), and cairnd, turns/s and CPU per turn
 # (bench/agent/daemon_floor.py).
 FLOOR_FLAGS ?=
 bench-daemon-floor: bins lib $(BUILD)/daemon-floor $(BUILD)/gofloor

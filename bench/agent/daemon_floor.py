@@ -22,6 +22,10 @@ round after round:
   with the Python binding's own checkpoint path (cairn/_wire.py) as its
   client: what the protocol adds to the Go floor, and below cairnd by
   cairnd's engine and store alone;
+- cborfloor: bench/gofloor -cbor, the same CBOR requests and answers
+  after a 4-byte length instead of in WebSocket frames, its client the
+  binding's encoder (cairn/_wire.encode_checkpoint) and answer reader
+  with sendall and recv: what the WebSocket framing adds, on both sides;
 - cairn: the binding in daemon mode against cairnd.
 
 For each it prints turns/s (all agents together), the ratio to sqlite in
@@ -31,7 +35,7 @@ the same round, and the CPU per turn of the clients and of the server.
     python3 bench/agent/daemon_floor.py [--agents 1,8,32] [--turns 200] [--rounds 2]
 
 CAIRN_LIBRARY and --daemon pick the libcairn and cairnd measured (default:
-build/); --servers runs some of the five only.
+build/); --servers runs some of them only.
 """
 from __future__ import annotations
 
@@ -53,7 +57,7 @@ sys.path.insert(0, str(REPO / "bindings" / "python"))
 os.environ.setdefault("CAIRN_LIBRARY", str(REPO / "build" / "libcairn.so"))
 import agent_bench as ab  # noqa: E402
 
-KINDS = ("sqlite", "floor", "gofloor", "wsfloor", "cairn")
+KINDS = ("sqlite", "floor", "gofloor", "cborfloor", "wsfloor", "cairn")
 
 
 class FloorAgent:
@@ -107,6 +111,47 @@ class WSFloorAgent:
         self.wire.close()
 
 
+class CBORFloorAgent:
+    """The cborfloor's client: the request the binding's own checkpoint
+    path sends (cairn/_wire.py's encoding, byte for byte), after a 4-byte
+    length instead of in a WebSocket frame; the answer, after its length,
+    read by the same path's answer reader."""
+
+    def __init__(self, path: str, sid: str) -> None:
+        from cairn import _wire
+        from cairn import client as cc
+
+        self.w = _wire
+        self.dumps = cc._dumps_finite
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(path)
+        self.run_id = f"run-{sid}"
+        self.rid = 0
+
+    def _recv(self, n: int) -> bytes:
+        got = b""
+        while len(got) < n:
+            b = self.s.recv(n - len(got))
+            if not b:
+                raise RuntimeError("cborfloor server closed the connection")
+            got += b
+        return got
+
+    def turn(self, i: int, msgs: List[Any]) -> None:
+        w = self.w
+        params = w.encode_checkpoint(self.dumps, self.run_id, i, msgs, ab.usage_of(i), i, ab.state_of(i), None)
+        if params is None:
+            raise RuntimeError("the checkpoint could not be encoded")
+        self.rid += 1
+        msg = b"".join([w._REQ_HEAD, w._head(0, self.rid), w._REQ_CHECKPOINT, *params])
+        self.s.sendall(struct.pack("<I", len(msg)) + msg)
+        (n,) = struct.unpack("<I", self._recv(4))
+        w._checkpoint_answer(self._recv(n))
+
+    def close(self) -> None:
+        self.s.close()
+
+
 def worker(kind: str, target: str, sid: str, turns: int) -> None:
     """One agent process (agent_bench.fleet)."""
     if kind == "cairn":
@@ -121,7 +166,12 @@ def worker(kind: str, target: str, sid: str, turns: int) -> None:
         ab.run_turns(ws, turns)
         ws.close()
         return
-    agent: Any = FloorAgent(target, sid) if kind in ("floor", "gofloor") else ab.SQLiteAgent(target, sid, busy_ms=60_000)
+    if kind == "cborfloor":
+        agent: Any = CBORFloorAgent(target, sid)
+    elif kind in ("floor", "gofloor"):
+        agent = FloorAgent(target, sid)
+    else:
+        agent = ab.SQLiteAgent(target, sid, busy_ms=60_000)
     ab.run_turns(agent, turns)
     agent.close()
 
@@ -137,7 +187,7 @@ def run(kind: str, n: int, turns: int, root: str, a: argparse.Namespace) -> Dict
             c0 = cairn.connect(d, daemon=a.daemon, daemon_args=["--idle-timeout=600s"])
             pid = c0.status()["daemon"]["pid"]
             target = d
-        elif kind in ("floor", "gofloor", "wsfloor"):
+        elif kind in ("floor", "gofloor", "cborfloor", "wsfloor"):
             target = os.path.join(d, "floor.sock")
             binary = a.floor_bin if kind == "floor" else a.gofloor_bin
             argv = [binary, target, os.path.join(d, "floor.data")]
@@ -146,6 +196,8 @@ def run(kind: str, n: int, turns: int, root: str, a: argparse.Namespace) -> Dict
                 os.mkdir(os.path.join(d, ".cairn"))
                 argv = [binary, "-ws", os.path.join(d, ".cairn", "cairnd.sock"), os.path.join(d, "floor.data")]
                 target = d
+            elif kind == "cborfloor":
+                argv.insert(1, "-cbor")
             # The Go floors run with the runtime's monitor quieted as cairnd
             # runs (cmd/cairnd/sysmon_unix.go): no deep sleep between requests.
             env = dict(os.environ, GODEBUG="schedtrace=2147483647") if kind != "floor" else None
@@ -177,7 +229,7 @@ def main() -> None:
     ap.add_argument("--agents", default="1,8,32")
     ap.add_argument("--turns", type=int, default=3200, help="turns per run, split evenly among the agents (at least 100 each)")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--servers", default=",".join(KINDS), help="which of sqlite, floor, gofloor, wsfloor, cairn to run")
+    ap.add_argument("--servers", default=",".join(KINDS), help="which of sqlite, floor, gofloor, cborfloor, wsfloor, cairn to run")
     ap.add_argument("--daemon", default=str(REPO / "build" / "cairnd"))
     ap.add_argument("--floor-bin", default=str(REPO / "build" / "daemon-floor"))
     ap.add_argument("--gofloor-bin", default=str(REPO / "build" / "gofloor"))

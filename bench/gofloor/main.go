@@ -24,7 +24,11 @@
 // gap between -ws and cairnd is cairnd's engine and store, and the gap
 // between -ws and the plain floor is the protocol's framing and encoding.
 //
-//	gofloor [-ws] SOCKET DATAFILE
+// With -cbor it takes the same CBOR requests and answers as -ws, each
+// after a 4-byte little-endian length instead of in a WebSocket frame: the
+// gap between -cbor and -ws is the WebSocket framing alone.
+//
+//	gofloor [-ws | -cbor] SOCKET DATAFILE
 //
 // It prints "ready" once listening and runs until killed.
 package main
@@ -142,6 +146,46 @@ func serve(c net.Conn, j *journal) {
 // readBufs holds read buffers for reuse, as cairnd's do.
 var readBufs = protocol.MessageBufs{Max: 64 << 10}
 
+// answer handles one CBOR request of cairn's protocol (hello, or a
+// checkpoint committed with j) as cairnd decodes it, and appends its
+// answer, as cairnd encodes it, to out.
+func answer(msg []byte, j *journal, out []byte) []byte {
+	req, err := protocol.DecodeRequestBorrowed(msg)
+	if err != nil || req.ID == nil {
+		fail("bad request", err)
+	}
+	var result any
+	switch req.Method {
+	case "hello":
+		result = api.HelloResult{ProtocolVersion: api.ProtocolVersion, Limits: api.Limits{MaxMessageSize: 64 << 20}}
+	case "checkpoint":
+		var p api.CheckpointRequest
+		if !protocol.DecodeCheckpointParams(req.Params, &p) {
+			if err := protocol.DecodeParams(req.Params, &p); err != nil {
+				fail("bad checkpoint", err)
+			}
+		}
+		at, err := j.commit(&request{payload: req.Params})
+		if err != nil {
+			fail("commit", err)
+		}
+		result = api.CheckpointResult{Generation: uint64(at), MessageCount: int64(len(p.NewMessages))}
+	default:
+		fail("method not served", fmt.Errorf("%q", req.Method))
+	}
+	out, err = protocol.AppendResult(out, *req.ID, result)
+	if err != nil {
+		fail("encode", err)
+	}
+	return out
+}
+
+// fail ends the floor: a benchmark's server has no one to answer an error to.
+func fail(what string, err error) {
+	fmt.Fprintf(os.Stderr, "gofloor: %s: %v\n", what, err)
+	os.Exit(1)
+}
+
 // serveWS is serve for cairn's protocol: one WebSocket connection, each
 // request handled on its reader goroutine, as cairnd runs a turn's.
 func serveWS(w http.ResponseWriter, r *http.Request, j *journal) {
@@ -159,52 +203,53 @@ func serveWS(w http.ResponseWriter, r *http.Request, j *journal) {
 		if err != nil {
 			return
 		}
-		req, err := protocol.DecodeRequestBorrowed(*buf)
-		if err != nil || req.ID == nil {
-			fmt.Fprintln(os.Stderr, "gofloor: bad request:", err)
-			os.Exit(1)
-		}
-		var result any
-		switch req.Method {
-		case "hello":
-			result = api.HelloResult{ProtocolVersion: api.ProtocolVersion, Limits: api.Limits{MaxMessageSize: 64 << 20}}
-		case "checkpoint":
-			var p api.CheckpointRequest
-			if !protocol.DecodeCheckpointParams(req.Params, &p) {
-				if err := protocol.DecodeParams(req.Params, &p); err != nil {
-					fmt.Fprintln(os.Stderr, "gofloor: bad checkpoint:", err)
-					os.Exit(1)
-				}
-			}
-			at, err := j.commit(&request{payload: req.Params})
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "gofloor: commit:", err)
-				os.Exit(1)
-			}
-			result = api.CheckpointResult{Generation: uint64(at), MessageCount: int64(len(p.NewMessages))}
-		default:
-			fmt.Fprintln(os.Stderr, "gofloor: method not served:", req.Method)
-			os.Exit(1)
-		}
-		out, err = protocol.AppendResult(out[:0], *req.ID, result)
+		out = answer(*buf, j, out[:0])
 		readBufs.Put(buf)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "gofloor: encode:", err)
-			os.Exit(1)
-		}
 		if ws.Write(ctx, websocket.MessageBinary, out) != nil {
 			return
 		}
 	}
 }
 
+// serveCBOR is serveWS with a 4-byte little-endian length before each
+// request and answer instead of a WebSocket frame.
+func serveCBOR(c net.Conn, j *journal) {
+	defer c.Close()
+	br := bufio.NewReaderSize(c, 64<<10)
+	var head [4]byte
+	var msg []byte
+	out := make([]byte, 4, 64)
+	for {
+		if _, err := io.ReadFull(br, head[:]); err != nil {
+			return
+		}
+		n := binary.LittleEndian.Uint32(head[:])
+		if n > maxRequest {
+			return
+		}
+		if cap(msg) < int(n) {
+			msg = make([]byte, n)
+		}
+		msg = msg[:n]
+		if _, err := io.ReadFull(br, msg); err != nil {
+			return
+		}
+		out = answer(msg, j, out[:4])
+		binary.LittleEndian.PutUint32(out, uint32(len(out)-4))
+		if _, err := c.Write(out); err != nil {
+			return
+		}
+	}
+}
+
 func main() {
-	ws := len(os.Args) == 4 && os.Args[1] == "-ws"
-	if ws {
+	mode := ""
+	if len(os.Args) == 4 && (os.Args[1] == "-ws" || os.Args[1] == "-cbor") {
+		mode = os.Args[1]
 		os.Args = append(os.Args[:1], os.Args[2:]...)
 	}
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: gofloor [-ws] SOCKET DATAFILE")
+		fmt.Fprintln(os.Stderr, "usage: gofloor [-ws | -cbor] SOCKET DATAFILE")
 		os.Exit(2)
 	}
 	f, err := os.OpenFile(os.Args[2], os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -233,17 +278,19 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("ready")
-	if ws {
+	if mode == "-ws" {
 		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serveWS(w, r, j) })
-		fmt.Fprintln(os.Stderr, "gofloor:", http.Serve(ln, h))
-		os.Exit(1)
+		fail("serve", http.Serve(ln, h))
 	}
 	for {
 		c, err := ln.Accept()
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "gofloor: accept:", err)
-			os.Exit(1)
+			fail("accept", err)
 		}
-		go serve(c, j)
+		if mode == "-cbor" {
+			go serveCBOR(c, j)
+		} else {
+			go serve(c, j)
+		}
 	}
 }
