@@ -114,24 +114,38 @@ func (j *journal) commit(r *request) (int64, error) {
 	return r.at, r.err
 }
 
+// readRequest reads one request, a 4-byte little-endian length and that
+// many bytes, into buf (a new one when it is too small); false at EOF, on
+// a read error or past maxRequest.
+func readRequest(br *bufio.Reader, buf []byte) ([]byte, bool) {
+	var head [4]byte
+	if _, err := io.ReadFull(br, head[:]); err != nil {
+		return nil, false
+	}
+	n := binary.LittleEndian.Uint32(head[:])
+	if n > maxRequest {
+		return nil, false
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(br, buf); err != nil {
+		return nil, false
+	}
+	return buf, true
+}
+
 func serve(c net.Conn, j *journal) {
 	defer c.Close()
 	br := bufio.NewReaderSize(c, 64<<10)
-	var head [4]byte
 	var answer [8]byte
 	for {
-		if _, err := io.ReadFull(br, head[:]); err != nil {
+		payload, ok := readRequest(br, nil)
+		if !ok {
 			return
 		}
-		n := binary.LittleEndian.Uint32(head[:])
-		if n > maxRequest {
-			return
-		}
-		r := &request{payload: make([]byte, n)}
-		if _, err := io.ReadFull(br, r.payload); err != nil {
-			return
-		}
-		at, err := j.commit(r)
+		at, err := j.commit(&request{payload: payload})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "gofloor: commit:", err)
 			os.Exit(1)
@@ -216,22 +230,11 @@ func serveWS(w http.ResponseWriter, r *http.Request, j *journal) {
 func serveCBOR(c net.Conn, j *journal) {
 	defer c.Close()
 	br := bufio.NewReaderSize(c, 64<<10)
-	var head [4]byte
 	var msg []byte
 	out := make([]byte, 4, 64)
 	for {
-		if _, err := io.ReadFull(br, head[:]); err != nil {
-			return
-		}
-		n := binary.LittleEndian.Uint32(head[:])
-		if n > maxRequest {
-			return
-		}
-		if cap(msg) < int(n) {
-			msg = make([]byte, n)
-		}
-		msg = msg[:n]
-		if _, err := io.ReadFull(br, msg); err != nil {
+		var ok bool
+		if msg, ok = readRequest(br, msg); !ok {
 			return
 		}
 		out = answer(msg, j, out[:4])
