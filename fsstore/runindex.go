@@ -37,8 +37,8 @@ type runIndex struct {
 	// sick holds the sessions that have stopped being served, so the
 	// lookup of a run no served session records asks only them whether
 	// they name it (sickRun). A session leaves it when it is deleted or a
-	// repair replaces it (forget, replaced), so it holds no index of a
-	// log that is gone.
+	// repair replaces it (forget), so it holds no index of a log that is
+	// gone.
 	sick []*sessionFile
 }
 
@@ -70,7 +70,9 @@ func (x *runIndex) added(sf *sessionFile, ps []parsed) {
 }
 
 // forget removes the entries that name sf, whose lock the caller holds,
-// as it is deleted, and sf from the sick list.
+// and sf from the sick list, as sf is deleted or a repair replaces it.
+// The sick list is copied, not changed in place: sickFiles hands out the
+// old one.
 func (x *runIndex) forget(sf *sessionFile) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -79,19 +81,6 @@ func (x *runIndex) forget(sf *sessionFile) {
 			delete(x.of, run)
 		}
 	})
-	x.unlistLocked(sf)
-}
-
-// replaced removes sf from the sick list as a repair replaces its log.
-func (x *runIndex) replaced(sf *sessionFile) {
-	x.mu.Lock()
-	x.unlistLocked(sf)
-	x.mu.Unlock()
-}
-
-// unlistLocked removes sf from the sick list; x.mu is held. The list is
-// copied, not changed in place: sickFiles hands out the old one.
-func (x *runIndex) unlistLocked(sf *sessionFile) {
 	if i := slices.Index(x.sick, sf); i >= 0 {
 		x.sick = slices.Delete(slices.Clone(x.sick), i, i+1)
 	}

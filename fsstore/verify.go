@@ -312,8 +312,8 @@ func (s *Store) repairSession(id string, apply bool) (*session.RepairReport, err
 		sf.gone = true
 		delete(s.sessions, id)
 		delete(s.unreadable, name)
+		s.runs.forget(sf)
 		s.runs.drop()
-		s.runs.replaced(sf)
 		rep.Applied, rep.Quarantine = true, q
 		return rep, nil
 	}
@@ -324,8 +324,8 @@ func (s *Store) repairSession(id string, apply bool) (*session.RepairReport, err
 	sf.gone = true
 	delete(s.sessions, id)
 	delete(s.unreadable, name)
+	s.runs.forget(sf)
 	s.runs.drop()
-	s.runs.replaced(sf)
 	nt.trim()
 	s.sessions[nt.sessionID] = &sessionFile{name: name, path: sf.path, size: rep.KeptBytes, t: nt}
 	s.log.Warn("repaired session log", "path", sf.path, "generation", nt.gen, "quarantine", q)
