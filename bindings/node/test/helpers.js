@@ -38,7 +38,7 @@ function alive(pid) {
   try {
     status = fs.readFileSync(`/proc/${pid}/status`, 'latin1');
   } catch (err) {
-    return err.code !== 'ENOENT';
+    return err.code !== 'ENOENT' && err.code !== 'ESRCH'; // reaped before the open, or before the read
   }
   return !(/^State:\s+Z/m.test(status) && /^Threads:\s+1$/m.test(status));
 }

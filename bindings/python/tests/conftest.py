@@ -48,7 +48,7 @@ def exited(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/status", "rb") as f:
             status = dict(line.split(b":", 1) for line in f.read().splitlines() if b":" in line)
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # reaped before the open, or before the read (ESRCH)
         return True
     return status.get(b"State", b"").split()[:1] == [b"Z"] and status.get(b"Threads", b"").strip() == b"1"
 
