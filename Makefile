@@ -340,7 +340,7 @@ $(BUILD)/daemon-floor: bench/agent/daemon_floor.c
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -Wall -Wextra -o $@ $<
 
-$(BUILD)/gofloor: bench/gofloor/main.go $(wildcard protocol/*.go api/*.go)
+$(BUILD)/gofloor: bench/gofloor/main.go bench/internal/zerofile/zerofile.go $(wildcard protocol/*.go api/*.go)
 	@mkdir -p $(BUILD)
 	$(GO) build -o $@ ./bench/gofloor
 
@@ -351,7 +351,7 @@ $(BUILD)/gofloor: bench/gofloor/main.go $(wildcard protocol/*.go api/*.go)
 bench-embedded-floor: lib $(BUILD)/goembedfloor.so
 	$(PYTHON) bench/agent/embedded_floor.py --turns 3000 --runs 3 --go-floor $(BUILD)/goembedfloor.so
 
-$(BUILD)/goembedfloor.so: bench/goembedfloor/main.go
+$(BUILD)/goembedfloor.so: bench/goembedfloor/main.go bench/internal/zerofile/zerofile.go
 	@mkdir -p $(BUILD)
 	$(GO) build -buildmode=c-shared -o $@ ./bench/goembedfloor
 	rm -f $(BUILD)/goembedfloor.h

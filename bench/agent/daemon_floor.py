@@ -76,12 +76,16 @@ class FloorAgent:
         body = self.dumps({"run_id": self.run_id, "turn": i, "new_messages": msgs, "tool_calls_count": i,
                            "usage": ab.usage_of(i), "state": ab.state_of(i)})
         self.s.sendall(struct.pack("<I", len(body)) + body)
+        self.recv(8)
+
+    def recv(self, n: int) -> bytes:
         got = b""
-        while len(got) < 8:
-            b = self.s.recv(8 - len(got))
+        while len(got) < n:
+            b = self.s.recv(n - len(got))
             if not b:
                 raise RuntimeError("floor server closed the connection")
             got += b
+        return got
 
     def close(self) -> None:
         self.s.close()
@@ -111,7 +115,7 @@ class WSFloorAgent:
         self.wire.close()
 
 
-class CBORFloorAgent:
+class CBORFloorAgent(FloorAgent):
     """The cborfloor's client: the request the binding's own checkpoint
     path sends (cairn/_wire.py's encoding, byte for byte), after a 4-byte
     length instead of in a WebSocket frame; the answer, after its length,
@@ -121,21 +125,10 @@ class CBORFloorAgent:
         from cairn import _wire
         from cairn import client as cc
 
+        super().__init__(path, sid)
         self.w = _wire
         self.dumps = cc._dumps_finite
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.connect(path)
-        self.run_id = f"run-{sid}"
         self.rid = 0
-
-    def _recv(self, n: int) -> bytes:
-        got = b""
-        while len(got) < n:
-            b = self.s.recv(n - len(got))
-            if not b:
-                raise RuntimeError("cborfloor server closed the connection")
-            got += b
-        return got
 
     def turn(self, i: int, msgs: List[Any]) -> None:
         w = self.w
@@ -145,11 +138,8 @@ class CBORFloorAgent:
         self.rid += 1
         msg = b"".join([w._REQ_HEAD, w._head(0, self.rid), w._REQ_CHECKPOINT, *params])
         self.s.sendall(struct.pack("<I", len(msg)) + msg)
-        (n,) = struct.unpack("<I", self._recv(4))
-        w._checkpoint_answer(self._recv(n))
-
-    def close(self) -> None:
-        self.s.close()
+        (n,) = struct.unpack("<I", self.recv(4))
+        w._checkpoint_answer(self.recv(n))
 
 
 def worker(kind: str, target: str, sid: str, turns: int) -> None:
@@ -162,12 +152,9 @@ def worker(kind: str, target: str, sid: str, turns: int) -> None:
         c.close()
         return
     if kind == "wsfloor":
-        ws = WSFloorAgent(target, sid)
-        ab.run_turns(ws, turns)
-        ws.close()
-        return
-    if kind == "cborfloor":
-        agent: Any = CBORFloorAgent(target, sid)
+        agent: Any = WSFloorAgent(target, sid)
+    elif kind == "cborfloor":
+        agent = CBORFloorAgent(target, sid)
     elif kind in ("floor", "gofloor"):
         agent = FloorAgent(target, sid)
     else:
@@ -190,14 +177,12 @@ def run(kind: str, n: int, turns: int, root: str, a: argparse.Namespace) -> Dict
         elif kind in ("floor", "gofloor", "cborfloor", "wsfloor"):
             target = os.path.join(d, "floor.sock")
             binary = a.floor_bin if kind == "floor" else a.gofloor_bin
-            argv = [binary, target, os.path.join(d, "floor.data")]
+            sock, flags = target, {"cborfloor": ["-cbor"], "wsfloor": ["-ws"]}.get(kind, [])
             if kind == "wsfloor":
                 # The binding's path dials <workspace>/.cairn/cairnd.sock.
                 os.mkdir(os.path.join(d, ".cairn"))
-                argv = [binary, "-ws", os.path.join(d, ".cairn", "cairnd.sock"), os.path.join(d, "floor.data")]
-                target = d
-            elif kind == "cborfloor":
-                argv.insert(1, "-cbor")
+                sock, target = os.path.join(d, ".cairn", "cairnd.sock"), d
+            argv = [binary, *flags, sock, os.path.join(d, "floor.data")]
             # The Go floors run with the runtime's monitor quieted as cairnd
             # runs (cmd/cairnd/sysmon_unix.go): no deep sleep between requests.
             env = dict(os.environ, GODEBUG="schedtrace=2147483647") if kind != "floor" else None

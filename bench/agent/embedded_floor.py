@@ -45,13 +45,17 @@ from agents_cpu import threads_cpu  # noqa: E402
 from cairn import client as cc  # noqa: E402
 
 
+def params(i, msgs) -> bytes:
+    """Turn i's params as Client.checkpoint encodes them."""
+    return cc._dumps({"run_id": "r", "turn": i, "new_messages": msgs, "tool_calls_count": i, "usage": ab.usage_of(i), "state": ab.state_of(i)})
+
+
 class PyFloor(ab.OverwriteFloor):
     """The turn's params as Client.checkpoint encodes them, written into
     synced zeros and made durable: no Go, no checks."""
 
     def turn(self, i, msgs):
-        p = {"run_id": "r", "turn": i, "new_messages": msgs, "tool_calls_count": i, "usage": ab.usage_of(i), "state": ab.state_of(i)}
-        b = cc._dumps(p)
+        b = params(i, msgs)
         os.pwrite(self.fd, b, self.off)
         os.fdatasync(self.fd)
         self.off = (self.off + len(b)) % (self.SIZE - (1 << 16))
@@ -68,8 +72,7 @@ class GoFloor:
         self.commit = open_floor(lib, path)
 
     def turn(self, i, msgs):
-        p = {"run_id": "r", "turn": i, "new_messages": msgs, "tool_calls_count": i, "usage": ab.usage_of(i), "state": ab.state_of(i)}
-        self.commit(cc._dumps(p))
+        self.commit(params(i, msgs))
 
     def close(self) -> None:
         pass

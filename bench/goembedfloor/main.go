@@ -19,6 +19,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/cairn-dev/cairn/bench/internal/zerofile"
 	"github.com/cairn-dev/cairn/internal/vfs"
 )
 
@@ -36,19 +37,8 @@ var (
 //
 //export floor_open
 func floor_open(path *C.char) C.int {
-	nf, err := os.OpenFile(C.GoString(path), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	nf, err := zerofile.Create(C.GoString(path), size)
 	if err != nil {
-		return -1
-	}
-	zeros := make([]byte, 1<<20)
-	for i := 0; i < size/len(zeros); i++ {
-		if _, err := nf.Write(zeros); err != nil {
-			nf.Close()
-			return -1
-		}
-	}
-	if nf.Sync() != nil {
-		nf.Close()
 		return -1
 	}
 	mu.Lock()

@@ -47,6 +47,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/cairn-dev/cairn/api"
+	"github.com/cairn-dev/cairn/bench/internal/zerofile"
 	"github.com/cairn-dev/cairn/internal/vfs"
 	"github.com/cairn-dev/cairn/protocol"
 )
@@ -147,8 +148,7 @@ func serve(c net.Conn, j *journal) {
 		}
 		at, err := j.commit(&request{payload: payload})
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "gofloor: commit:", err)
-			os.Exit(1)
+			fail("commit", err)
 		}
 		binary.LittleEndian.PutUint64(answer[:], uint64(at))
 		if _, err := c.Write(answer[:]); err != nil {
@@ -255,21 +255,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: gofloor [-ws | -cbor] SOCKET DATAFILE")
 		os.Exit(2)
 	}
-	f, err := os.OpenFile(os.Args[2], os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := zerofile.Create(os.Args[2], dataBytes)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "gofloor:", err)
-		os.Exit(1)
-	}
-	zeros := make([]byte, 1<<20)
-	for i := 0; i < dataBytes/len(zeros); i++ {
-		if _, err := f.Write(zeros); err != nil {
-			fmt.Fprintln(os.Stderr, "gofloor: write zeros:", err)
-			os.Exit(1)
-		}
-	}
-	if err := f.Sync(); err != nil {
-		fmt.Fprintln(os.Stderr, "gofloor: fsync:", err)
-		os.Exit(1)
+		fail("data file", err)
 	}
 	j := &journal{f: f}
 	j.cond = sync.NewCond(&j.mu)
@@ -277,8 +265,7 @@ func main() {
 	os.Remove(os.Args[1])
 	ln, err := net.Listen("unix", os.Args[1])
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "gofloor:", err)
-		os.Exit(1)
+		fail("listen", err)
 	}
 	fmt.Println("ready")
 	if mode == "-ws" {
